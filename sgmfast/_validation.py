@@ -1,0 +1,116 @@
+"""Argument checks at the API boundary: one function per rule.
+
+Every check runs before any work or state change, rejects NaN and booleans,
+and raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) with a
+message of the form "q (sampling rate) must be in (0, 1]; got 1.5".
+Each returns a float64 (or int64) numpy array, so callers can broadcast.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_q",
+    "check_sigma",
+    "check_delta",
+    "check_epsilon",
+    "check_steps",
+    "check_orders",
+    "check_positive_int",
+]
+
+
+def _show(bad) -> str:
+    return np.array2string(np.asarray(bad), threshold=4) if np.ndim(bad) else repr(bad.item() if hasattr(bad, "item") else bad)
+
+
+def as_float_array(value, name: str) -> np.ndarray:
+    """Convert to a float64 array; booleans, strings and non-numbers are a TypeError."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number; got the boolean {value!r}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - numpy raises many kinds
+        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}") from exc
+    if arr.dtype == bool:
+        raise TypeError(f"{name} must be numeric; got booleans")
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a number or an array of numbers; got {value!r}")
+    arr = arr.astype(np.float64)
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not be NaN; got {_show(arr[np.isnan(arr)][0])}")
+    return arr
+
+
+def _first_bad(arr: np.ndarray, ok: np.ndarray):
+    return arr[~ok].flat[0]
+
+
+def check_q(q, name: str = "q") -> np.ndarray:
+    """Sampling rate q in (0, 1]."""
+    arr = as_float_array(q, name)
+    ok = (arr > 0.0) & (arr <= 1.0)
+    if not ok.all():
+        raise ValueError(f"{name} (sampling rate) must be in (0, 1]; got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_sigma(sigma, name: str = "sigma") -> np.ndarray:
+    """Noise multiplier sigma: finite and > 0."""
+    arr = as_float_array(sigma, name)
+    ok = np.isfinite(arr) & (arr > 0.0)
+    if not ok.all():
+        raise ValueError(f"{name} (noise multiplier) must be finite and > 0; got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_delta(delta, name: str = "delta") -> np.ndarray:
+    """delta in (0, 1)."""
+    arr = as_float_array(delta, name)
+    ok = (arr > 0.0) & (arr < 1.0)
+    if not ok.all():
+        raise ValueError(f"{name} must be in (0, 1); got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
+    """epsilon (nats): finite and >= 0."""
+    arr = as_float_array(epsilon, name)
+    ok = np.isfinite(arr) & (arr >= 0.0)
+    if not ok.all():
+        raise ValueError(f"{name} must be finite and >= 0; got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_steps(steps, name: str = "steps") -> np.ndarray:
+    """Number of steps: a non-negative integer (as int or integral float), returned as float64."""
+    arr = as_float_array(steps, name)
+    ok = np.isfinite(arr) & (arr >= 0.0) & (arr == np.floor(arr))
+    if not ok.all():
+        raise ValueError(f"{name} must be a non-negative integer; got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_positive_int(value, name: str) -> int:
+    """A single integer >= 1 (dataset size, batch size, epochs)."""
+    arr = as_float_array(value, name)
+    if arr.ndim != 0 or not np.isfinite(arr) or arr < 1 or arr != np.floor(arr):
+        raise ValueError(f"{name} must be an integer >= 1; got {_show(arr)}")
+    return int(arr)
+
+
+def check_orders(orders, name: str = "orders") -> np.ndarray:
+    """RDP orders: a 1-D array of finite values > 1."""
+    arr = np.atleast_1d(as_float_array(orders, name))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
+    ok = np.isfinite(arr) & (arr > 1.0)
+    if not ok.all():
+        raise ValueError(f"{name} must be finite and > 1; got {_show(_first_bad(arr, ok))}")
+    return arr
