@@ -386,9 +386,15 @@ def schedule_rdp(alpha, qs, sigmas, counts):
 
 @jit
 def eps_from_rdp(alpha, rdp, log_delta):
-    """epsilon from (alpha, rdp)-RDP at delta (Balle et al. 2020, Thm 21; Canonne, Kamath &
-    Steinke 2020, Prop. 12): eps = rdp + log1p(-1/alpha) - (log delta + log alpha)/(alpha - 1),
-    clipped at 0."""
+    """epsilon from (alpha, rdp)-RDP at delta, clipped at 0.
+
+    eps = rdp + log1p(-1/alpha) - (log delta + log alpha)/(alpha - 1) (Balle et al. 2020,
+    Thm 21; Canonne, Kamath & Steinke 2020, Prop. 12); and eps = 0 when
+    sqrt(1 - e^-rdp) <= delta, because delta(0) = TV <= sqrt(1 - e^-KL) (Bretagnolle-Huber)
+    and KL <= rdp at every order alpha > 1.
+    """
+    if -math.expm1(-rdp) <= math.exp(2.0 * log_delta):
+        return 0.0
     e = rdp + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
     return max(e, 0.0)
 
@@ -396,8 +402,13 @@ def eps_from_rdp(alpha, rdp, log_delta):
 @jit
 def log_delta_from_rdp(alpha, rdp, eps):
     """log delta from (alpha, rdp)-RDP at epsilon, the inverse of ``eps_from_rdp``:
-    delta = exp((alpha - 1)(rdp - eps)) (1 - 1/alpha)^(alpha - 1) / alpha, clipped at 1."""
+    delta = min(exp((alpha - 1)(rdp - eps)) (1 - 1/alpha)^(alpha - 1) / alpha,
+    sqrt(1 - e^-rdp), 1)."""
     ld = (alpha - 1.0) * (rdp - eps + math.log1p(-1.0 / alpha)) - math.log(alpha)
+    if rdp > 0.0:
+        ld = min(ld, 0.5 * math.log(-math.expm1(-rdp)))
+    else:
+        return NEG_INF
     return min(ld, 0.0)
 
 
