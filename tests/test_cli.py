@@ -1,0 +1,71 @@
+"""The command line: numbers on stdout, one-line errors on stderr with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sgmfast import __version__, rdp
+from sgmfast.cli import main
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _field(out, name):
+    for line in out.splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"{name!r} not in output:\n{out}")
+
+
+def test_epsilon_rdp(capsys):
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--q", "0.01", "--steps", "1000", "--delta", "1e-5",
+                           "--accountant", "rdp"], capsys)
+    assert code == 0 and err == ""
+    eps, order = rdp.epsilon(1.0, 0.01, 1000, 1e-5, return_order=True)
+    assert float(_field(out, "epsilon")) == pytest.approx(eps, rel=1e-5)
+    assert float(_field(out, "optimal order")) == pytest.approx(order, rel=1e-5)
+
+
+def test_batch_size_and_epochs(capsys):
+    code, out, _ = _run(["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000",
+                         "--epochs", "60", "--delta", "1e-5", "--accountant", "rdp"], capsys)
+    assert code == 0
+    assert int(_field(out, "steps")) == 14063  # ceil(60 * 60000 / 256): rounding up is pessimistic
+    assert float(_field(out, "q")) == pytest.approx(256 / 60000, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["epsilon", "--sigma", "1", "--q", "1.5", "--steps", "10", "--delta", "1e-5"], "q (sampling rate)"),
+        (["epsilon", "--sigma", "-1", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "sigma"),
+        (["epsilon", "--sigma", "1", "--q", "0.1", "--steps", "10", "--delta", "2"], "delta"),
+        (["epsilon", "--sigma", "1", "--q", "0.1", "--steps", "1.5", "--delta", "1e-5"], "steps"),
+        (["epsilon", "--sigma", "nan", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "sigma"),
+        (["epsilon", "--sigma", "x", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "--sigma"),
+        (["epsilon", "--q", "0.1", "--steps", "10", "--delta", "1e-5"], "--sigma"),
+        (["epsilon", "--sigma", "1", "--batch-size", "10", "--steps", "10", "--delta", "1e-5"], "--dataset-size"),
+        (["epsilon", "--sigma", "1", "--batch-size", "100", "--dataset-size", "10", "--steps", "10",
+          "--delta", "1e-5"], "--batch-size"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
+def test_bad_input_one_line_exit_2(argv, needle, capsys):
+    code, out, err = _run(argv + (["--accountant", "rdp"] if argv[0] == "epsilon" else []), capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("sgmfast: error:")
+    assert needle in err
+
+
+def test_console_script_version():
+    res = subprocess.run([sys.executable, "-m", "sgmfast.cli", "--version"], capture_output=True, text=True)
+    assert res.returncode == 0
+    assert res.stdout.strip() == f"sgmfast {__version__}"

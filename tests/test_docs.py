@@ -1,0 +1,19 @@
+"""Run the Examples sections of the public modules as doctests."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["sgmfast.rdp", "sgmfast.pld", "sgmfast.calibrate", "sgmfast.analysis"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError:
+        pytest.skip(f"{name} not present")
+    failed, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert failed == 0
+    assert tried > 0, f"{name} has no examples"
