@@ -198,7 +198,8 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
     val = np.empty(n)
     alpha = np.empty(n)
     if o is None:
-        _k.optimise_points(qq, s, t * (1.0 + REL_MARGIN), targets, mode, True, ORDER_XTOL, val, alpha)
+        kernel = _k.optimise_points if n >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
+        kernel(qq, s, t * (1.0 + REL_MARGIN), targets, mode, True, ORDER_XTOL, val, alpha)
     else:
         for i in range(n):
             val[i], alpha[i] = _optimise(qq[i:i + 1], s[i:i + 1], t[i:i + 1], targets[i], mode, o)

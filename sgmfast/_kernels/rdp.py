@@ -694,9 +694,8 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     return best, best_a
 
 
-@jit_parallel
-def optimise_points(qs, sigmas, counts, targets, mode, refine, xtol, out_val, out_alpha):
-    """``optimise_order`` for independent single-mechanism points, in parallel."""
+def _optimise_points(qs, sigmas, counts, targets, mode, refine, xtol, out_val, out_alpha):
+    """``optimise_order`` for independent single-mechanism points."""
     for i in numba.prange(qs.shape[0]):
         q1 = qs[i:i + 1]
         s1 = sigmas[i:i + 1]
@@ -704,6 +703,12 @@ def optimise_points(qs, sigmas, counts, targets, mode, refine, xtol, out_val, ou
         v, a = optimise_order(q1, s1, c1, targets[i], mode, refine, xtol)
         out_val[i] = v
         out_alpha[i] = a
+
+
+#: Parallel and serial builds of the same loop: a parallel launch costs more than a few points.
+optimise_points = jit_parallel(_optimise_points)
+optimise_points_serial = jit(_optimise_points)
+PARALLEL_MIN_POINTS = 64
 
 
 @jit

@@ -1,0 +1,102 @@
+"""Calibration: returned values are private (verified) and minimal/maximal to tolerance."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgmfast import calibrate as cal
+from sgmfast import rdp
+
+REF = Path(__file__).parent / "reference"
+
+POINTS = [
+    (2.0, 1e-5, 0.01, 1000),
+    (8.0, 1e-5, 256 / 60000, 14062),
+    (3.0, 1e-5, 0.001, 100_000),
+    (1.0, 1e-5, 0.01, 1000),
+    (0.125, 1e-5, 0.001, 1000),
+    (4.0, 1e-8, 1.0, 10),
+]
+
+
+@pytest.mark.parametrize("eps,delta,q,steps", POINTS)
+def test_rdp_sigma_is_private_and_minimal(eps, delta, q, steps):
+    s = cal.calibrate_sigma(eps, delta, q, steps, accountant="rdp")
+    assert rdp.epsilon(s, q, steps, delta) <= eps
+    assert rdp.epsilon(s * (1 - 2 * cal.RDP_TOL), q, steps, delta) > eps
+
+
+def test_rdp_sigma_vectorised_equals_pointwise():
+    eps = np.array([0.5, 1.0, 2.0, 4.0, 8.0] * 4)
+    q = np.repeat([0.001, 0.004, 0.01, 0.05], 5)
+    got = cal.calibrate_sigma(eps, 1e-5, q, 10_000, accountant="rdp")
+    assert got.shape == eps.shape
+    for i in (0, 7, 19):
+        assert got[i] == pytest.approx(cal.calibrate_sigma(eps[i], 1e-5, q[i], 10_000, accountant="rdp"), rel=2e-6)
+        assert rdp.epsilon(got[i], q[i], 10_000, 1e-5) <= eps[i]
+
+
+def test_gaussian_sigma_matches_mpmath_table():
+    with open(REF / "gaussian_eps.csv") as fh:
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    assert rows
+    for row in rows:
+        s, d, e = float(row["sigma"]), float(row["delta"]), float(row["epsilon"])
+        # The table gives the exact epsilon at sigma; calibrating back must return sigma.
+        assert cal.gaussian_sigma(e, d) == pytest.approx(s, rel=1e-9), row["row_id"]
+
+
+def test_gaussian_sigma_scales_with_sqrt_steps():
+    assert cal.gaussian_sigma(1.0, 1e-5, 100) == pytest.approx(10 * cal.gaussian_sigma(1.0, 1e-5), rel=1e-12)
+
+
+def test_rdp_q_is_private_and_maximal():
+    q = cal.calibrate_q(2.0, 1e-5, 1.0, 1000, accountant="rdp")
+    assert rdp.epsilon(1.0, q, 1000, 1e-5) <= 2.0
+    assert rdp.epsilon(1.0, q * (1 + 2 * cal.RDP_TOL), 1000, 1e-5) > 2.0
+
+
+def test_rdp_q_is_one_when_full_batches_fit():
+    assert cal.calibrate_q(50.0, 1e-5, 5.0, 10, accountant="rdp") == 1.0
+
+
+def test_rdp_steps_is_private_and_maximal():
+    t = cal.calibrate_steps(2.0, 1e-5, 1.0, 0.01, accountant="rdp")
+    assert rdp.epsilon(1.0, 0.01, t, 1e-5) <= 2.0 < rdp.epsilon(1.0, 0.01, t + 1, 1e-5)
+    assert cal.calibrate_epochs(2.0, 1e-5, 1.0, 0.01, accountant="rdp") == pytest.approx(t * 0.01)
+
+
+def test_rdp_batch_size_is_private_and_maximal():
+    b = cal.calibrate_batch_size(2.0, 1e-5, 1.0, 1000, 60000, accountant="rdp")
+    assert rdp.epsilon(1.0, b / 60000, 1000, 1e-5) <= 2.0 < rdp.epsilon(1.0, (b + 1) / 60000, 1000, 1e-5)
+
+
+def test_impossible_requests_name_what_cannot_be_met():
+    with pytest.raises(ValueError, match="no noise multiplier up to 1e6"):
+        cal.calibrate_sigma(1e-9, 1e-5, 1.0, 10**6, accountant="rdp")
+    with pytest.raises(ValueError, match="no batch size fits"):
+        cal.calibrate_batch_size(0.01, 1e-5, 0.5, 10**5, 100, accountant="rdp")
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
+        cal.calibrate_sigma(1.0, 1.0, 0.01, 100, accountant="rdp")
+    with pytest.raises(ValueError, match="accountant must be one of"):
+        cal.calibrate_sigma(1.0, 1e-5, 0.01, 100, accountant="gdp")
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        cal.calibrate_sigma(0.0, 1e-5, 0.01, 100, accountant="rdp")
+    assert cal.calibrate_steps(0.001, 1e-5, 0.5, 1.0, accountant="rdp") == 0
+
+
+@settings(deadline=None, max_examples=20)
+@given(eps=st.floats(0.1, 20.0), q=st.floats(1e-4, 1.0), steps=st.integers(1, 10**5))
+def test_rdp_sigma_property(eps, q, steps):
+    s = cal.calibrate_sigma(eps, 1e-5, q, steps, accountant="rdp")
+    assert rdp.epsilon(s, q, steps, 1e-5) <= eps
+    if s * (1 - 2 * cal.RDP_TOL) > cal.SIGMA_MIN:
+        assert rdp.epsilon(s * (1 - 2 * cal.RDP_TOL), q, steps, 1e-5) > eps
+    assert math.isfinite(s)
