@@ -79,7 +79,7 @@ def gaussian_sigma(epsilon: float, delta: float, steps: int = 1) -> float:
     --------
     >>> from sgmfast.calibrate import gaussian_sigma
     >>> round(gaussian_sigma(1.0, 1e-5), 4)
-    3.7305
+    3.7306
     """
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
@@ -297,22 +297,62 @@ def _pld_q(eps, delta, sigma, steps, q_rdp, status, accuracy):
     return math.exp(lo) if flo <= 0 else math.exp(xa)
 
 
-def calibrate_batch_size(epsilon, delta, sigma, steps, dataset_size, *, accountant="pld", accuracy=1e-3) -> int:
-    """Largest expected batch size B (q = B / dataset_size) meeting the target.
+def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epochs=None,
+                         accountant="pld", accuracy=1e-3) -> int:
+    """Largest expected batch size B (q = B / dataset_size) whose certified epsilon is <= ``epsilon``.
+
+    Give either ``steps`` (fixed number of steps) or ``epochs`` (fixed number of passes:
+    steps = ceil(epochs * dataset_size / B) then changes with B). With epochs fixed, the
+    search is a bisection over integers that assumes epsilon grows with B (it does: the
+    effective noise sigma/q dominates, Räisä et al. 2024); the returned B is verified.
 
     Raises ValueError if not even B = 1 fits.
+
+    Examples
+    --------
+    >>> from sgmfast.calibrate import calibrate_batch_size
+    >>> calibrate_batch_size(2.0, 1e-5, 1.0, 60000, steps=1000, accountant="rdp")
+    569
     """
+    _check_accountant(accountant)
     n = check_positive_int(dataset_size, "dataset_size")
-    q = calibrate_q(epsilon, delta, sigma, steps, accountant=accountant, accuracy=accuracy)
-    b = int(math.floor(q * n + 1e-9))
-    while b >= 1 and _upper(accountant, sigma, b / n, steps, delta, accuracy) > epsilon:
-        b -= 1
-    if b < 1:
+    e = float(_check_target_epsilon(epsilon))
+    d = float(check_delta(delta))
+    s = float(check_sigma(sigma))
+    if (steps is None) == (epochs is None):
+        raise ValueError("give exactly one of steps and epochs")
+    if steps is not None:
+        t = float(check_steps(steps))
+        steps_of = lambda b: t  # noqa: E731
+    else:
+        ep = float(check_epsilon(epochs, "epochs"))
+        if ep <= 0:
+            raise ValueError(f"epochs must be > 0; got {ep:g}")
+        steps_of = lambda b: float(math.ceil(ep * n / b - 1e-9))  # noqa: E731
+    ok = lambda b: _upper(accountant, s, b / n, steps_of(b), d, accuracy) <= e  # noqa: E731
+    if not ok(1):
         raise ValueError(
             f"no batch size fits: even 1 of {n} examples per step (q={1 / n:g}) exceeds "
-            f"epsilon={epsilon:g} with sigma={sigma:g}, steps={steps:g}"
+            f"epsilon={e:g} with sigma={s:g}, steps={steps_of(1):g}"
         )
-    return min(b, n)
+    if steps is not None:
+        # Start from the continuous answer: q is exact to 1e-6 relative for RDP.
+        q = calibrate_q(e, d, s, steps, accountant="rdp")
+        lo = max(1, min(n, int(math.floor(q * n + 1e-9))))
+        if not ok(lo):
+            lo = 1
+    else:
+        lo = 1
+    if ok(n):
+        return n
+    hi = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _upper(accountant, sigma, q, steps, delta, accuracy):

@@ -14,6 +14,25 @@ from . import __version__
 EXIT_USAGE = 2
 
 
+def _fmt(x: float, direction: str = "near", digits: int = 6) -> str:
+    """Format to ``digits`` significant digits, rounding an upper bound up and a lower bound
+    down, so that the printed number keeps the guarantee of the computed one."""
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:g}"
+    if direction == "near":
+        return f"{x:.{digits}g}"
+    exp = math.floor(math.log10(abs(x))) - digits + 1
+    scale = 10.0 ** exp
+    m = x / scale
+    m = math.ceil(m - 1e-9) if direction == "up" else math.floor(m + 1e-9)
+    r = m * scale
+    # Guard against the decimal-binary round trip going the wrong way.
+    while (direction == "up" and float(f"{r:.{digits}g}") < x) or (direction == "down" and float(f"{r:.{digits}g}") > x):
+        m += 1 if direction == "up" else -1
+        r = m * scale
+    return f"{r:.{digits}g}"
+
+
 class _UsageError(Exception):
     pass
 
@@ -55,6 +74,18 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="PLD only: target relative width of the certified interval (default 1e-3)")
     pe.add_argument("--orders", type=float, nargs="+",
                     help="RDP only: optimise over these orders instead of all real alpha > 1")
+    pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
+    pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (> 0)")
+    pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
+    pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
+    pc.add_argument("--q", type=float, help="Poisson sampling rate in (0, 1]")
+    pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
+    pc.add_argument("--dataset-size", type=int, help="number of examples")
+    pc.add_argument("--steps", type=float, help="number of steps")
+    pc.add_argument("--epochs", type=float, help="epochs: steps = ceil(epochs / q)")
+    pc.add_argument("--accountant", choices=("pld", "rdp"), default="pld")
+    pc.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (relative width of the ε interval)")
     return parser
 
 
@@ -62,7 +93,11 @@ def _resolve_q_steps(args) -> tuple[float, float]:
     from ._validation import check_positive_int, check_q
 
     if args.q is not None:
+        if args.batch_size is not None:
+            raise ValueError("give --q or --batch-size, not both")
         q = float(check_q(args.q))
+    elif args.batch_size is None:
+        raise ValueError("give --q or --batch-size with --dataset-size")
     else:
         if args.dataset_size is None:
             raise ValueError("--batch-size needs --dataset-size")
@@ -73,6 +108,8 @@ def _resolve_q_steps(args) -> tuple[float, float]:
         q = b / n
     if args.steps is not None:
         steps = args.steps
+    elif args.epochs is None:
+        raise ValueError("give --steps or --epochs")
     else:
         if not (math.isfinite(args.epochs) and args.epochs >= 0):
             raise ValueError(f"--epochs must be finite and >= 0; got {args.epochs}")
@@ -87,7 +124,7 @@ def _cmd_epsilon(args) -> None:
         from . import rdp
 
         eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True)
-        print(f"epsilon: {eps:.6g}")
+        print(f"epsilon: {_fmt(eps, 'up')}")
         print(f"optimal order: {order:.6g}")
     else:
         if args.orders is not None:
@@ -95,15 +132,71 @@ def _cmd_epsilon(args) -> None:
         from . import pld
 
         b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy)
-        print(f"epsilon: {b.upper:.6g}")
-        print(f"epsilon lower bound: {b.lower:.6g}")
+        print(f"epsilon: {_fmt(float(b.upper), 'up')}")
+        print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps)}")
     print(f"accountant: {args.accountant}")
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon}
+def _achieved(accountant, sigma, q, steps, delta, accuracy):
+    """(upper, lower) epsilon at the calibrated point; lower is None for RDP."""
+    if accountant == "rdp":
+        from . import rdp
+
+        return rdp.epsilon(sigma, q, steps, delta), None
+    from . import pld
+
+    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy)
+    return float(b.upper), float(b.lower)
+
+
+def _cmd_calibrate(args) -> None:
+    from . import calibrate as cal
+
+    if args.solve_for == "sigma":
+        if args.sigma is not None:
+            raise ValueError("--sigma is what --solve-for sigma computes; leave it out")
+        q, steps = _resolve_q_steps(args)
+        sigma = cal.calibrate_sigma(args.epsilon, args.delta, q, steps, accountant=args.accountant,
+                                    accuracy=args.accuracy)
+    elif args.solve_for == "batch-size":
+        if args.sigma is None or args.dataset_size is None:
+            raise ValueError("--solve-for batch-size needs --sigma and --dataset-size")
+        if args.q is not None or args.batch_size is not None:
+            raise ValueError("--solve-for batch-size computes the batch size; leave out --q/--batch-size")
+        if (args.steps is None) == (args.epochs is None):
+            raise ValueError("--solve-for batch-size needs exactly one of --steps and --epochs")
+        b = cal.calibrate_batch_size(args.epsilon, args.delta, args.sigma, args.dataset_size, steps=args.steps,
+                                     epochs=args.epochs, accountant=args.accountant, accuracy=args.accuracy)
+        sigma, q = args.sigma, b / args.dataset_size
+        steps = args.steps if args.steps is not None else float(math.ceil(args.epochs * args.dataset_size / b - 1e-9))
+        print(f"batch size: {b}")
+    else:
+        if args.sigma is None:
+            raise ValueError("--solve-for epochs needs --sigma")
+        if args.steps is not None or args.epochs is not None:
+            raise ValueError("--solve-for epochs computes the number of steps; leave out --steps/--epochs")
+        args.steps = 0.0
+        q, _ = _resolve_q_steps(args)
+        sigma = args.sigma
+        steps = float(cal.calibrate_steps(args.epsilon, args.delta, sigma, q, accountant=args.accountant,
+                                          accuracy=args.accuracy))
+        print(f"epochs: {steps * q:.6g}")
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy)
+    # sigma is printed rounded up: a larger noise multiplier is still private.
+    print(f"sigma: {_fmt(float(sigma), 'up')}")
+    print(f"epsilon: {_fmt(upper, 'up')}")
+    if lower is not None:
+        print(f"epsilon lower bound: {_fmt(lower, 'down')}")
+    print(f"delta: {args.delta:g}")
+    print(f"q: {q:.6g}")
+    print(f"steps: {int(steps)}")
+    print(f"accountant: {args.accountant}")
+
+
+_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate}
 
 
 def main(argv=None) -> int:

@@ -69,3 +69,51 @@ def test_console_script_version():
     res = subprocess.run([sys.executable, "-m", "sgmfast.cli", "--version"], capture_output=True, text=True)
     assert res.returncode == 0
     assert res.stdout.strip() == f"sgmfast {__version__}"
+
+
+def test_calibrate_sigma_rdp(capsys):
+    from sgmfast import calibrate as cal
+
+    code, out, err = _run(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--batch-size", "256",
+                           "--dataset-size", "60000", "--epochs", "60", "--accountant", "rdp"], capsys)
+    assert code == 0 and err == ""
+    sigma = float(_field(out, "sigma"))
+    assert sigma >= cal.calibrate_sigma(8.0, 1e-5, 256 / 60000, 14063, accountant="rdp")  # printed rounded up
+    assert rdp.epsilon(sigma, 256 / 60000, 14063, 1e-5) <= 8.0
+    assert float(_field(out, "epsilon")) >= rdp.epsilon(sigma, 256 / 60000, 14063, 1e-5)
+
+
+def test_calibrate_solve_for_batch_size_and_epochs(capsys):
+    code, out, _ = _run(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--sigma", "0.7", "--dataset-size",
+                         "60000", "--epochs", "60", "--solve-for", "batch-size", "--accountant", "rdp"], capsys)
+    assert code == 0
+    b = int(_field(out, "batch size"))
+    steps = int(_field(out, "steps"))
+    assert rdp.epsilon(0.7, b / 60000, steps, 1e-5) <= 8.0
+    code, out, _ = _run(["calibrate", "--epsilon", "8", "--delta", "1e-5", "--sigma", "0.7", "--batch-size", "256",
+                         "--dataset-size", "60000", "--solve-for", "epochs", "--accountant", "rdp"], capsys)
+    assert code == 0
+    steps = int(_field(out, "steps"))
+    assert rdp.epsilon(0.7, 256 / 60000, steps, 1e-5) <= 8.0 < rdp.epsilon(0.7, 256 / 60000, steps + 1, 1e-5)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["calibrate", "--epsilon", "1e-9", "--delta", "1e-5", "--q", "1", "--steps", "1000000"], "no noise multiplier"),
+        (["calibrate", "--epsilon", "1", "--delta", "1e-5", "--sigma", "1", "--solve-for", "batch-size",
+          "--steps", "10"], "--dataset-size"),
+        (["calibrate", "--epsilon", "1", "--delta", "1", "--q", "0.1", "--steps", "10"], "delta"),
+    ],
+)
+def test_calibrate_bad_requests(argv, needle, capsys):
+    code, out, err = _run(argv + ["--accountant", "rdp"], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and needle in err
+
+
+def test_printed_bounds_round_outward():
+    from sgmfast.cli import _fmt
+
+    assert _fmt(7.9999994, "up") == "8" and _fmt(7.9999994, "down") == "7.99999"
+    assert float(_fmt(2.101322131, "up")) >= 2.101322131 >= float(_fmt(2.101322131, "down"))
