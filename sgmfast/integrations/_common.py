@@ -1,0 +1,59 @@
+"""Engine-neutral accounting of a schedule of SGM segments, shared by the adapters."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .._types import Bounds, Step
+
+ENGINES = ("pld", "rdp")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"accountant must be one of {ENGINES}; got {engine!r}")
+    return engine
+
+
+def _build(engine: str, steps: Sequence[Step], accuracy: float):
+    if engine == "rdp":
+        from .. import rdp
+
+        acc = rdp.RDPAccountant()
+    else:
+        from .. import pld
+
+        acc = pld.PLDAccountant(accuracy=accuracy)
+    for st in steps:
+        acc.step(st.sigma, st.q, st.count)
+    return acc
+
+
+class ScheduleCache:
+    """Builds the sgmfast accountant for a history once and reuses it while it is unchanged."""
+
+    def __init__(self, engine: str, accuracy: float):
+        self.engine = check_engine(engine)
+        self.accuracy = float(accuracy)
+        self._key = None
+        self._acc = None
+
+    def accountant(self, steps: Sequence[Step]):
+        key = tuple(steps)
+        if key != self._key:
+            self._acc = _build(self.engine, key, self.accuracy)
+            self._key = key
+        return self._acc
+
+    def epsilon(self, steps: Sequence[Step], delta: float) -> Bounds:
+        if not steps:
+            return Bounds(0.0, 0.0)
+        r = self.accountant(steps).epsilon(delta)
+        return r if isinstance(r, Bounds) else Bounds(math.nan, float(r))
+
+    def delta(self, steps: Sequence[Step], epsilon: float) -> Bounds:
+        if not steps:
+            return Bounds(0.0, 0.0)
+        r = self.accountant(steps).delta(epsilon)
+        return r if isinstance(r, Bounds) else Bounds(math.nan, float(r))

@@ -1,0 +1,187 @@
+"""Adapters for Opacus and dp_accounting; the package itself stays light to import."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sgmfast import rdp
+
+ENGINES = ["rdp", "pld"]
+
+
+def _sgmfast_epsilon(engine, steps, delta):
+    """sgmfast's own accountant over a list of (sigma, q, count)."""
+    if engine == "rdp":
+        acc = rdp.RDPAccountant()
+    else:
+        from sgmfast import pld
+
+        acc = pld.PLDAccountant()
+    for s, q, n in steps:
+        acc.step(s, q, n)
+    r = acc.epsilon(delta)
+    return float(getattr(r, "upper", r))
+
+
+def test_import_is_light():
+    code = ("import sys, sgmfast; sgmfast.rdp; "
+            "bad=[m for m in ('torch','opacus','dp_accounting','matplotlib') if m in sys.modules]; "
+            "print(','.join(bad))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == ""
+
+
+# ------------------------------------------------------------------ dp_accounting
+
+@pytest.fixture
+def dpa():
+    return pytest.importorskip("dp_accounting")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_dp_accounting_adapter_matches_sgmfast(dpa, engine):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    warm = dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.2))
+    main = dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.9))
+    event = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(warm, 50), dpa.SelfComposedDpEvent(main, 400)])
+    acc = SGMFastPrivacyAccountant(accountant=engine).compose(event, 2)
+    expected = _sgmfast_epsilon(engine, [(1.2, 0.02, 100), (0.9, 0.01, 800)], 1e-5)
+    # Composition order does not change the result; the adapter records (50, 400) twice.
+    assert acc.get_epsilon(1e-5) == pytest.approx(expected, rel=1e-3 if engine == "pld" else 1e-12)
+    assert acc.get_delta(acc.get_epsilon(1e-5)) <= 1e-5 * (1 + 1e-3)
+
+
+def test_dp_accounting_adapter_rejects_other_events(dpa):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    acc = SGMFastPrivacyAccountant(accountant="rdp")
+    bad = dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), dpa.LaplaceDpEvent(1.0)])
+    assert not acc.supports(bad)
+    with pytest.raises(dpa.UnsupportedEventError):
+        acc.compose(bad)
+    assert acc.get_epsilon(1e-5) == 0.0  # nothing was recorded
+    assert not acc.supports(dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)))
+    replace = SGMFastPrivacyAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    assert not replace.supports(dpa.GaussianDpEvent(1.0))
+
+
+def test_dp_accounting_gaussian_event_is_q_one(dpa):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    acc = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.GaussianDpEvent(3.0), 4)
+    assert acc.get_epsilon(1e-5) == rdp.epsilon(3.0, 1.0, 4, 1e-5)
+
+
+def test_calibrate_dp_mechanism_works_on_the_adapter(dpa):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    def make_event(sigma):
+        return dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(sigma)), 1000)
+
+    sigma = dpa.calibrate_dp_mechanism(lambda: SGMFastPrivacyAccountant(accountant="rdp"), make_event, 2.0, 1e-5)
+    assert rdp.epsilon(sigma, 0.01, 1000, 1e-5) <= 2.0
+    from sgmfast.calibrate import calibrate_sigma
+
+    assert sigma == pytest.approx(calibrate_sigma(2.0, 1e-5, 0.01, 1000, accountant="rdp"), rel=1e-3)
+
+
+# ------------------------------------------------------------------ Opacus
+
+@pytest.fixture
+def opacus():
+    pytest.importorskip("torch")
+    return pytest.importorskip("opacus")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_opacus_accountant_interface(opacus, engine):
+    from sgmfast.integrations.opacus import SGMFastAccountant
+
+    acc = SGMFastAccountant(accountant=engine)
+    for _ in range(30):
+        acc.step(noise_multiplier=1.0, sample_rate=0.05)
+    for _ in range(20):
+        acc.step(noise_multiplier=0.8, sample_rate=0.05)
+    assert len(acc) == 50
+    assert acc.history == [(1.0, 0.05, 30), (0.8, 0.05, 20)]
+    assert acc.mechanism() == "sgmfast"
+    eps = acc.get_epsilon(1e-5)
+    assert eps == pytest.approx(_sgmfast_epsilon(engine, [(1.0, 0.05, 30), (0.8, 0.05, 20)], 1e-5), rel=1e-12)
+    state = acc.state_dict()
+    fresh = SGMFastAccountant(accountant=engine)
+    fresh.load_state_dict(state)
+    assert fresh.get_epsilon(1e-5) == eps
+    with pytest.raises(ValueError, match="sample_rate"):
+        acc.step(noise_multiplier=1.0, sample_rate=1.5)
+
+
+def test_opacus_registry_and_noise_multiplier(opacus):
+    from opacus.accountants import create_accountant
+
+    from sgmfast.calibrate import calibrate_sigma
+    from sgmfast.integrations.opacus import SGMFastAccountant, get_noise_multiplier
+
+    assert isinstance(create_accountant("sgmfast"), SGMFastAccountant)
+    s = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.01, epochs=10, accountant="rdp")
+    assert s == calibrate_sigma(2.0, 1e-5, 0.01, 1000, accountant="rdp")
+    with pytest.raises(ValueError, match="either a number of steps or a number of epochs"):
+        get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.01)
+
+
+def _train(opacus, accountant, steps=12):
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 5)
+    y = torch.randint(0, 2, (64,))
+    model = torch.nn.Linear(5, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    engine = opacus.PrivacyEngine(accountant=accountant)
+    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                             noise_multiplier=1.1, max_grad_norm=1.0)
+    done = 0
+    while done < steps:
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            done += 1
+            if done == steps:
+                break
+    return engine
+
+
+def test_opacus_training_loop(opacus):
+    import sgmfast.integrations.opacus  # noqa: F401  registers "sgmfast"
+
+    engine = _train(opacus, "sgmfast")
+    acc = engine.accountant
+    assert len(acc) == 12
+    ((sigma, q, n),) = acc.history
+    assert (sigma, q, n) == (1.1, 8 / 64, 12)
+    eps = engine.get_epsilon(1e-5)
+    assert eps == pytest.approx(_sgmfast_epsilon("pld", [(sigma, q, n)], 1e-5), rel=1e-12)
+    # Within the PRV accountant's error bar (its estimate is not a certified bound).
+    from opacus.accountants import PRVAccountant
+
+    prv = PRVAccountant()
+    prv.history = [(sigma, q, n)]
+    e_low, e_est, e_up = prv._get_epsilon_bounds(1e-5, eps_error=0.01)
+    assert e_low - 0.02 <= eps <= e_up + 0.02
+    assert math.isfinite(eps) and eps > 0
+
+
+def test_dp_accounting_non_private_is_infinite(dpa):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    acc = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(0)))
+    assert acc.get_epsilon(1e-5) == math.inf and acc.get_delta(1.0) == 1.0
+    acc2 = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.NonPrivateDpEvent())
+    assert acc2.get_epsilon(1e-5) == math.inf
