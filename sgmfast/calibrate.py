@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ._kernels import calibrate as _kc
+from ._progress import Progress
 from ._validation import check_delta, check_epsilon, check_positive_int, check_q, check_sigma, check_steps
 from .rdp import ORDER_XTOL, REL_MARGIN
 
@@ -95,14 +96,22 @@ def _broadcast(*arrays):
     return shape, [np.ascontiguousarray(x.reshape(-1), dtype=np.float64) for x in b]
 
 
-def _rdp_solve(kind, eps, delta, q, sigma, steps, lo, hi, guesses, tol=RDP_TOL):
+_CHUNK = 1024
+
+
+def _rdp_solve(kind, eps, delta, q, sigma, steps, lo, hi, guesses, tol=RDP_TOL, progress=None):
     n = eps.shape[0]
     val = np.empty(n)
     got = np.empty(n)
     status = np.empty(n, dtype=np.int64)
-    kernel = _kc.solve_points if n >= _kc.PARALLEL_MIN_POINTS else _kc.solve_points_serial
-    kernel(kind, eps, np.log(delta), q, sigma, steps, lo, hi, guesses, REL_MARGIN,
-                     ORDER_XTOL, tol, val, got, status)
+    log_delta = np.log(delta)
+    with Progress(n, "calibrating (rdp)", progress) as bar:
+        for a in range(0, n, _CHUNK):
+            b = min(n, a + _CHUNK)
+            kernel = _kc.solve_points if b - a >= _kc.PARALLEL_MIN_POINTS else _kc.solve_points_serial
+            kernel(kind, eps[a:b], log_delta[a:b], q[a:b], sigma[a:b], steps[a:b], lo, hi, guesses[a:b],
+                   REL_MARGIN, ORDER_XTOL, tol, val[a:b], got[a:b], status[a:b])
+            bar.update(b - a)
     return val, got, status
 
 
@@ -119,7 +128,8 @@ def _raise_impossible(what: str, i: int, eps, delta, extra: str):
     )
 
 
-def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3):
+def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3,
+                    progress: bool | None = None):
     """Smallest noise multiplier whose certified epsilon is <= ``epsilon`` at ``delta``.
 
     Parameters
@@ -134,6 +144,8 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         PLD (tight; sigma to 1e-4 relative) or RDP (sigma to 1e-6 relative).
     accuracy : float
         PLD accuracy setting (see :mod:`sgmfast.pld`).
+    progress : bool, optional
+        Show a progress bar on stderr; by default only for long sweeps on a terminal.
 
     Returns
     -------
@@ -161,7 +173,9 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         raise ValueError("steps must be >= 1 for calibration; got 0")
     shape, (e, d, qq, t) = _broadcast(e, d, qq, t)
     guesses = _sigma_guess(e, d, qq, t)
-    sig, got, status = _rdp_solve(_kc.KIND_SIGMA, e, d, qq, np.zeros_like(e), t, SIGMA_MIN, SIGMA_MAX, guesses)
+    rdp_progress = progress if accountant == "rdp" else False
+    sig, got, status = _rdp_solve(_kc.KIND_SIGMA, e, d, qq, np.zeros_like(e), t, SIGMA_MIN, SIGMA_MAX, guesses,
+                                  progress=rdp_progress)
     for i in np.flatnonzero(status == _kc.IMPOSSIBLE):
         _raise_impossible("noise multiplier up to 1e6", i, e, d, f"q={qq[i]:g}, steps={t[i]:g}")
     for i in np.flatnonzero(status == _kc.AT_BOUNDARY):
@@ -170,7 +184,11 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
             f"multipliers below {SIGMA_MIN} are outside the supported range"
         )
     if accountant == "pld":
-        sig = np.array([_pld_sigma(e[i], d[i], qq[i], t[i], sig[i], accuracy) for i in range(e.shape[0])])
+        n = e.shape[0]
+        with Progress(n, "calibrating (pld)", progress, min_total=20) as bar:
+            for i in range(n):
+                sig[i] = _pld_sigma(e[i], d[i], qq[i], t[i], sig[i], accuracy)
+                bar.update()
     return float(sig[0]) if shape == () else sig.reshape(shape)
 
 

@@ -100,3 +100,26 @@ def test_rdp_sigma_property(eps, q, steps):
     if s * (1 - 2 * cal.RDP_TOL) > cal.SIGMA_MIN:
         assert rdp.epsilon(s * (1 - 2 * cal.RDP_TOL), q, steps, 1e-5) > eps
     assert math.isfinite(s)
+
+
+def test_progress_bar_draws_and_finishes():
+    import io
+
+    from sgmfast._progress import Progress
+
+    buf = io.StringIO()
+    with Progress(10, "x", enabled=True, stream=buf) as p:
+        for _ in range(10):
+            p.update()
+    assert "10/10" in buf.getvalue() and buf.getvalue().endswith("\n")
+    silent = io.StringIO()
+    with Progress(10, "x", stream=silent) as p:  # not a terminal: off by default
+        p.update(10)
+    assert silent.getvalue() == ""
+
+
+def test_sweep_with_progress_matches_without():
+    eps = np.linspace(0.5, 8, 40)
+    a = cal.calibrate_sigma(eps, 1e-5, 0.01, 1000, accountant="rdp", progress=False)
+    b = cal.calibrate_sigma(eps, 1e-5, 0.01, 1000, accountant="rdp", progress=False)
+    np.testing.assert_array_equal(a, b)
