@@ -74,15 +74,19 @@ def test_rdp_steps_is_private_and_maximal():
 
 
 def test_rdp_batch_size_is_private_and_maximal():
-    b = cal.calibrate_batch_size(2.0, 1e-5, 1.0, 1000, 60000, accountant="rdp")
+    b = cal.calibrate_batch_size(2.0, 1e-5, 1.0, 60000, steps=1000, accountant="rdp")
     assert rdp.epsilon(1.0, b / 60000, 1000, 1e-5) <= 2.0 < rdp.epsilon(1.0, (b + 1) / 60000, 1000, 1e-5)
+    # With epochs fixed the number of steps moves with the batch size.
+    b = cal.calibrate_batch_size(2.0, 1e-5, 1.0, 60000, epochs=5, accountant="rdp")
+    steps = lambda bb: math.ceil(5 * 60000 / bb)  # noqa: E731
+    assert rdp.epsilon(1.0, b / 60000, steps(b), 1e-5) <= 2.0 < rdp.epsilon(1.0, (b + 1) / 60000, steps(b + 1), 1e-5)
 
 
 def test_impossible_requests_name_what_cannot_be_met():
     with pytest.raises(ValueError, match="no noise multiplier up to 1e6"):
         cal.calibrate_sigma(1e-9, 1e-5, 1.0, 10**6, accountant="rdp")
     with pytest.raises(ValueError, match="no batch size fits"):
-        cal.calibrate_batch_size(0.01, 1e-5, 0.5, 10**5, 100, accountant="rdp")
+        cal.calibrate_batch_size(0.01, 1e-5, 0.5, 100, steps=10**5, accountant="rdp")
     with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         cal.calibrate_sigma(1.0, 1.0, 0.01, 100, accountant="rdp")
     with pytest.raises(ValueError, match="accountant must be one of"):
