@@ -17,9 +17,9 @@ from ._types import Bounds, Step
 
 __version__ = "0.1.0"
 
-__all__ = ["Bounds", "Step", "__version__", "rdp", "pld"]
+__all__ = ["Bounds", "Step", "__version__", "rdp", "pld", "calibrate", "analysis"]
 
-_SUBMODULES = {"rdp", "pld", "calibrate", "cli"}
+_SUBMODULES = {"rdp", "pld", "calibrate", "analysis", "cli", "integrations"}
 
 
 def __getattr__(name: str):
