@@ -86,6 +86,20 @@ def _build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--epochs", type=float, help="epochs: steps = ceil(epochs / q)")
     pc.add_argument("--accountant", choices=("pld", "rdp"), default="pld")
     pc.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (relative width of the ε interval)")
+    pb = sub.add_parser("batch-size", help="compare batch sizes: sigma, sigma/q and gradient variance per candidate")
+    pb.add_argument("--dataset-size", type=int, required=True, help="number of examples N")
+    pb.add_argument("--epsilon", type=float, required=True, help="target epsilon of the whole run")
+    pb.add_argument("--delta", type=float, required=True, help="target delta")
+    hb = pb.add_mutually_exclusive_group(required=True)
+    hb.add_argument("--epochs", type=int, help="fixed number of epochs (steps = ceil(epochs N / B))")
+    hb.add_argument("--steps", type=int, help="fixed number of steps")
+    gb = pb.add_mutually_exclusive_group(required=True)
+    gb.add_argument("--grad-sq-sum", type=float, help="sum over examples of a squared gradient coordinate")
+    gb.add_argument("--grad-norm", type=float, help="typical per-example gradient norm (with --dim)")
+    pb.add_argument("--dim", type=int, default=1, help="number of parameters (with --grad-norm)")
+    pb.add_argument("--clipping-norm", type=float, default=1.0, help="clipping norm C (default 1)")
+    pb.add_argument("--candidates", type=int, nargs="+", help="batch sizes to compare (default powers of 2)")
+    pb.add_argument("--accountant", choices=("pld", "rdp"), default="pld")
     return parser
 
 
@@ -196,7 +210,18 @@ def _cmd_calibrate(args) -> None:
     print(f"accountant: {args.accountant}")
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate}
+def _cmd_batch_size(args) -> None:
+    from .analysis import plan_batch_size
+
+    plan = plan_batch_size(args.dataset_size, args.epsilon, args.delta, clipping_norm=args.clipping_norm,
+                           grad_sq_sum=args.grad_sq_sum, grad_norm=args.grad_norm, dim=args.dim,
+                           epochs=args.epochs, steps=args.steps, candidates=args.candidates,
+                           accountant=args.accountant)
+    print(plan.to_text())
+    print(f"best batch size: {plan.best.batch_size}")
+
+
+_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size}
 
 
 def main(argv=None) -> int:

@@ -117,3 +117,14 @@ def test_printed_bounds_round_outward():
 
     assert _fmt(7.9999994, "up") == "8" and _fmt(7.9999994, "down") == "7.99999"
     assert float(_fmt(2.101322131, "up")) >= 2.101322131 >= float(_fmt(2.101322131, "down"))
+
+
+def test_batch_size_planner(capsys):
+    code, out, err = _run(["batch-size", "--dataset-size", "60000", "--epsilon", "2", "--delta", "1e-5",
+                           "--epochs", "10", "--grad-norm", "1", "--dim", "1000", "--candidates", "64", "1024",
+                           "16384", "--accountant", "rdp"], capsys)
+    assert code == 0 and err == ""
+    assert _field(out, "best batch size") == "16384"
+    code, out, err = _run(["batch-size", "--dataset-size", "100", "--epsilon", "2", "--delta", "1e-5",
+                           "--epochs", "10", "--grad-norm", "1", "--candidates", "1000", "--accountant", "rdp"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "candidates" in err
