@@ -1,0 +1,548 @@
+"""Kernels of the PLD accountant: one-step discretisation, tail truncation, δ/ε scans.
+
+Conventions
+-----------
+* The loss grid is ``ell_k = k * grid_step`` with integer ``k``; an array
+  ``t`` with integer ``offset`` holds the mass at ``ell = (offset + i) * grid_step``.
+* Arrays may be *exponentially tilted* (Esscher transform): the untilted mass
+  is ``p_i = t_i * exp(log_scale - theta * ell_i)``.  Tilting commutes with
+  convolution, so a T-fold composition is computed entirely on tilted arrays.
+* Losses are those of a dominating pair (P, Q) of one step of the
+  Poisson-subsampled Gaussian mechanism (sensitivity 1, noise N(0, sigma^2),
+  sampling rate q), written through the *remove* loss
+  ``ell_rem(z) = log(1 - q + q exp((2z - 1) / (2 sigma^2)))``, which is
+  increasing in the output z.  The *add* loss is ``-ell_rem(z)`` with P = mu0.
+* Kernels never raise; the Python layer (``sgmfast.pld``) checks results.
+
+Rounding directions
+-------------------
+The PESSIMISTIC discretisation (δ never below the truth) is the
+"connect-the-dots" PLD of Doroshenko, Ghazi, Kamath, Kumar & Manurangsi,
+"Connect the dots: tighter discrete approximations of privacy loss
+distributions", PETS 2022 (Algorithm 1 / Theorem 3.3): the P-mass of each loss
+bin [ell_j, ell_{j+1}] is split between the two grid points so that both its
+P-mass and its Q-mass (= E_P[e^{-L}] over the bin) are preserved.  Because
+(1 - e^{eps} u)_+ is convex in u = e^{-ell}, this is a mean-preserving spread
+in u, so by Jensen every δ(eps) can only grow; convex order in u is kept by
+products of independent variables, i.e. by composition.
+
+The OPTIMISTIC discretisation (δ never above the truth) uses the converse
+order: each bin is first collapsed to its conditional u-mean (a contraction),
+and adjacent atoms are then merged onto the grid point between them (merging
+is again a contraction); whatever cannot be merged is rounded *down* in loss
+(u up), which lowers every δ(eps) since (s - u)_+ is non-increasing in u.
+Every function h(u) = E_Y[(1 - e^{eps} u Y)_+] is convex and non-increasing,
+so the inequality survives composition with any other PLD.
+
+Floating point: bin masses are computed with a relative error below 1e-13
+(see ``_normal_logmass``); the pessimistic masses are inflated by ``MASS_SLACK``
+and the split moved up by a bound on its rounding error, the optimistic masses
+deflated and atoms moved down, so rounding never breaks the inequalities.
+"""
+
+import math
+
+from ._jit import jit
+from .logmath import log_add, log_expm1, log_ndtr, log_ndtr_diff, log_normal_pdf
+
+NEG_INF = -math.inf
+EPS64 = 2.220446049250313e-16
+# Relative slack on each bin mass: covers the <1e-13 error of _normal_logmass.
+MASS_SLACK = 1e-12
+
+__all__ = [
+    "remove_loss",
+    "discretise_step",
+    "truncate",
+    "suffix_sums",
+    "delta_curve",
+    "eps_search",
+    "loss_moments",
+]
+
+
+@jit
+def remove_loss(z, sigma, q):
+    """ell_rem(z) = log(1 - q + q exp((2z - 1)/(2 sigma^2))), without overflow."""
+    x = (2.0 * z - 1.0) / (2.0 * sigma * sigma)
+    if q >= 1.0:
+        return x
+    return log_add(math.log1p(-q), math.log(q) + x)
+
+
+@jit
+def _log_d(x, q):
+    """log(e^x - (1 - q)): -inf at or below the lower end log(1 - q) of the remove loss."""
+    if q >= 1.0:
+        return x
+    l1q = math.log1p(-q)
+    if x <= l1q:
+        return NEG_INF
+    return l1q + log_expm1(x - l1q)
+
+
+@jit
+def _z_of_loss(x, sigma, q):
+    """Inverse of the remove loss: z with ell_rem(z) = x; -inf when x <= log(1 - q)."""
+    ld = _log_d(x, q)
+    if ld == NEG_INF:
+        return NEG_INF
+    return sigma * sigma * (ld - math.log(q)) + 0.5
+
+
+@jit
+def _z_width(x, step, sigma, q):
+    """z(x + step) - z(x) without cancellation: sigma^2 log1p(e^x expm1(step) / (e^x - 1 + q))."""
+    ld = _log_d(x, q)
+    if ld == NEG_INF:
+        return math.inf
+    return sigma * sigma * math.log1p(math.exp(x + math.log(math.expm1(step)) - ld))
+
+
+@jit
+def _normal_logmass(a, b, w, sigma):
+    """log P(a <= Z <= b) for Z ~ N(0, sigma^2), given the width w = b - a computed accurately.
+
+    Narrow intervals use the midpoint expansion
+    2 h phi(c) [1 + (c^2 - 1) h^2 / 6 + (c^4 - 6 c^2 + 3) h^4 / 120] (standardised
+    half-width h, centre c), whose truncation error is below 1e-17 relative when
+    h (1 + |c|) < 1e-3; otherwise the difference of log-CDFs loses at most
+    ~1e3 ulps.  Either way the relative error stays below 1e-13, which
+    ``MASS_SLACK`` covers.
+    """
+    if not a < b:
+        return NEG_INF
+    if a == NEG_INF:
+        return log_ndtr(b / sigma)
+    if b == math.inf:
+        return log_ndtr(-a / sigma)
+    h = 0.5 * w / sigma
+    c = a / sigma + h
+    if h * (1.0 + abs(c)) < 1e-3:
+        c2 = c * c
+        h2 = h * h
+        corr = (c2 - 1.0) * h2 / 6.0 + (c2 * c2 - 6.0 * c2 + 3.0) * h2 * h2 / 120.0
+        return math.log(2.0 * h) + log_normal_pdf(c) + math.log1p(corr)
+    return log_ndtr_diff(a / sigma, b / sigma)
+
+
+@jit
+def _bin_logmasses(x, step, sigma, q, add):
+    """(log P-mass, log Q-mass) of the z-interval whose remove loss lies in [x, x + step].
+
+    remove: P = (1 - q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2);
+    add:    P = N(0, s^2), Q = the mixture.
+    x = -inf or step = inf denote half-infinite loss intervals.
+    """
+    if x == NEG_INF:
+        a = NEG_INF
+    else:
+        a = _z_of_loss(x, sigma, q)
+    if step == math.inf:
+        b = math.inf
+        w = math.inf
+    elif a == NEG_INF:
+        b = _z_of_loss(x + step, sigma, q)
+        w = math.inf
+    else:
+        w = _z_width(x, step, sigma, q)
+        b = a + w
+    lm0 = _normal_logmass(a, b, w, sigma)
+    lm1 = _normal_logmass(a - 1.0, b - 1.0, w, sigma)
+    if q >= 1.0:
+        lmix = lm1
+    else:
+        lmix = log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
+    if add:
+        return lm0, lmix
+    return lmix, lm0
+
+
+@jit
+def discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass):
+    """One SGM step on the grid points j_lo..j_hi (inclusive), both rounding directions.
+
+    Fills ``pess`` (connect-the-dots masses) and ``opt`` (optimistic masses) of
+    length n = j_hi - j_lo + 1; ``frac``/``amass`` (length n) are work arrays
+    for the optimistic atoms.  Returns the pessimistic +inf mass (P-mass above
+    the top grid point).  Pessimistic: mass below the grid moves up to the
+    lowest point, mass above goes to +inf.  Optimistic: mass below is dropped,
+    mass above moves down to the top point.
+    """
+    n = j_hi - j_lo + 1
+    for i in range(n):
+        pess[i] = 0.0
+        opt[i] = 0.0
+        frac[i] = -1.0
+        amass[i] = 0.0
+    em = -math.expm1(-step)  # e^{-ell_j} - e^{-ell_{j+1}}, relative to e^{-ell_j}
+    up_slack = MASS_SLACK
+    lo_loss = j_lo * step
+    hi_loss = j_hi * step
+    # tails (in remove-loss coordinates the add intervals are mirrored)
+    if add:
+        # loss < lo  <=>  remove loss > -lo (P = N(0, s^2) in this direction)
+        lp_low, _ = _bin_logmasses(-lo_loss, math.inf, sigma, q, add)
+        # loss > hi  <=>  remove loss < -hi
+        a_end = _z_of_loss(-hi_loss, sigma, q)
+        if a_end == NEG_INF:
+            lp_high = NEG_INF
+        else:
+            lp_high = _normal_logmass(NEG_INF, a_end, math.inf, sigma)
+    else:
+        a_end = _z_of_loss(lo_loss, sigma, q)
+        if a_end == NEG_INF:
+            lp_low = NEG_INF
+        else:
+            lm0 = _normal_logmass(NEG_INF, a_end, math.inf, sigma)
+            lm1 = _normal_logmass(NEG_INF, a_end - 1.0, math.inf, sigma)
+            lp_low = lm1 if q >= 1.0 else log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
+        lp_high, _ = _bin_logmasses(hi_loss, math.inf, sigma, q, add)
+    p_inf = math.exp(lp_high) * (1.0 + up_slack)
+    pess[0] += math.exp(lp_low) * (1.0 + up_slack)
+    opt[n - 1] += math.exp(lp_high) * (1.0 - up_slack)
+    for i in range(n - 1):
+        ell = (j_lo + i) * step
+        if add:
+            x = -(ell + step)
+        else:
+            x = ell
+        lp, lq = _bin_logmasses(x, step, sigma, q, add)
+        if lp == NEG_INF:
+            continue
+        m = math.exp(lp)
+        # r = log(e^{ell_j} * Q/P), in [-step, 0] in exact arithmetic
+        r = ell + lq - lp
+        if r > 0.0:
+            r = 0.0
+        if r < -step:
+            r = -step
+        f_up = -math.expm1(r) / em
+        # bound on the rounding error of r (relative mass errors <= 1e-13 each)
+        err_r = 4e-13 + 8.0 * EPS64 * (abs(ell) + abs(lp) + abs(lq) + 1.0)
+        f_up_p = min(1.0, f_up + err_r / em)
+        mp = m * (1.0 + up_slack)
+        pess[i] += mp * (1.0 - f_up_p)
+        pess[i + 1] += mp * f_up_p
+        # optimistic atom at the conditional u-mean, moved down by the error bound
+        pos = -r - err_r
+        if pos < 0.0:
+            pos = 0.0
+        frac[i] = pos
+        amass[i] = m * (1.0 - up_slack)
+    _contract_to_grid(step, n, frac, amass, opt)
+    return p_inf
+
+
+@jit
+def _contract_to_grid(step, n, frac, amass, opt):
+    """Merge the optimistic atoms onto grid points by contractions (sweep from high loss down).
+
+    Atom i sits at loss offset frac[i] in [0, step] above grid point i.  A carry
+    atom above grid point g and an atom below g are merged in the proportions that
+    put their u-mean exactly on g; the u-weight ratio is computed with expm1 and
+    biased so that any rounding error leaves the merged mass at or below g in loss.
+    """
+    has_carry = False
+    c_idx = 0
+    c_pos = 0.0
+    c_m = 0.0
+    for i in range(n - 2, -1, -1):
+        w = amass[i]
+        if w <= 0.0:
+            continue
+        a = frac[i]
+        if a <= 0.0:
+            opt[i] += w
+            continue
+        if a >= step:
+            opt[i + 1] += w
+            continue
+        if not has_carry:
+            has_carry = True
+            c_idx = i
+            c_pos = a
+            c_m = w
+            continue
+        # carry at loss (c_idx*step + c_pos), atom at (i*step + a), target grid point g = i+1
+        g = i + 1
+        d_c = (c_idx - g) * step + c_pos  # carry loss above g (> 0)
+        d_a = step - a  # g above atom (> 0)
+        # u_g - u_c = e^{-g}(1 - e^{-d_c}); u_a - u_g = e^{-g}(e^{d_a} - 1)
+        ratio = -math.expm1(-d_c) / math.expm1(d_a)  # atom mass per unit carry mass
+        beta = c_m * ratio * (1.0 - 1e-12)
+        if beta <= w:
+            opt[g] += c_m + beta
+            w -= beta
+            has_carry = False
+            if w > 0.0:
+                has_carry = True
+                c_idx = i
+                c_pos = a
+                c_m = w
+        else:
+            alpha = min(c_m, w / ratio * (1.0 + 1e-12))
+            opt[g] += alpha + w
+            c_m -= alpha
+            if c_m <= 0.0:
+                has_carry = False
+    if has_carry:
+        opt[c_idx] += c_m
+
+
+@jit
+def truncate(t, theta_step, log_cap0, tau, pess, err_l1):
+    """Cut negligible tails of a (tilted) composed PLD array in place.
+
+    ``t`` is the clamped-at-zero output of a convolution; ``theta_step`` is
+    theta * grid_step; ``log_cap0`` is log of the largest possible untilted
+    mass expressed in tilted units at index 0 (log((1 + eta) e^{theta ell_0 -
+    log_scale})); ``err_l1`` the current l1 error bound of ``t``.
+
+    Upper tail (tilted mass <= tau * total + err_l1): pessimistic -> removed and
+    reported as mass for +inf; optimistic -> moved down to the new top.
+    Lower tail: pessimistic -> moved up to the new bottom (at most the cap, the
+    largest mass it can truly hold); optimistic -> dropped.
+
+    Returns (lo, hi, top_sum, extra_err): keep t[lo:hi+1]; top_sum is
+    sum_{k > hi} t_k e^{-theta (ell_k - ell_hi)} (pessimistic +inf mass in
+    tilted units at hi); extra_err is the l1 error added by the move of the
+    lower tail.
+    """
+    n = t.shape[0]
+    total = 0.0
+    for i in range(n):
+        if not t[i] > 0.0:  # negatives and NaN -> NaN is caught by the caller's finite check
+            if t[i] != t[i]:
+                return -1, -1, math.nan, math.nan
+            t[i] = 0.0
+        total += t[i]
+    # a tail whose computed mass is within the FFT error bound is noise: cut it too
+    thr = tau * total + err_l1
+    # upper cut
+    hi = n - 1
+    acc = 0.0
+    while hi > 0 and acc + t[hi] <= thr:
+        acc += t[hi]
+        hi -= 1
+    ew = math.exp(-theta_step)
+    top = 0.0
+    for k in range(n - 1, hi, -1):
+        top = top * ew + t[k]
+    top *= ew  # now sum_{k>hi} t_k e^{-theta(ell_k - ell_hi)}
+    if not pess:
+        t[hi] += top
+    # lower cut
+    lo = 0
+    extra = 0.0
+    if pess:
+        eu = math.exp(theta_step)
+        r = 0.0
+        lo_best = 0
+        r_best = 0.0
+        k = 0
+        while k < hi:
+            r = (r + t[k]) * eu  # mass of t[0..k] moved to k+1, tilted
+            logcap = log_cap0 + (k + 1) * theta_step
+            cap = math.exp(logcap) if logcap < 700.0 else math.inf
+            # the true moved mass is <= cap and <= r + (errors of t[0..k] amplified by the move)
+            moved = min(r + err_l1 * math.expm1((k + 1) * theta_step), cap)
+            if moved > thr:
+                break
+            lo_best = k + 1
+            r_best = moved
+            k += 1
+        lo = lo_best
+        if lo > 0:
+            t[lo] += r_best
+            logcap = log_cap0 + lo * theta_step
+            cap = math.exp(logcap) if logcap < 700.0 else math.inf
+            extra = min(cap, err_l1 * math.expm1(lo * theta_step))
+    else:
+        acc = 0.0
+        while lo < hi and acc + t[lo] <= thr:
+            acc += t[lo]
+            lo += 1
+    return lo, hi, top, extra
+
+
+@jit
+def suffix_sums(t, theta_step, step, a_out, b_out):
+    """a_out[j] = sum_{k>j} t_k e^{-theta(ell_k-ell_j)}, b_out[j] = sum_{k>j} t_k e^{-(theta+1)(ell_k-ell_j)}."""
+    n = t.shape[0]
+    ea = math.exp(-theta_step)
+    eb = math.exp(-theta_step - step)
+    a = 0.0
+    b = 0.0
+    a_out[n - 1] = 0.0
+    b_out[n - 1] = 0.0
+    for j in range(n - 2, -1, -1):
+        a = (a + t[j + 1]) * ea
+        b = (b + t[j + 1]) * eb
+        a_out[j] = a
+        b_out[j] = b
+
+
+@jit
+def _delta_at(eps, offset, step, theta, log_scale, t, a_s, b_s):
+    """(delta_finite(eps), rounding slack) for one eps from the suffix sums."""
+    n = t.shape[0]
+    x = eps / step - offset
+    if x < 0.0:
+        # below the grid: all entries count; use index 0 with t_0 included
+        j = 0
+        base = offset * step
+        a = a_s[0] + t[0]
+        b = b_s[0] + t[0]
+        sc = math.exp(log_scale - theta * base)
+        val = sc * (a - math.exp(eps - base) * b)
+        return max(val, 0.0), 4.0 * (n + 4) * EPS64 * sc * (a + b)
+    j = int(math.floor(x))
+    if j >= n - 1:
+        return 0.0, 0.0
+    base = (offset + j) * step
+    sc = math.exp(log_scale - theta * base)
+    a = a_s[j]
+    b = b_s[j]
+    val = sc * (a - math.exp(eps - base) * b)
+    return max(val, 0.0), 4.0 * (n + 4) * EPS64 * sc * (a + b)
+
+
+@jit
+def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper, out):
+    """Certified δ(eps) bound for each eps (upper or lower), written to out.
+
+    upper: finite + p_inf + inf_err + e^{log_scale - theta eps} err_l1 + slack;
+    lower: max(0, finite - e^{log_scale - theta eps} err_l1 - slack).
+    The FFT term uses e^{-theta ell} f_eps(ell) <= e^{-theta eps} for ell >= eps, theta >= 0.
+    """
+    for i in range(eps.shape[0]):
+        e = eps[i]
+        val, slack = _delta_at(e, offset, step, theta, log_scale, t, a_s, b_s)
+        fe = math.exp(log_scale - theta * e) * err_l1
+        if upper:
+            out[i] = min(1.0, val + p_inf + inf_err + fe + slack)
+        else:
+            out[i] = max(0.0, val - fe - slack)
+
+
+@jit
+def _bound_at(e, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper):
+    val, slack = _delta_at(e, offset, step, theta, log_scale, t, a_s, b_s)
+    fe = math.exp(log_scale - theta * e) * err_l1
+    if upper:
+        return val + p_inf + inf_err + fe + slack
+    return val - fe - slack
+
+
+@jit
+def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper):
+    """Certified bound on eps(target) from a δ bound curve.
+
+    upper: returns some eps >= 0 with delta_upper(eps) <= target (inf if none on
+    the grid); lower: some eps with delta_lower(eps) > target, or 0.
+    Scans grid points, then bisects inside the bracketing bin keeping the
+    invariant, so the answer is valid even where the bound is not monotone.
+    """
+    n = t.shape[0]
+    j0 = max(0, -offset)  # first index with ell >= 0
+    if upper:
+        if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+            return 0.0
+        hi_j = -1
+        for j in range(j0, n):
+            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+                hi_j = j
+                break
+        if hi_j < 0:
+            return math.inf
+        hi = (offset + hi_j) * step
+        lo = max(0.0, hi - step)
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+    else:
+        lo_j = -1
+        for j in range(n - 1, j0 - 1, -1):
+            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+                lo_j = j
+                break
+        if lo_j < 0:
+            if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+                lo = 0.0
+                hi = (offset + j0) * step
+            else:
+                return 0.0
+        else:
+            lo = (offset + lo_j) * step
+            hi = lo + step
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+                lo = mid
+            else:
+                hi = mid
+        return max(lo, 0.0)
+
+
+@jit
+def loss_moments(sigma, q, add, npts):
+    """Mean and variance of the one-step loss under P by the trapezoid rule in z.
+
+    Only used to choose the grid step and the FFT window (never for a bound).
+    """
+    lo = -14.0 * sigma
+    hi = 1.0 + 14.0 * sigma
+    h = (hi - lo) / (npts - 1)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(npts):
+        z = lo + i * h
+        wt = 0.5 if (i == 0 or i == npts - 1) else 1.0
+        l = remove_loss(z, sigma, q)
+        d0 = math.exp(log_normal_pdf(z / sigma)) / sigma
+        if add:
+            dens = d0
+            l = -l
+        else:
+            d1 = math.exp(log_normal_pdf((z - 1.0) / sigma)) / sigma
+            dens = (1.0 - q) * d0 + q * d1
+        s0 += wt * dens
+        s1 += wt * dens * l
+        s2 += wt * dens * l * l
+    m = s1 / s0
+    v = s2 / s0 - m * m
+    return m, max(v, 0.0)
+
+
+@jit
+def direct_bulk(a, b, mask_a, mask_b, out):
+    """out[i+j] += a_i b_j for every pair with i in the bulk of a or j in the bulk of b.
+
+    The remaining pairs (both outside their bulks) are convolved by FFT by the
+    caller.  Each output entry is a sum of non-negative products; the count of
+    terms per entry is at most (#bulk_a + #bulk_b), which bounds the relative
+    rounding error of this part.
+    """
+    na = a.shape[0]
+    nb = b.shape[0]
+    for i in range(na):
+        if mask_a[i]:
+            ai = a[i]
+            for j in range(nb):
+                out[i + j] += ai * b[j]
+    for j in range(nb):
+        if mask_b[j]:
+            bj = b[j]
+            for i in range(na):
+                if not mask_a[i]:
+                    out[i + j] += a[i] * bj

@@ -1,0 +1,257 @@
+"""Tests of the PLD accountant: certified bounds bracket exact values, identities, peers, errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgmfast import pld
+from sgmfast._kernels import pld as K
+from sgmfast._types import Bounds, Step
+
+mpmath = pytest.importorskip("mpmath")
+mpmath.mp.dps = 40
+
+
+# --- exact one-step δ(ε) in mpmath (MATH.md; seed 002 eq. 45 and its add twin) ----------------
+
+
+def _ncdf(x):
+    return mpmath.ncdf(x)
+
+
+def exact_remove(eps, q, s):
+    eps, q, s = mpmath.mpf(eps), mpmath.mpf(q), mpmath.mpf(s)
+    h = mpmath.expm1(eps) + q
+    x = s * mpmath.log(h / q)
+    return q * _ncdf(-(x - 1 / (2 * s))) - h * _ncdf(-(x + 1 / (2 * s)))
+
+
+def exact_add(eps, q, s):
+    eps, q, s = mpmath.mpf(eps), mpmath.mpf(q), mpmath.mpf(s)
+    if q < 1 and eps >= -mpmath.log1p(-q):
+        return mpmath.mpf(0)
+    zp = s * s * mpmath.log((mpmath.exp(-eps) - 1 + q) / q) + mpmath.mpf(1) / 2
+    return _ncdf(zp / s) - mpmath.exp(eps) * ((1 - q) * _ncdf(zp / s) + q * _ncdf((zp - 1) / s))
+
+
+def exact_one_step(eps, q, s):
+    return float(max(exact_remove(eps, q, s), exact_add(eps, q, s)))
+
+
+ONE_STEP_POINTS = [  # (q, sigma, eps)
+    (0.01, 1.0, 0.05),
+    (0.01, 1.0, 1.0),
+    (0.3, 0.8, 0.5),
+    (0.9, 2.0, 1.0),
+    (1e-3, 0.5, 2.0),
+]
+
+
+# --- stage 1: one step ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q,sigma,eps", ONE_STEP_POINTS)
+def test_one_step_bounds_bracket_exact(q, sigma, eps):
+    exact = exact_one_step(eps, q, sigma)
+    b = pld.delta(sigma, q, 1, eps, grid_step=1e-4)
+    assert b.lower <= exact <= b.upper
+    # grid_step 1e-4: the optimistic (contraction) side agrees to 1e-5 relative, the pessimistic to 1e-8
+    assert b.upper - b.lower <= 1e-5 * exact
+    assert b.upper - exact <= 1e-8 * exact
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_single_step_pmf_sums_to_one_minus_inf_mass(add):
+    j_lo, pess, opt, p_inf = pld._single_step_raw(1.0, 0.05, add, 1e-3)
+    # pessimistic masses are inflated by MASS_SLACK, optimistic ones deflated
+    assert pess.sum() + p_inf == pytest.approx(1.0, abs=5 * K.MASS_SLACK)
+    assert opt.sum() == pytest.approx(1.0, abs=5 * K.MASS_SLACK)
+    assert opt.sum() <= 1.0 <= pess.sum() + p_inf
+    assert (pess >= 0).all() and (opt >= 0).all()
+
+
+def test_tail_bin_masses_are_exact_in_log_space():
+    """A bin ~80 standard deviations out has log-mass ~ -3000: finite, matching mpmath to 1e-10."""
+    sigma, q, x, step = 0.4, 0.5, 200.0, 0.01
+    lp, lq = K._bin_logmasses(x, step, sigma, q, False)
+    assert math.isfinite(lp) and lp < -700
+    z = lambda ell: mpmath.mpf(sigma) ** 2 * mpmath.log((mpmath.exp(ell) - 1 + q) / q) + mpmath.mpf(1) / 2  # noqa: E731
+    a, b = z(mpmath.mpf(x)), z(mpmath.mpf(x) + step)
+    s = mpmath.mpf(sigma)
+    m0 = _ncdf(-a / s) - _ncdf(-b / s)  # upper tails: no cancellation against 1
+    m1 = _ncdf(-(a - 1) / s) - _ncdf(-(b - 1) / s)
+    exact_lp = float(mpmath.log((1 - q) * m0 + q * m1))
+    assert lp == pytest.approx(exact_lp, rel=1e-12)
+    assert lq == pytest.approx(float(mpmath.log(m0)), rel=1e-12)
+
+
+# --- q = 1: exact Gaussian mechanism ---------------------------------------------------------
+
+
+def balle_wang(eps, sigma):
+    eps, s = mpmath.mpf(eps), mpmath.mpf(sigma)
+    return float(_ncdf(1 / (2 * s) - eps * s) - mpmath.exp(eps) * _ncdf(-1 / (2 * s) - eps * s))
+
+
+@pytest.mark.parametrize("sigma,steps,eps", [(1.0, 1, 1.0), (2.0, 100, 3.0), (5.0, 1000, 10.0)])
+def test_q1_equals_balle_wang(sigma, steps, eps):
+    exact = balle_wang(eps, sigma / math.sqrt(steps))
+    b = pld.delta(sigma, 1.0, steps, eps)
+    assert b.lower <= exact * (1 + 1e-12) and b.upper >= exact * (1 - 1e-12)
+    assert b.upper == pytest.approx(exact, rel=1e-9)
+    e = pld.epsilon(sigma, 1.0, steps, b.upper)
+    assert e.lower <= eps * (1 + 1e-9) and e.upper >= eps * (1 - 1e-9)
+
+
+# --- composition -------------------------------------------------------------------------------
+
+
+def test_steps_zero():
+    assert tuple(pld.epsilon(1.0, 0.1, 0, 1e-5)) == (0.0, 0.0)
+    assert tuple(pld.delta(1.0, 0.1, 0, 1.0)) == (0.0, 0.0)
+
+
+def test_compose_halves_equals_whole():
+    whole = pld.PLDAccountant(grid_step=1e-3)
+    whole.step(1.0, 0.02, steps=200)
+    a = pld.PLDAccountant(grid_step=1e-3)
+    a.step(1.0, 0.02, steps=100)
+    b = pld.PLDAccountant(grid_step=1e-3)
+    b.step(1.0, 0.02, steps=100)
+    a.compose(b)
+    assert a.history == [Step(1.0, 0.02, 100), Step(1.0, 0.02, 100)]
+    bw, ba = whole.epsilon(1e-5), a.epsilon(1e-5)
+    assert bw.lower == pytest.approx(ba.lower, rel=1e-9)
+    assert bw.upper == pytest.approx(ba.upper, rel=1e-9)
+
+
+def test_composed_bounds_bracket_finer_grid():
+    """Coarse upper >= fine lower and coarse lower <= fine upper (both intervals are certified)."""
+    coarse = pld.epsilon(1.0, 0.02, 300, 1e-5, grid_step=4e-3)
+    fine = pld.epsilon(1.0, 0.02, 300, 1e-5, grid_step=4e-4)
+    assert coarse.upper >= fine.lower and coarse.lower <= fine.upper
+    assert fine.error <= coarse.error
+
+
+def test_heterogeneous_schedule_between_its_parts():
+    acc = pld.PLDAccountant(grid_step=1e-3)
+    acc.step(1.0, 0.02, steps=50)
+    acc.step(2.0, 0.05, steps=50)
+    both = acc.epsilon(1e-5)
+    only_first = pld.epsilon(1.0, 0.02, 50, 1e-5, grid_step=1e-3)
+    assert both.lower >= only_first.lower - 1e-9
+    d = acc.delta(both.upper)
+    assert d.lower <= 1e-5 * (1 + 1e-9)
+
+
+def test_accountant_caches_and_round_trips():
+    acc = pld.PLDAccountant()
+    acc.step(1.0, 0.01, steps=1000)
+    e = acc.epsilon(1e-5)
+    assert acc._engine._grids  # composed grids are cached
+    d = acc.delta(e.upper)
+    assert d.lower <= 1e-5 * (1 + 1e-9)
+    assert e.lower <= e.upper and e.upper - e.lower <= 1e-3 * e.upper
+
+
+def test_default_accuracy_met_typical():
+    b = pld.epsilon(1.0, 0.01, 1000, 1e-5)
+    assert 0 < b.lower <= b.upper
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_vectorised_delta_and_broadcast():
+    eps = np.array([0.5, 1.0, 2.0])
+    b = pld.delta(1.0, 0.01, 1000, eps)
+    assert isinstance(b, Bounds) and b.lower.shape == (3,)
+    assert (b.lower <= b.upper).all()
+    assert (np.diff(b.upper) <= 0).all()
+    e = pld.epsilon(np.array([1.0, 2.0]), 0.01, 100, 1e-5)
+    assert e.upper.shape == (2,) and e.upper[1] <= e.upper[0]
+
+
+@settings(deadline=None, max_examples=8)
+@given(
+    q=st.floats(1e-3, 0.5),
+    sigma=st.floats(0.7, 5.0),
+    eps=st.floats(0.0, 3.0),
+)
+def test_one_step_property_bracket(q, sigma, eps):
+    exact = exact_one_step(eps, q, sigma)
+    b = pld.delta(sigma, q, 1, eps, grid_step=2e-3)
+    assert 0.0 <= b.lower <= b.upper <= 1.0
+    assert b.lower <= exact * (1 + 1e-9) + 1e-300
+    assert b.upper >= exact * (1 - 1e-9)
+
+
+# --- peers (one-sided: dp_accounting's connect-the-dots value is itself an upper bound) ---------
+
+
+def test_against_dp_accounting():
+    dpa = pytest.importorskip("dp_accounting")
+    sigma, q, steps, delta = 1.0, 0.01, 1000, 1e-5
+    acc = dpa.pld.PLDAccountant()
+    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)
+    theirs = acc.get_epsilon(delta)
+    ours = pld.epsilon(sigma, q, steps, delta)
+    assert ours.lower <= theirs * (1 + 1e-3)  # their value is never below the truth
+    assert ours.upper <= theirs * 1.03
+
+
+def test_not_above_rdp():
+    rdp = pytest.importorskip("sgmfast.rdp")
+    sigma, q, steps, delta = 1.0, 0.01, 1000, 1e-5
+    r = rdp.epsilon(sigma, q, steps, delta)
+    r = float(getattr(r, "upper", r))
+    assert pld.epsilon(sigma, q, steps, delta).upper <= r
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(sigma=0.0), "sigma"),
+        (dict(q=1.5), "q"),
+        (dict(q=0.0), "q"),
+        (dict(steps=1.5), "steps"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=float("nan")), "delta"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    args = dict(sigma=1.0, q=0.01, steps=10, delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        pld.epsilon(args["sigma"], args["q"], args["steps"], args["delta"])
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="accuracy"):
+        pld.epsilon(1.0, 0.01, 10, 1e-5, accuracy=0.0)
+    with pytest.raises(ValueError, match="relation"):
+        pld.epsilon(1.0, 0.01, 10, 1e-5, relation="bogus")
+    with pytest.raises(NotImplementedError):
+        pld.epsilon(1.0, 0.01, 10, 1e-5, relation="replace_one")
+    with pytest.raises(ValueError, match="epsilon"):
+        pld.delta(1.0, 0.01, 10, -1.0)
+
+
+def test_accountant_validates_before_state_change():
+    acc = pld.PLDAccountant()
+    with pytest.raises(ValueError):
+        acc.step(1.0, 2.0)
+    assert acc.history == []
+    with pytest.raises(TypeError):
+        acc.compose("not an accountant")
+
+
+def test_grid_too_large_raises_clear_error():
+    with pytest.raises(ValueError, match="bins"):
+        pld.epsilon(0.4, 0.5, 10, 1e-5, grid_step=1e-9)
