@@ -546,3 +546,29 @@ def direct_bulk(a, b, mask_a, mask_b, out):
             for i in range(na):
                 if not mask_a[i]:
                     out[i + j] += a[i] * bj
+
+
+@jit
+def sumsq(a):
+    """sum of a_i^2, single-threaded (BLAS dot contends for cores with the FFT threads)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+@jit
+def tilted_mean(lp, ell, theta):
+    """E[ell] under weights exp(lp + theta ell) (normalised), in one pass with a running max."""
+    m = -math.inf
+    for i in range(lp.shape[0]):
+        v = lp[i] + theta * ell[i]
+        if v > m:
+            m = v
+    s = 0.0
+    sl = 0.0
+    for i in range(lp.shape[0]):
+        w = math.exp(lp[i] + theta * ell[i] - m)
+        s += w
+        sl += w * ell[i]
+    return sl / s
