@@ -413,13 +413,30 @@ class _Engine:
             lows.append(_eps_bound(op, target))
         return max(lows), max(ups)
 
+    def _rdp(self):
+        """The RDP accountant of the same schedule: its epsilon is also a valid upper bound,
+        so it caps the PLD upper bound (never above RDP, and finite where the certified FFT
+        round-off bound of a very long composition would make the PLD bound infinite)."""
+        from . import rdp
+
+        acc = rdp.RDPAccountant()
+        for sigma, q, count in self.schedule:
+            acc.step(sigma, q, count)
+        return acc
+
     def epsilon(self, target: float) -> tuple[float, float]:
         est = _eps_estimate(self.schedule, target)
         step = self.grid_step or _initial_step(self.schedule, self.accuracy, est)
+        cap = self._rdp().epsilon(target)
         best = None
         while True:
             theta = self._theta(step, est)
             lo, up = self._eps_at(step, target, theta)
+            if not math.isfinite(up):
+                # The certified FFT round-off bound exceeds delta: a finer grid cannot help
+                # (it only adds bins). Report the RDP cap, a valid upper bound; see Notes.
+                return (max(lo, best[0]) if best else lo), cap
+            up = min(up, cap)
             if best is not None:
                 lo, up = max(lo, best[0]), min(up, best[1])  # both intervals are certified
             gap = up - lo
@@ -470,7 +487,9 @@ class _Engine:
                 _, up_shift = self._delta_at(step, e + h[sel], theta)
                 ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
             if self.grid_step is not None or ok.all():
-                return lo, up
+                rdp_acc = self._rdp()
+                cap = np.array([rdp_acc.delta(float(x)) for x in eps])
+                return lo, np.minimum(up, cap)
             step = self._refine(step, 1.0, 0.25)
 
 

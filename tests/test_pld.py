@@ -255,3 +255,15 @@ def test_accountant_validates_before_state_change():
 def test_grid_too_large_raises_clear_error():
     with pytest.raises(ValueError, match="bins"):
         pld.epsilon(0.4, 0.5, 10, 1e-5, grid_step=1e-9)
+
+
+def test_upper_bound_never_above_rdp_and_finite_for_long_runs():
+    from sgmfast import rdp
+
+    for s, q, t in [(1.1, 256 / 60000, 14062), (0.8, 0.001, 100_000), (2.0, 0.1, 100)]:
+        b = pld.epsilon(s, q, t, 1e-5)
+        r = rdp.epsilon(s, q, t, 1e-5)
+        assert b.lower <= b.upper <= r
+        assert math.isfinite(b.upper)
+    d = pld.delta(1.0, 0.01, 1000, 2.0)
+    assert d.lower <= d.upper <= rdp.delta(1.0, 0.01, 1000, 2.0)
