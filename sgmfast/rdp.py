@@ -179,7 +179,40 @@ def _optimise(qs, sigmas, counts, target, mode, orders):
     return _k.optimise_order(qs, sigmas, counts * (1.0 + REL_MARGIN), target, mode, True, ORDER_XTOL)
 
 
+_SCALARS = (int, float)
+
+
+def _fast_scalar(sigma, q, steps, value, mode):
+    """(value, order) for plain-number arguments that pass every check, else None.
+
+    Skips array validation and broadcasting (most of a single call's cost); anything
+    unusual returns None and goes through the full validators, which raise the errors.
+    """
+    for x in (sigma, q, steps, value):
+        if type(x) not in _SCALARS:
+            return None
+    if not (0.0 < sigma < math.inf and 0.0 < q <= 1.0 and 0 <= steps < math.inf and steps == int(steps)):
+        return None
+    if mode == 0:
+        if not 0.0 < value < 1.0:
+            return None
+        target = math.log(value)
+    else:
+        if not 0.0 <= value < math.inf:
+            return None
+        target = float(value)
+    if steps == 0:
+        return 0.0, math.nan
+    v, a = _k.optimise_order(np.array([float(q)]), np.array([float(sigma)]),
+                             np.array([float(steps) * (1.0 + REL_MARGIN)]), target, mode, True, ORDER_XTOL)
+    return (float(v), float(a)) if mode == 0 else (math.exp(v), float(a))
+
+
 def _query(sigma, q, steps, value, mode, orders, return_order):
+    if orders is None:
+        fast = _fast_scalar(sigma, q, steps, value, mode)
+        if fast is not None:
+            return fast if return_order else fast[0]
     s = check_sigma(sigma)
     qq = check_q(q)
     t = check_steps(steps)

@@ -600,22 +600,53 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     """
     grid = DEFAULT_GRID
     n = grid.shape[0]
-    best = math.inf
-    ib = -1
+    # Start near an estimate of the optimal order: for small q the RDP is about
+    # T alpha q^2 (e^{1/s^2} - 1)/2, so eps(alpha) ~ T rho alpha + log(1/delta)/(alpha - 1).
+    # Only a starting point: the scan walks both ways, and every order is a valid bound.
+    rho = 0.0
+    for i in range(qs.shape[0]):
+        if counts[i] > 0.0:
+            rho += counts[i] * qs[i] * qs[i] * math.expm1(min(1.0 / (sigmas[i] * sigmas[i]), 700.0)) / 2.0
+    if mode == 0:
+        a_est = 1.0 + math.sqrt(max(-target, 1e-3) / max(rho, 1e-300))
+    else:
+        a_est = 0.5 * (target / max(rho, 1e-300) + 1.0)
+    i0 = 0
+    while i0 + 1 < n and grid[i0 + 1] <= a_est:
+        i0 += 1
+    best = _objective(grid[i0], qs, sigmas, counts, target, mode)
+    ib = i0 if best < math.inf else -1
+    # Upward, stopping after 2 successive rises.
+    prev = best
     rises = 0
-    prev = math.inf
-    for i in range(n):
+    for i in range(i0 + 1, n):
         v = _objective(grid[i], qs, sigmas, counts, target, mode)
         if v < best:
             best = v
             ib = i
-        if v >= prev and ib >= 0:
+        if v >= prev:
             rises += 1
-            if rises >= 3:
+            if rises >= 2:
                 break
         else:
             rises = 0
         prev = v
+    # Downward from the start, only while it improves (plus one look past a rise).
+    if ib == i0 or ib < 0:
+        prev = best if ib >= 0 else math.inf
+        rises = 0
+        for i in range(i0 - 1, -1, -1):
+            v = _objective(grid[i], qs, sigmas, counts, target, mode)
+            if v < best:
+                best = v
+                ib = i
+            if v >= prev:
+                rises += 1
+                if rises >= 2:
+                    break
+            else:
+                rises = 0
+            prev = v
     if ib < 0:
         return math.inf, math.nan
     best_a = grid[ib]
