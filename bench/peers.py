@@ -211,7 +211,7 @@ def _table(title, scenarios, impls, kind, quick, label):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    value, secs = _time(fn, sc)
+                    value, secs = _time(fn, tuple(sc) + ((DELTA,) if kind == "eps" else ()))
             except Exception as exc:  # peers fail on some valid inputs: report it
                 msg = str(exc).splitlines()[0][:60] if str(exc) else type(exc).__name__
                 print(f"| {label(sc)} | {name} | error: {msg} | | |")
