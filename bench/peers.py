@@ -83,7 +83,7 @@ def _prv_eps(q, s, t, d):
     from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
     prv = PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q)
-    acc = PRVAccountant(prvs=prv, max_self_compositions=[int(t)], eps_error=0.01, delta_error=d / 1000)
+    acc = PRVAccountant(prvs=[prv], max_self_compositions=[int(t)], eps_error=0.01, delta_error=d / 1000)
     lo, est, up = acc.compute_epsilon(delta=d, num_self_compositions=[int(t)])
     return f"{up:.4f} [{lo:.4f}]"
 
