@@ -390,3 +390,26 @@ def test_kernels_py_func_agree():
     for e, q, s in [(0.5, 0.1, 1.0), (0.01, 0.9, 3.0), (2.0, 1.0, 0.5)]:
         assert ka.log_delta_remove.py_func(e, q, s) == pytest.approx(ka.log_delta_remove(e, q, s), rel=1e-14)
         assert ka.log_delta_add.py_func(e, q, s) == pytest.approx(ka.log_delta_add(e, q, s), rel=1e-14)
+
+
+def test_one_step_delta_matches_second_independent_table():
+    # tests/reference/one_step_delta.csv comes from make_one_step_delta.py, a separate script
+    # (direct hockey-stick quadrature at 50 digits) from the one behind analysis_one_step.csv.
+    import csv
+    from pathlib import Path
+
+    from sgmfast import analysis
+
+    path = Path(__file__).parent / "reference" / "one_step_delta.csv"
+    with open(path) as fh:
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    assert len(rows) > 200
+    for r in rows:
+        q, s, e = float(r["q"]), float(r["sigma"]), float(r["epsilon"])
+        for direction, col in (("remove", "delta_remove"), ("add", "delta_add")):
+            ref = float(r[col])
+            got = float(analysis.one_step_delta(e, q, s, direction=direction))
+            if ref == 0.0:
+                assert got == 0.0, (r["row_id"], direction)
+            else:
+                assert got == pytest.approx(ref, rel=1e-9), (r["row_id"], direction)
