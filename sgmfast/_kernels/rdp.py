@@ -67,10 +67,9 @@ def log_a_int(q, sigma, alpha):
 
 
 @jit
-def _log_h1(ell):
-    """log(1 - e^ell (1 - ell)), the non-negative function ell e^ell - e^ell + 1."""
+def _h1(ell):
+    """ell e^ell - e^ell + 1 >= 0 (linear scale; series near 0)."""
     if abs(ell) < 0.5:
-        # sum_{n>=2} (n - 1) ell^n / n!
         s = 0.0
         p = ell * ell / 2.0
         n = 2
@@ -81,15 +80,13 @@ def _log_h1(ell):
                 break
             n += 1
             p *= ell / n
-        return math.log(s)
-    if ell > 1.0:
-        return ell + math.log(ell - 1.0 + math.exp(-ell))
-    return math.log(1.0 - math.exp(ell) * (1.0 - ell))
+        return s
+    return 1.0 - math.exp(ell) * (1.0 - ell)
 
 
 @jit
-def _log_h2(u):
-    """log(e^u - 1 - u), non-negative for all real u."""
+def _h2(u):
+    """e^u - 1 - u >= 0 (linear scale; series near 0)."""
     if abs(u) < 0.5:
         s = 0.0
         p = u * u / 2.0
@@ -100,10 +97,24 @@ def _log_h2(u):
                 break
             n += 1
             p *= u / n
-        return math.log(s)
-    if u > 30.0:
+        return s
+    return math.expm1(u) - u
+
+
+@jit
+def _log_h1(ell):
+    """log(ell e^ell - e^ell + 1): log of ``_h1``, with its large-ell form where e^ell overflows."""
+    if ell > 700.0:
+        return ell + math.log(ell - 1.0 + math.exp(-ell))
+    return math.log(_h1(ell))
+
+
+@jit
+def _log_h2(u):
+    """log(e^u - 1 - u): log of ``_h2``, with its large-u form where e^u overflows."""
+    if u > 700.0:
         return u + math.log1p(-(1.0 + u) * math.exp(-u))
-    return math.log(math.expm1(u) - u)
+    return math.log(_h2(u))
 
 
 @jit
@@ -145,41 +156,6 @@ def trap_step(sigma):
     h_gauss = sigma * math.pi * math.sqrt(2.0 / _TRAP_LOG_ERR)
     h_strip = 2.0 * pi2 * s2 / (_TRAP_LOG_ERR + 0.5 * pi2 * s2)
     return min(h_gauss, h_strip)
-
-
-@jit
-def _h1(ell):
-    """ell e^ell - e^ell + 1 >= 0 (linear scale; series near 0)."""
-    if abs(ell) < 0.5:
-        s = 0.0
-        p = ell * ell / 2.0
-        n = 2
-        while n < 60:
-            term = (n - 1.0) * p
-            s += term
-            if abs(term) < 1e-18 * abs(s):
-                break
-            n += 1
-            p *= ell / n
-        return s
-    return 1.0 - math.exp(ell) * (1.0 - ell)
-
-
-@jit
-def _h2(u):
-    """e^u - 1 - u >= 0 (linear scale; series near 0)."""
-    if abs(u) < 0.5:
-        s = 0.0
-        p = u * u / 2.0
-        n = 2
-        while n < 60:
-            s += p
-            if abs(p) < 1e-18 * abs(s):
-                break
-            n += 1
-            p *= u / n
-        return s
-    return math.expm1(u) - u
 
 
 @jit
