@@ -91,6 +91,7 @@ class _Grid:
     p_inf: float  # untilted mass at +inf
     inf_err: float  # bound on the error of p_inf
     eta: float  # total (finite + inf) untilted mass <= 1 + eta
+    floor: float = -math.inf  # the bound holds for eps >= floor (below: upper 1, lower 0)
     _sums: Any = field(default=None, repr=False)
 
 
@@ -130,142 +131,145 @@ def _single_step_raw(sigma: float, q: float, add: bool, step: float):
     return _STEP_CACHE[key]
 
 
-def _tilt(p: np.ndarray, offset: int, step: float, theta: float, pess: bool, p_inf: float) -> _Grid:
-    nz = np.flatnonzero(p > 0)
-    lo, hi = (nz[0], nz[-1]) if nz.size else (0, 0)
-    p = p[lo : hi + 1]
-    offset += int(lo)
-    ell = (offset + np.arange(p.size)) * step
-    w = theta * ell
-    t = p * np.exp(w - w.max())
-    s = t.max()
-    t /= s
-    log_scale = float(w.max() + math.log(s))
-    # rounding of the tilt (relative u per entry) and underflow to 0 (< 1e-307 each)
-    err = 2 * _U * t.sum() + t.size * 1e-307
-    eta = 2e-12 if pess else 0.0
-    return _Grid(step, theta, pess, offset, t, log_scale, err, p_inf if pess else 0.0, 0.0, eta)
+def _fft_const(n: int) -> float:
+    """Relative l2 error bound of one real FFT of length n (Higham 2002, Thm 24.2).
 
-
-def _single_step(sigma: float, q: float, add: bool, step: float, theta: float, pess: bool) -> _Grid:
-    j_lo, p_pess, p_opt, p_inf = _single_step_raw(sigma, q, add, step)
-    return _tilt(p_pess if pess else p_opt, j_lo, step, theta, pess, p_inf)
-
-
-# ----------------------------------------------------------------------------
-# stage 2: composition
-# ----------------------------------------------------------------------------
-
-
-def _fft_error_l1(a: np.ndarray, b: np.ndarray, n_out: int, nfft: int, sa: float, sb: float) -> float:
-    """Bound on the l1 error of an FFT convolution of non-negative a, b.
-
-    Higham (2002), Thm 24.2: a radix-2 FFT has relative l2 error <= log2(n) eta,
-    eta = mu + gamma_4 (sqrt 2 + mu) ~ 6.7 u.  Two forward transforms, a
-    pointwise product and an inverse give an l2 error of at most
-    (3 * 6.7 log2(n) + 1) u (|a|_2 |b|_1 + |a|_1 |b|_2); we use the constant
-    25 log2(n) + 5 to cover the mixed-radix/real transforms of pocketfft, and
-    |x|_1 <= sqrt(n_out) |x|_2 on the n_out entries kept.
+    Higham: a radix-2 FFT has relative l2 error <= log2(n) eta / (1 - log2(n) eta),
+    eta = mu + gamma_4 (sqrt 2 + mu) ~ 6.7u.  We use the conservative constant
+    (25 log2 n + 5) u to cover the mixed-radix real transforms of pocketfft.
     """
-    c = (25.0 * math.log2(nfft) + 5.0) * _U
-    cross = math.sqrt(_k.sumsq(a)) * sb + sa * math.sqrt(_k.sumsq(b))
-    return math.sqrt(n_out) * c * cross
+    return (25.0 * math.log2(max(n, 2)) + 5.0) * _U
 
 
-_BULK = 1e-4  # entries above _BULK * max are convolved directly when the array is concentrated
-_DIRECT_WORK = 4_000_000
+_WINDOW_SDS = 13.0  # initial half-width of the FFT window in tilted standard deviations
+_TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
 
 
-def _fft_convolve(a, b, square, n_out, nfft, sa, sb):
-    """Linear convolution of non-negative a, b and a bound on its l1 rounding error.
+def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo: float) -> _Grid:
+    """Tilted composition of a schedule of SGM steps on the loss grid, by one FFT power.
 
-    Concentrated arrays (a few large entries, long tails of tiny ones: a single
-    SGM step) would get an FFT error bound relative to their largest entries,
-    which T-fold composition multiplies by T.  Their "bulk" (entries above
-    ``_BULK`` times the maximum) is therefore convolved directly (relative
-    error <= (k + 2) u per entry for k bulk entries), and only the tails by FFT.
+    Every one-step array is tilted by e^{theta ell}, folded modulo the FFT
+    length n and transformed once; the composed spectrum prod_i F_i^{T_i} is
+    formed by exponentiation by squaring of each coefficient, and one inverse
+    transform gives the composed tilted PLD on a window [J0, J0 + n) of grid
+    indices.  Mass outside the window wraps around (circular convolution);
+    it is bounded by Chernoff bounds on the (exactly known) tilted one-step
+    moment generating functions and charged to the bounds: the pessimistic
+    answer adds the mass above the window (to +inf) and keeps the wrapped mass
+    (it only adds non-negative mass), the optimistic answer subtracts the
+    largest effect the wrapped mass can have.  FFT round-off is bounded per
+    entry (see ``_k.power_product``) and added to (pessimistic) or subtracted
+    from (optimistic) every entry.
     """
-    mask_a = a >= _BULK * a.max()
-    mask_b = mask_a if square else b >= _BULK * b.max()
-    ka, kb = int(mask_a.sum()), int(mask_b.sum())
-    if (ka + kb) * max(a.size, b.size) <= _DIRECT_WORK and (ka + kb) < 0.05 * (a.size + b.size):
-        ra = np.where(mask_a, 0.0, a)
-        rb = ra if square else np.where(mask_b, 0.0, b)
-        fa = scipy.fft.rfft(ra, nfft, workers=_WORKERS)
-        fa *= fa if square else scipy.fft.rfft(rb, nfft, workers=_WORKERS)
-        c = scipy.fft.irfft(fa, nfft, workers=_WORKERS)[:n_out]
-        err = _fft_error_l1(ra, rb, n_out, nfft, float(ra.sum()), float(rb.sum()))
-        _k.direct_bulk(a, b, mask_a, mask_b, c)
-        err += (ka + kb + 2) * _U * sa * sb * 1.01
-        return c, err
-    fa = scipy.fft.rfft(a, nfft, workers=_WORKERS)
-    fa *= fa if square else scipy.fft.rfft(b, nfft, workers=_WORKERS)
-    c = scipy.fft.irfft(fa, nfft, workers=_WORKERS)[:n_out]
-    return c, _fft_error_l1(a, b, n_out, nfft, sa, sb)
-
-
-def _convolve(A: _Grid, B: _Grid | None, tau: float = _TAU_CUT) -> _Grid:
-    """Composition of two grid PLDs (B None = A with itself) by linear FFT convolution, then truncation."""
-    square = B is None or B is A
-    if square:
-        B = A
-    n_out = A.t.size + B.t.size - 1
-    if n_out > MAX_BINS:
-        raise ValueError(
-            f"the composed loss grid would need {n_out} bins (> {MAX_BINS}); raise accuracy or grid_step"
-        )
-    nfft = scipy.fft.next_fast_len(n_out, real=True)
-    sa, sb = float(A.t.sum()), float(B.t.sum())
-    c, err_op = _fft_convolve(A.t, B.t, square, n_out, nfft, sa, sb)
-    err = A.err * (sb + B.err) + B.err * (sa + A.err) + err_op
-    offset = A.offset + B.offset
-    log_scale = A.log_scale + B.log_scale
-    eta = (1 + A.eta) * (1 + B.eta) - 1
-    if A.pess:
-        a, b = A.p_inf, B.p_inf
-        p_inf = min(1.0, a * (1 + B.eta) + b * (1 + A.eta) - a * b)
-        inf_err = (A.inf_err + B.inf_err) * (1 + eta)
-    else:
-        p_inf, inf_err = 0.0, 0.0
-    step, theta = A.step, A.theta
-    log_cap0 = math.log1p(eta) + theta * offset * step - log_scale
-    lo, hi, top, extra = _k.truncate(c, theta * step, log_cap0, tau, A.pess, err)
-    if lo < 0 or not (math.isfinite(top) and math.isfinite(extra)):
-        raise FloatingPointError("non-finite masses in the FFT convolution of the PLD")
-    if A.pess and hi < n_out - 1:
-        ell_hi = (offset + hi) * step
-        p_inf = min(1.0, p_inf + math.exp(log_scale - theta * ell_hi) * top)
-        inf_err += math.exp(log_scale - theta * (ell_hi + step)) * err
-    err += extra
-    t = np.array(c[lo : hi + 1])
-    s = float(t.max())
-    if not (s > 0 and math.isfinite(s)):
-        raise FloatingPointError("the composed PLD has no finite mass left (non-finite or zero masses)")
-    t /= s
-    return _Grid(
-        step, theta, A.pess, offset + int(lo), t, log_scale + math.log(s), err / s, p_inf, inf_err, eta
-    )
-
-
-def _power(G: _Grid, count: int) -> _Grid | None:
-    """count-fold self-composition by exponentiation by squaring."""
-    result = None
-    base = G
-    while count:
-        if count & 1:
-            result = base if result is None else _convolve(result, base)
-        count >>= 1
-        if count:
-            base = _convolve(base, None)
-    return result
-
-
-def _compose_schedule(schedule, add: bool, step: float, theta: float, pess: bool) -> _Grid:
-    out = None
+    parts = []
+    mean = var = 0.0
+    log_scale = 0.0
+    rho_n = 0.0
+    p_inf_log = 0.0  # log of the finite mass product (1 - p_inf) ^ T
+    sup_lo = sup_hi = 0
     for sigma, q, count in schedule:
-        g = _power(_single_step(sigma, q, add, step, theta, pess), int(count))
-        out = g if out is None else _convolve(out, g)
-    return out
+        j_lo, p_pess, p_opt, p_inf = _single_step_raw(sigma, q, add, step)
+        p = p_pess if pess else p_opt
+        t = np.empty(p.size)
+        s, mu, v, rho, dropped = _k.tilt(p, j_lo, 0.0, step, theta, pess, t)
+        if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
+            raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+        p_inf_step = (p_inf + dropped) * (1 + 1e-12) if pess else 0.0
+        parts.append((j_lo, t, int(count)))
+        mean += count * mu
+        var += count * v
+        log_scale += count * s
+        rho_n += count * rho
+        p_inf_log += count * math.log1p(-min(p_inf_step, 1.0)) if p_inf_step < 1.0 else -math.inf
+        sup_lo += count * j_lo
+        sup_hi += count * (j_lo + p.size - 1)
+    p_inf = -math.expm1(p_inf_log) * (1 + 1e-12) if pess else 0.0
+    if len(parts) == 1 and parts[0][2] == 1:
+        # a single step: the tilted array itself, no transform and no round-off to bound
+        j_lo, t, _ = parts[0]
+        grow = math.expm1(rho_n * (1 + 1e-9))
+        ls = log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
+        return _Grid(step, theta, pess, j_lo, t, ls, 0.0, p_inf, 0.0, 0.0)
+    sd = math.sqrt(var)
+    k_sd = _WINDOW_SDS
+    tail_up = tail_alias = 0.0
+    for _attempt in range(6):
+        lo_l = min(mean - k_sd * sd, eps_lo - 2 * sd - 2 * step)
+        hi_l = max(mean, eps_lo) + k_sd * sd
+        j0 = max(sup_lo, math.floor(lo_l / step))
+        j1 = min(sup_hi, math.ceil(hi_l / step))
+        nb = j1 - j0 + 1
+        if nb > MAX_BINS:
+            raise ValueError(f"the composed loss grid would need {nb} bins (> {MAX_BINS}); lower the accuracy")
+        n = scipy.fft.next_fast_len(max(nb, 16), real=True)
+        if sup_hi - sup_lo + 1 <= n:
+            j0 = sup_lo  # the whole support fits: no wrap-around at all
+            tail_up = tail_alias = 0.0
+            break
+        j1 = j0 + n - 1
+        a, b = j0 * step, (j1 + 1) * step
+        # pessimistic: tilted mass at or above b goes to +inf; weight e^{-theta (b - eps)} <= e^{-theta (b - eps_lo)}
+        tail_up = _chernoff(parts, step, b, mean, var, upper=True)
+        # optimistic: mass above b wraps to [a, ...): only what lands above eps_lo counts
+        tail_alias = _chernoff(parts, step, b + max(eps_lo - a, 0.0), mean, var, upper=True)
+        if j0 > sup_lo:
+            tail_alias += _chernoff(parts, step, a - step, mean, var, upper=False)
+        if max(tail_up * math.exp(-theta * (b - eps_lo)), tail_alias) <= _TAIL_GOAL:
+            break
+        k_sd *= 1.5
+    folded = []
+    for j_lo, t, count in parts:
+        f = np.zeros(n)
+        _k.fold(t, j_lo, n, f)
+        folded.append(f)
+    c_n = _fft_const(n)
+    spectra = np.empty((len(parts), n // 2 + 1), dtype=np.complex128)
+    e2 = np.empty(len(parts))
+    for i, f in enumerate(folded):
+        spectra[i] = scipy.fft.rfft(f, workers=_WORKERS)
+        e2[i] = c_n * math.sqrt(n * _k.sumsq(f)) * 1.01  # Parseval: |F f|_2 = sqrt(n) |f|_2
+    counts = np.array([c for _, _, c in parts], dtype=np.int64)
+    z = np.empty(n // 2 + 1, dtype=np.complex128)
+    err_sum, z2 = _k.power_product(spectra, counts, e2, z)
+    x = scipy.fft.irfft(z, n, workers=_WORKERS)
+    # per-entry error: spectrum errors through the (1/n)-normalised inverse, plus its own round-off
+    e_inf = err_sum / n + c_n * math.sqrt(z2 / n) * 1.01
+    if not (np.isfinite(x).all() and math.isfinite(e_inf)):
+        raise FloatingPointError("non-finite values in the FFT composition of the PLD")
+    x = np.roll(x, -(j0 % n))  # entry i <-> grid index j0 + i
+    # input rounding: every tilted mass within a factor (1 +- rho): composed within (1 +- rho)^N
+    grow = math.expm1(rho_n * (1 + 1e-9))
+    if pess:
+        t = np.maximum(x, 0.0) + e_inf
+        ls = log_scale + math.log1p(grow)
+        # mass above the window (untilted <= e^{S - theta b} * tilted) goes to +inf
+        top = (j0 + n) * step
+        p_inf = min(1.0, p_inf + math.exp(ls - theta * top) * tail_up)
+        floor = j0 * step if j0 > sup_lo else -math.inf
+        return _Grid(step, theta, True, j0, t, ls, 0.0, p_inf, 0.0, 0.0, floor=floor)
+    t = np.maximum(x - e_inf, 0.0)
+    ls = log_scale + math.log1p(-min(grow, 0.5))
+    # wrapped mass: at most tail_hi + tail_lo (tilted), its effect on delta(eps) <= e^{S - theta eps} * that
+    alias = tail_alias * (1 + 2 * grow) * math.exp(log_scale - ls)
+    # the alias bound holds for eps >= eps_lo: below it the lower bound is 0
+    floor = eps_lo if alias > 0 else -math.inf
+    return _Grid(step, theta, False, j0, t, ls, alias, 0.0, 0.0, 0.0, floor=floor)
+
+
+def _chernoff(parts, step, b, mean, var, upper):
+    """Chernoff bound on the tilted composed mass at or above b (upper) or at or below b (lower)."""
+    dist = (b - mean) if upper else (mean - b)
+    if dist <= 0:
+        return 1.0
+    lam0 = dist / max(var, 1e-300)
+    lams = 2.0 ** np.arange(-10.0, 2.0) * lam0 * (1 if upper else -1)  # heavy tails need small lambda
+    total = np.zeros(lams.size)
+    out = np.empty(lams.size)
+    for j_lo, t, count in parts:
+        _k.log_mgf_multi(t, j_lo, step, lams, out)
+        total += count * out
+    logb = total - lams * b
+    return float(min(1.0, math.exp(min(float(logb.min()), 0.0))))
 
 
 # ----------------------------------------------------------------------------
@@ -288,7 +292,7 @@ def _delta_bound(G: _Grid, eps: np.ndarray) -> np.ndarray:
     out = np.empty(eps.size)
     _k.delta_curve(
         np.ascontiguousarray(eps, dtype=np.float64), G.offset - 1, G.step, G.theta, G.log_scale,
-        t, a, b, G.p_inf, G.inf_err, G.err, G.pess, out,
+        t, a, b, G.p_inf, G.inf_err, G.err, G.pess, G.floor, out,
     )  # fmt: skip
     return out
 
@@ -296,7 +300,7 @@ def _delta_bound(G: _Grid, eps: np.ndarray) -> np.ndarray:
 def _eps_bound(G: _Grid, target: float) -> float:
     t, a, b = _sums(G)
     return _k.eps_search(
-        target, G.offset - 1, G.step, G.theta, G.log_scale, t, a, b, G.p_inf, G.inf_err, G.err, G.pess
+        target, G.offset - 1, G.step, G.theta, G.log_scale, t, a, b, G.p_inf, G.inf_err, G.err, G.pess, G.floor
     )
 
 
@@ -383,40 +387,49 @@ def _exact_gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
 
 
 class _Engine:
-    """Holds the composed grids for one schedule; everything is cached."""
+    """Holds the composed grids for one schedule; everything is cached.
+
+    Both directions of the add/remove relation are bounded.  The remove
+    direction is composed pessimistically and optimistically; the add
+    direction first only pessimistically: when its upper bound is below the
+    remove upper bound it cannot change the answer (the larger δ counts, and
+    the remove lower bound is a lower bound of the larger δ), so its
+    optimistic composition is skipped.
+    """
 
     def __init__(self, schedule, accuracy: float, grid_step: float | None):
         self.schedule = tuple(schedule)
         self.accuracy = accuracy
         self.grid_step = grid_step
         self._grids: dict = {}
+        self._theta_cache: dict = {}
 
-    def grids(self, step: float, theta_by_dir: dict):
-        key = (step, theta_by_dir[False], theta_by_dir[True])
-        if key not in self._grids:
-            out = []
-            for add in (False, True):
-                th = theta_by_dir[add]
-                pe = _compose_schedule(self.schedule, add, step, th, True)
-                op = _compose_schedule(self.schedule, add, step, th, False)
-                out.append((pe, op))
-            self._grids[key] = out
-            if len(self._grids) > 8:
+    def grid(self, add: bool, pess: bool, step: float, eps_c: float, eps_lo: float | None = None) -> _Grid:
+        """Composed grid tilted towards eps_c; its bounds hold for every eps >= eps_lo."""
+        theta = self._theta(add, step, eps_c)
+        eps_lo = eps_c if eps_lo is None else eps_lo
+        key = (add, pess, step, theta, eps_lo)
+        g = self._grids.get(key)
+        if g is None:
+            g = _compose(self.schedule, add, step, theta, pess, eps_lo)
+            if len(self._grids) > 16:
                 self._grids.pop(next(iter(self._grids)))
-        return self._grids[key]
+            self._grids[key] = g
+        return g
 
-    # --- eps(δ) ---------------------------------------------------------
-    def _eps_at(self, step, target, theta_by_dir):
-        ups, lows = [], []
-        for pe, op in self.grids(step, theta_by_dir):
-            ups.append(_eps_bound(pe, target))
-            lows.append(_eps_bound(op, target))
-        return max(lows), max(ups)
+    def _theta(self, add, step, eps_c):
+        key = (add, step, round(eps_c, 6))
+        th = self._theta_cache.get(key)
+        if th is None:
+            single = len(self.schedule) == 1 and self.schedule[0][2] == 1
+            # one step needs no transform, hence no tilt
+            th = _saddle_theta(self.schedule, add, step, eps_c) if _USE_TILT and not single else 0.0
+            self._theta_cache[key] = th
+        return th
 
     def _rdp(self):
         """The RDP accountant of the same schedule: its epsilon is also a valid upper bound,
-        so it caps the PLD upper bound (never above RDP, and finite where the certified FFT
-        round-off bound of a very long composition would make the PLD bound infinite)."""
+        so it caps the PLD upper bound (never above RDP)."""
         from . import rdp
 
         acc = rdp.RDPAccountant()
@@ -424,18 +437,24 @@ class _Engine:
             acc.step(sigma, q, count)
         return acc
 
+    # --- eps(δ) ---------------------------------------------------------
+    def _eps_at(self, step, target, est):
+        lo_e = 0.5 * est
+        up_r = _eps_bound(self.grid(False, True, step, est, lo_e), target)
+        lo_r = _eps_bound(self.grid(False, False, step, est, lo_e), target)
+        up_a = _eps_bound(self.grid(True, True, step, est, lo_e), target)
+        lo = lo_r
+        if up_a > up_r:
+            lo = max(lo, _eps_bound(self.grid(True, False, step, est, lo_e), target))
+        return lo, max(up_r, up_a)
+
     def epsilon(self, target: float) -> tuple[float, float]:
         est = _eps_estimate(self.schedule, target)
         step = self.grid_step or _initial_step(self.schedule, self.accuracy, est)
         cap = self._rdp().epsilon(target)
         best = None
         while True:
-            theta = self._theta(step, est)
-            lo, up = self._eps_at(step, target, theta)
-            if not math.isfinite(up):
-                # The certified FFT round-off bound exceeds delta: a finer grid cannot help
-                # (it only adds bins). Report the RDP cap, a valid upper bound; see Notes.
-                return (max(lo, best[0]) if best else lo), cap
+            lo, up = self._eps_at(step, target, est)
             up = min(up, cap)
             if best is not None:
                 lo, up = max(lo, best[0]), min(up, best[1])  # both intervals are certified
@@ -443,15 +462,10 @@ class _Engine:
             if self.grid_step is not None or gap <= self.accuracy * up or gap <= 1e-12:
                 return lo, up
             if best is not None and gap > 0.8 * (best[1] - best[0]):
-                # refining no longer helps: the FFT round-off bound dominates; the interval is still sound
-                return lo, up
+                return lo, up  # refining no longer helps; the interval is still sound
             best = (lo, up)
+            est = 0.5 * (lo + up)
             step = self._refine(step, gap, self.accuracy * up)
-
-    def _theta(self, step, eps_est):
-        if not _USE_TILT:
-            return {False: 0.0, True: 0.0}
-        return {a: _saddle_theta(self.schedule, a, step, eps_est) for a in (False, True)}
 
     def _refine(self, step, gap, goal):
         factor = max(0.25, min(0.5, 0.9 * math.sqrt(goal / gap))) if gap > 0 else 0.5
@@ -461,13 +475,13 @@ class _Engine:
         return new
 
     # --- δ(eps) ---------------------------------------------------------
-    def _delta_at(self, step, eps, theta_by_dir):
-        up = np.zeros(eps.size)
-        lo = np.zeros(eps.size)
-        for pe, op in self.grids(step, theta_by_dir):
-            up = np.maximum(up, _delta_bound(pe, eps))
-            lo = np.maximum(lo, _delta_bound(op, eps))
-        return lo, up
+    def _delta_at(self, step, eps, eps_c):
+        up_r = _delta_bound(self.grid(False, True, step, eps_c), eps)
+        lo = _delta_bound(self.grid(False, False, step, eps_c), eps)
+        up_a = _delta_bound(self.grid(True, True, step, eps_c), eps)
+        if (up_a > up_r).any():
+            lo = np.maximum(lo, _delta_bound(self.grid(True, False, step, eps_c), eps))
+        return lo, np.maximum(up_r, up_a)
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         est = _eps_estimate(self.schedule, 1e-6)
@@ -482,9 +496,9 @@ class _Engine:
                 # one tilted composition per group of nearby eps (saddle point of the group)
                 sel = keys == key
                 e = eps[sel]
-                theta = self._theta(step, float(e.max()))
-                lo[sel], up[sel] = self._delta_at(step, e, theta)
-                _, up_shift = self._delta_at(step, e + h[sel], theta)
+                eps_c = float(e.min())
+                lo[sel], up[sel] = self._delta_at(step, e, eps_c)
+                _, up_shift = self._delta_at(step, e + h[sel], eps_c)
                 ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
             if self.grid_step is not None or ok.all():
                 rdp_acc = self._rdp()

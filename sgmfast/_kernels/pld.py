@@ -42,6 +42,8 @@ deflated and atoms moved down, so rounding never breaks the inequalities.
 
 import math
 
+import numpy as np
+
 from ._jit import jit
 from .logmath import log_add, log_expm1, log_ndtr, log_ndtr_diff, log_normal_pdf
 
@@ -230,8 +232,106 @@ def discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass):
             pos = 0.0
         frac[i] = pos
         amass[i] = m * (1.0 - up_slack)
-    _contract_to_grid(step, n, frac, amass, opt)
+    if not _minorant_to_grid(step, n, frac, amass, opt):
+        _contract_to_grid(step, n, frac, amass, opt)
     return p_inf
+
+
+@jit
+def _minorant_to_grid(step, n, frac, amass, opt):
+    """Optimistic grid masses as the convex-order minorant of the bin atoms; False if it does not apply.
+
+    In u = e^{-ell} the masses nu_i on the grid are dominated in convex order
+    by the distribution mu of the bin atoms (a mean-preserving *contraction* of
+    mu) iff the call function C_nu(k) = E_nu[(u - k)_+] lies below C_mu with the
+    same mean.  C_nu is piecewise linear with knots at the grid points; start
+    from the chord interpolation of C_mu at the knots (the connect-the-dots
+    masses, which lie *above* C_mu) and lower each knot value by D_i.  The
+    chord of a bin exceeds C_mu by at most G = m f (1 - f) w (bin mass m,
+    fraction f of its u-mean towards the next point, u-width w), so a lowering
+    of max(G_{i-1}, G_i) at each knot puts every segment below C_mu; the two end
+    knots are pinned (D = 0, keeping the mean) and their neighbours lowered by
+    the one-sided amount E|x - u| over the end bin.  Knots whose resulting mass
+    is negative are removed (lower convex hull: their negative mass is
+    interpolated onto the neighbouring knots, preserving mass and mean), which
+    only lowers C_nu further.  All quantities are local masses, so tails keep
+    their relative precision.  The variance lost is O(m w^2) per bin, versus
+    the first-order shift of rounding atoms down.
+    """
+    if n < 8:
+        return False
+    ed = math.exp(-step)
+    eu = math.exp(step)
+    em = -math.expm1(-step)
+    f = np.zeros(n)
+    m = np.zeros(n)
+    for i in range(n - 1):
+        w = amass[i]
+        if w > 0.0:
+            m[i] = w
+            f[i] = min(1.0, max(0.0, -math.expm1(-frac[i]) / em))
+    # a_i = D_i / w_i (w_i: u-width of the bin between points i and i+1; w_i / w_{i-1} = e^{-step})
+    a = np.zeros(n)
+    for i in range(1, n - 1):
+        gl = m[i - 1] * f[i - 1] * (1.0 - f[i - 1]) * eu
+        gr = m[i] * f[i] * (1.0 - f[i])
+        a[i] = max(gl, gr)
+    # bottom end: point 0 pinned
+    end = m[0] * (1.0 - f[0]) * eu
+    g1 = m[1] * f[1] * (1.0 - f[1])
+    a[1] = end
+    if end < g1:
+        # bin 1 is covered one-sidedly by point 2: D_2 >= m_1 (1 - f_1) w_1
+        a[2] = max(a[2], m[1] * (1.0 - f[1]) * eu)
+    # top end: point n-1 pinned
+    k = n - 2
+    end = m[k] * f[k]
+    gk = m[k - 1] * f[k - 1] * (1.0 - f[k - 1]) * eu
+    if k - 1 <= 2:
+        return False
+    a[k] = end
+    if end < gk:
+        a[k - 1] = max(a[k - 1], m[k - 1] * f[k - 1])
+    nu = np.zeros(n)
+    for i in range(n - 1):
+        nu[i] += m[i] * (1.0 - f[i])
+        nu[i + 1] += m[i] * f[i]
+    nu[0] -= a[1] * ed
+    for i in range(1, n - 1):
+        nu[i] += a[i] * (1.0 + ed) - a[i + 1] * ed - a[i - 1]
+    # the pinned end knots get exactly zero (a[1] and a[n-2] equal their end terms); avoid rounding residue
+    nu[0] = 0.0
+    nu[n - 1] = 0.0
+    # lower convex hull: remove knots with negative mass
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    stack[0] = 0
+    for i in range(1, n):
+        stack[top + 1] = i
+        top += 1
+        # resolve a negative knot just below the top (its right neighbour is i)
+        while top >= 2 and nu[stack[top - 1]] < 0.0:
+            j = stack[top - 1]
+            left = stack[top - 2]
+            right = stack[top]
+            # u-distances: u_left - u_j and u_j - u_right (u_i proportional to e^{-i step})
+            da = math.expm1((j - left) * step)
+            db = -math.expm1(-(right - j) * step)
+            # relative to u_j: u_left - u_j = u_j (e^{(j-left) step} - 1), u_j - u_right = u_j (1 - e^{-(right-j) step})
+            v = nu[j]
+            nu[left] += v * db / (da + db)
+            nu[right] += v * da / (da + db)
+            nu[j] = 0.0
+            stack[top - 1] = right
+            top -= 1
+    if nu[0] < 0.0 or nu[n - 1] < 0.0:
+        return False
+    for i in range(n):
+        if nu[i] < 0.0:
+            return False
+    for i in range(n):
+        opt[i] += nu[i] * (1.0 - 1e-12)
+    return True
 
 
 @jit
@@ -409,7 +509,7 @@ def _delta_at(eps, offset, step, theta, log_scale, t, a_s, b_s):
 
 
 @jit
-def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper, out):
+def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper, floor, out):
     """Certified δ(eps) bound for each eps (upper or lower), written to out.
 
     upper: finite + p_inf + inf_err + e^{log_scale - theta eps} err_l1 + slack;
@@ -421,13 +521,16 @@ def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err
         val, slack = _delta_at(e, offset, step, theta, log_scale, t, a_s, b_s)
         fe = math.exp(log_scale - theta * e) * err_l1
         if upper:
-            out[i] = min(1.0, val + p_inf + inf_err + fe + slack)
+            # below ``floor`` the grid lacks part of the mass above eps: only the trivial bound holds
+            out[i] = 1.0 if e < floor else min(1.0, val + p_inf + inf_err + fe + slack)
         else:
-            out[i] = max(0.0, val - fe - slack)
+            out[i] = 0.0 if e < floor else max(0.0, val - fe - slack)
 
 
 @jit
-def _bound_at(e, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper):
+def _bound_at(e, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper, floor):
+    if e < floor:
+        return math.inf if upper else -math.inf
     val, slack = _delta_at(e, offset, step, theta, log_scale, t, a_s, b_s)
     fe = math.exp(log_scale - theta * e) * err_l1
     if upper:
@@ -436,7 +539,7 @@ def _bound_at(e, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, er
 
 
 @jit
-def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper):
+def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, upper, floor):
     """Certified bound on eps(target) from a δ bound curve.
 
     upper: returns some eps >= 0 with delta_upper(eps) <= target (inf if none on
@@ -447,11 +550,11 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
     n = t.shape[0]
     j0 = max(0, -offset)  # first index with ell >= 0
     if upper:
-        if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+        if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
             return 0.0
         hi_j = -1
         for j in range(j0, n):
-            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
                 hi_j = j
                 break
         if hi_j < 0:
@@ -462,7 +565,7 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
             mid = 0.5 * (lo + hi)
             if mid <= lo or mid >= hi:
                 break
-            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True) <= target:
+            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
                 hi = mid
             else:
                 lo = mid
@@ -470,11 +573,11 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
     else:
         lo_j = -1
         for j in range(n - 1, j0 - 1, -1):
-            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
                 lo_j = j
                 break
         if lo_j < 0:
-            if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+            if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
                 lo = 0.0
                 hi = (offset + j0) * step
             else:
@@ -486,7 +589,7 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
             mid = 0.5 * (lo + hi)
             if mid <= lo or mid >= hi:
                 break
-            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False) > target:
+            if _bound_at(mid, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
                 lo = mid
             else:
                 hi = mid
@@ -572,3 +675,191 @@ def tilted_mean(lp, ell, theta):
         s += w
         sl += w * ell[i]
     return sl / s
+
+
+# ----------------------------------------------------------------------------
+# single-shot composition: tilt, fold, transform, power in frequency space
+# ----------------------------------------------------------------------------
+
+
+@jit
+def tilt(p, j_lo, base, step, theta, pess, t_out):
+    """Tilted, normalised one-step masses t_i = p_i exp(theta ell_i - s), ell_i = base + (j_lo + i) step.
+
+    Returns (s, mean, var, rho, dropped): the log normaliser s (any value is
+    consistent, since untilted masses are recovered as t_i e^{s - theta ell_i}),
+    the mean and variance of the tilted loss (window heuristics only), a bound
+    rho on the relative rounding error of every t_i, and the untilted mass of
+    high-loss entries left out because t_i < 1e-290 (pessimistic: the caller
+    sends it to +inf).  Low-loss entries below 1e-290 are moved up to the
+    first kept entry when ``pess`` (loss only grows) and dropped otherwise.
+    """
+    m = p.shape[0]
+    mx = -math.inf
+    for i in range(m):
+        if p[i] > 0.0:
+            v = math.log(p[i]) + theta * (base + (j_lo + i) * step)
+            t_out[i] = v
+            if v > mx:
+                mx = v
+        else:
+            t_out[i] = -math.inf
+    acc = 0.0
+    for i in range(m):
+        acc += math.exp(t_out[i] - mx)
+    s = mx + math.log(acc)
+    s1 = 0.0
+    s2 = 0.0
+    tot = 0.0
+    dropped = 0.0
+    low = 0.0
+    first = -1
+    big = 0.0
+    for i in range(m):
+        if p[i] > 0.0:
+            ell = base + (j_lo + i) * step
+            x = theta * ell - s
+            t = p[i] * math.exp(x)
+            if t < 1e-290:
+                if first < 0:
+                    low += p[i]
+                else:
+                    dropped += p[i]
+                t_out[i] = 0.0
+                continue
+            if first < 0:
+                first = i
+            r = abs(x)
+            if r > big:
+                big = r
+            t_out[i] = t
+            tot += t
+            s1 += t * ell
+            s2 += t * ell * ell
+        else:
+            t_out[i] = 0.0
+    if pess and low > 0.0 and first >= 0:
+        add = low * math.exp(theta * (base + (j_lo + first) * step) - s) * (1.0 + 1e-12)
+        t_out[first] += add
+        tot += add
+    mean = s1 / tot
+    var = max(s2 / tot - mean * mean, 0.0)
+    # exp of an argument with absolute error <= 2u(|x| + 1), times p: relative <= 2u(|x| + 2)
+    rho = 2.0 * EPS64 * (big + 3.0)
+    return s, mean, var, rho, dropped
+
+
+@jit
+def fold(t, j_lo, n, out):
+    """out[(j_lo + i) mod n] += t_i: circular convolution of folded arrays = folded linear convolution."""
+    for i in range(t.shape[0]):
+        if t[i] != 0.0:
+            out[(j_lo + i) % n] += t[i]
+
+
+@jit
+def log_mgf_multi(t, j_lo, step, lams, out):
+    """out[k] >= log sum_i t_i e^{lams[k] ell_i}, rounded up (for Chernoff tail bounds only).
+
+    The factors e^{lam ell_i} are generated by multiplication with e^{lam step},
+    re-anchored by an exact exp every 32 entries (relative error <= 40u each);
+    the shift lam * ell_max (lam > 0) or lam * ell_min (lam < 0) keeps them <= 1.
+    A sum that underflows is recomputed in log space.
+    """
+    m = t.shape[0]
+    kk = lams.shape[0]
+    for k in range(kk):
+        lam = lams[k]
+        jref = j_lo + m - 1 if lam > 0 else j_lo
+        c = lam * jref * step
+        r = math.exp(lam * step)
+        acc = 0.0
+        g = 1.0
+        for i in range(m):
+            if i % 32 == 0:
+                g = math.exp(lam * (j_lo + i - jref) * step)
+            acc += t[i] * g
+            g *= r
+        if acc > 1e-280:
+            out[k] = c + math.log(acc) + (m + 48.0) * 2.0 * EPS64
+        else:
+            mx = -math.inf
+            for i in range(m):
+                if t[i] > 0.0:
+                    v = math.log(t[i]) + lam * (j_lo + i) * step
+                    if v > mx:
+                        mx = v
+            acc = 0.0
+            for i in range(m):
+                if t[i] > 0.0:
+                    acc += math.exp(math.log(t[i]) + lam * (j_lo + i) * step - mx)
+            out[k] = mx + math.log(acc) + (m + 8.0) * 2.0 * EPS64
+
+
+@jit
+def power_product(spectra, counts, e2, out):
+    """out_k = prod_i spectra[i, k]^counts[i] by exponentiation by squaring, with error sums.
+
+    ``spectra`` (m x h) holds the computed half spectra (rfft) of the m folded
+    one-step arrays, ``e2[i]`` a bound on the l2 norm (over the full spectrum)
+    of the error of spectra[i].  With R_ik = |spectra[i, k]| + e2[i] (a bound
+    on the exact and the computed modulus):
+
+    * |prod y^T - prod yhat^T| <= sum_i T_i |e_ik| W_ik, W_ik = R_ik^{T_i - 1}
+      prod_{j != i} R_jk^{T_j}; summed over the full spectrum with
+      Cauchy-Schwarz this is <= sum_i T_i e2[i] sqrt(sum_k W_ik^2);
+    * the squarings and products have relative error <= (1 + 3u)^{N} - 1,
+      N = sum T_i (each complex product errs by <= 2.83u, Higham 2002, 3.6);
+    * frequencies where prod R^T < e^{-740} are set to 0, error <= prod R^T.
+
+    Returns (err_sum, z2): a bound on sum over the full spectrum of
+    |out_k - exact_k| and the squared l2 norm of out over the full spectrum.
+    Full-spectrum sums weight k = 1..h-2 (and h-1 when n is odd) twice.
+    """
+    mcount = spectra.shape[0]
+    h = spectra.shape[1]
+    ntot = 0.0
+    for i in range(mcount):
+        ntot += counts[i]
+    rel = math.expm1(ntot * math.log1p(3.0 * EPS64))
+    wsum = np.zeros(mcount)
+    err = 0.0
+    z2 = 0.0
+    logr = np.empty(mcount)
+    for k in range(h):
+        wk = 1.0 if (k == 0 or k == h - 1) else 2.0
+        lr = 0.0
+        for i in range(mcount):
+            r = abs(spectra[i, k]) + e2[i]
+            logr[i] = math.log(r) if r > 0.0 else -math.inf
+            lr += counts[i] * logr[i]
+        # bounds rounded up a little: exp/log of these sums err by far less than 1e-12 relative
+        for i in range(mcount):
+            if logr[i] > -math.inf:
+                w = math.exp(lr - logr[i] + 1e-12 * (1.0 + abs(lr - logr[i])))
+            else:
+                w = 0.0 if counts[i] > 1 else math.exp(lr)
+            wsum[i] += wk * w * w
+        if lr < -740.0:
+            out[k] = 0.0
+            err += wk * math.exp(lr) + wk * 1e-300
+            continue
+        z = complex(1.0, 0.0)
+        for i in range(mcount):
+            b = spectra[i, k]
+            c = counts[i]
+            acc = complex(1.0, 0.0)
+            while c > 0:
+                if c & 1:
+                    acc = acc * b
+                c >>= 1
+                if c > 0:
+                    b = b * b
+            z = z * acc
+        out[k] = z
+        mag = math.exp(lr + 1e-12 * (1.0 + abs(lr)))
+        err += wk * (rel * mag + 1e-300 * ntot)
+        z2 += wk * (z.real * z.real + z.imag * z.imag)
+    for i in range(mcount):
+        err += counts[i] * e2[i] * math.sqrt(wsum[i]) * (1.0 + 1e-12)
+    return err, z2
