@@ -95,13 +95,20 @@ class _Grid:
     _sums: Any = field(default=None, repr=False)
 
 
-def _grid_range(sigma: float, q: float, add: bool, step: float) -> tuple[int, int]:
+def _grid_range(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_STEP) -> tuple[int, int]:
+    """Grid indices covering one step, leaving about ``tau`` of P-mass beyond the far (long) tail.
+
+    The far tail is the high-loss end of the remove direction and the low-loss end of the add
+    direction; what lies beyond the grid is accounted exactly by the discretisation (to +inf or
+    moved onto the grid when pessimistic, dropped or moved onto the grid when optimistic).
+    """
     x = _X_TAU
+    x_far = float(-ndtri(min(0.25, max(tau, _TAU_STEP) / q)))
     if add:
         hi = -_k.remove_loss(-sigma * x, sigma, q)
-        lo = -_k.remove_loss(1.0 + sigma * x, sigma, q)
+        lo = -_k.remove_loss(1.0 + sigma * max(x_far, float(-ndtri(min(0.25, max(tau, _TAU_STEP))))), sigma, q)
     else:
-        hi = _k.remove_loss(1.0 + sigma * x, sigma, q)
+        hi = _k.remove_loss(1.0 + sigma * x_far, sigma, q)
         lo = _k.remove_loss(-sigma * x, sigma, q)
     j_lo, j_hi = math.floor(lo / step), math.ceil(hi / step)
     if j_hi - j_lo + 1 > MAX_BINS:
@@ -114,12 +121,12 @@ def _grid_range(sigma: float, q: float, add: bool, step: float) -> tuple[int, in
 _STEP_CACHE: dict = {}
 
 
-def _single_step_raw(sigma: float, q: float, add: bool, step: float):
-    key = (sigma, q, add, step)
+def _single_step_raw(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_STEP):
+    key = (sigma, q, add, step, tau)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
         return hit
-    j_lo, j_hi = _grid_range(sigma, q, add, step)
+    j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
     n = j_hi - j_lo + 1
     pess, opt, frac, amass = (np.empty(n) for _ in range(4))
     p_inf = _k.discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass)
@@ -141,11 +148,11 @@ def _fft_const(n: int) -> float:
     return (25.0 * math.log2(max(n, 2)) + 5.0) * _U
 
 
-_WINDOW_SDS = 13.0  # initial half-width of the FFT window in tilted standard deviations
+_WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
 _TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
 
 
-def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo: float) -> _Grid:
+def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> _Grid:
     """Tilted composition of a schedule of SGM steps on the loss grid, by one FFT power.
 
     Every one-step array is tilted by e^{theta ell}, folded modulo the FFT
@@ -168,7 +175,7 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     p_inf_log = 0.0  # log of the finite mass product (1 - p_inf) ^ T
     sup_lo = sup_hi = 0
     for sigma, q, count in schedule:
-        j_lo, p_pess, p_opt, p_inf = _single_step_raw(sigma, q, add, step)
+        j_lo, p_pess, p_opt, p_inf = _single_step_raw(sigma, q, add, step, tau)
         p = p_pess if pess else p_opt
         t = np.empty(p.size)
         s, mu, v, rho, dropped = _k.tilt(p, j_lo, 0.0, step, theta, pess, t)
@@ -214,7 +221,7 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         tail_alias = _chernoff(parts, step, b + max(eps_lo - a, 0.0), mean, var, upper=True)
         if j0 > sup_lo:
             tail_alias += _chernoff(parts, step, a - step, mean, var, upper=False)
-        if max(tail_up * math.exp(-theta * (b - eps_lo)), tail_alias) <= _TAIL_GOAL:
+        if max(tail_up * math.exp(min(700.0, -theta * (b - eps_lo))), tail_alias) <= _TAIL_GOAL:
             break
         k_sd *= 1.5
     folded = []
@@ -337,39 +344,59 @@ def _eps_estimate(schedule, target_delta: float) -> float:
     return brentq(lambda e: _gauss_delta(e, mean, var) - target_delta, 0.0, hi, xtol=1e-6)
 
 
+_STEP_FACTOR = 0.8
+
+
 def _initial_step(schedule, accuracy: float, eps_est: float) -> float:
     total = sum(c for _, _, c in schedule)
     var = sum(c * _moments(s, q, False)[1] for s, q, c in schedule)
-    # 0.5: the first grid then usually meets the accuracy without a second full round (measured)
-    d = 0.5 * math.sqrt(3.0 * accuracy * var / total)
+    # the certified gap grows like step^2 / (per-step loss variance); _STEP_FACTOR is set so that
+    # the first grid usually meets the accuracy without a second round (measured, bench/README)
+    d = _STEP_FACTOR * math.sqrt(3.0 * accuracy * var / total)
     d = min(d, 0.5 * accuracy * max(eps_est, 1e-2), 0.05)
-    # a power of two times 1e-6 keeps grids of successive refinements nested
-    return 2.0 ** math.floor(math.log2(d / 1e-6)) * 1e-6 if d > 1e-12 else 1e-12
+    # quarter octaves times 1e-6: a handful of distinct steps keeps the one-step cache useful
+    return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
 
 
-def _saddle_theta(schedule, add: bool, step: float, eps_target: float) -> float:
-    """theta with E_theta[L_T] = eps_target for the exponentially tilted composed PLD (0 if below the mean)."""
+def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float) -> float:
+    """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD (Newton on the cumulant).
+
+    Any theta >= 0 gives valid bounds; the saddle point only makes FFT round-off
+    small relative to the mass near eps_target.
+    """
     parts = []
     for sigma, q, count in schedule:
-        j_lo, p, _, _ = _single_step_raw(sigma, q, add, step)
-        ell = (j_lo + np.arange(p.size)) * step
-        keep = p > 0
-        parts.append((count, np.log(p[keep]), ell[keep]))
+        j_lo, p, _, _ = _single_step_raw(sigma, q, add, step, tau)
+        parts.append((count, j_lo, p))
 
-    def mean_at(theta):
-        m = 0.0
-        for count, lp, ell in parts:
-            m += count * _k.tilted_mean(lp, ell, theta)
-        return m
+    def moments(theta):
+        m = v = 0.0
+        for count, j_lo, p in parts:
+            mu, var = _k.tilted_moments(p, j_lo, step, theta)
+            m += count * mu
+            v += count * var
+        return m, v
 
-    if mean_at(0.0) >= eps_target:
+    m, v = moments(0.0)
+    if m >= eps_target or v <= 0:
         return 0.0
-    hi = 1.0
-    while mean_at(hi) < eps_target and hi < 512:
-        hi *= 2
-    if mean_at(hi) < eps_target:
-        return hi
-    return brentq(lambda th: mean_at(th) - eps_target, 0.0, hi, xtol=1e-3)
+    v0 = v
+    theta = 0.0
+    for _ in range(8):
+        new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 2 * theta + 1.0, 64.0)
+        if abs(new - theta) < 1e-3:
+            break
+        m_new, v_new = moments(new)
+        halvings = 0
+        # heavy one-step tails make the tilted variance explode (a wide FFT window): stay where it is moderate
+        while v_new > 4.0 * v0 and halvings < 6:
+            new = 0.5 * (theta + new)
+            m_new, v_new = moments(new)
+            halvings += 1
+        theta, m, v = new, m_new, v_new
+        if halvings or abs(m - eps_target) < 0.05 * math.sqrt(v):
+            break
+    return max(theta, 0.0)
 
 
 # ----------------------------------------------------------------------------
@@ -403,6 +430,17 @@ class _Engine:
         self.grid_step = grid_step
         self._grids: dict = {}
         self._theta_cache: dict = {}
+        self.tau = _TAU_STEP
+        self.total = sum(c for _, _, c in self.schedule)
+
+    def set_delta_goal(self, delta_goal: float) -> None:
+        """Cut each step's far tail at P-mass ~1e-4 * accuracy * delta_goal / T (it is still accounted)."""
+        tau = max(_TAU_STEP, 1e-4 * self.accuracy * delta_goal / max(self.total, 1))
+        tau = 10.0 ** math.floor(math.log10(tau))  # a few distinct values keep the caches useful
+        if tau != self.tau:
+            self.tau = tau
+            self._grids.clear()
+            self._theta_cache.clear()
 
     def grid(self, add: bool, pess: bool, step: float, eps_c: float, eps_lo: float | None = None) -> _Grid:
         """Composed grid tilted towards eps_c; its bounds hold for every eps >= eps_lo."""
@@ -411,7 +449,7 @@ class _Engine:
         key = (add, pess, step, theta, eps_lo)
         g = self._grids.get(key)
         if g is None:
-            g = _compose(self.schedule, add, step, theta, pess, eps_lo)
+            g = _compose(self.schedule, add, step, theta, pess, eps_lo, self.tau)
             if len(self._grids) > 16:
                 self._grids.pop(next(iter(self._grids)))
             self._grids[key] = g
@@ -423,7 +461,7 @@ class _Engine:
         if th is None:
             single = len(self.schedule) == 1 and self.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
-            th = _saddle_theta(self.schedule, add, step, eps_c) if _USE_TILT and not single else 0.0
+            th = _saddle_theta(self.schedule, add, step, eps_c, self.tau) if _USE_TILT and not single else 0.0
             self._theta_cache[key] = th
         return th
 
@@ -449,6 +487,7 @@ class _Engine:
         return lo, max(up_r, up_a)
 
     def epsilon(self, target: float) -> tuple[float, float]:
+        self.set_delta_goal(target)
         est = _eps_estimate(self.schedule, target)
         step = self.grid_step or _initial_step(self.schedule, self.accuracy, est)
         cap = self._rdp().epsilon(target)
@@ -484,6 +523,7 @@ class _Engine:
         return lo, np.maximum(up_r, up_a)
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.set_delta_goal(1e-16)
         est = _eps_estimate(self.schedule, 1e-6)
         step = self.grid_step or _initial_step(self.schedule, self.accuracy, max(float(eps.max()), est))
         h = self.accuracy * np.maximum(eps, 1e-2)

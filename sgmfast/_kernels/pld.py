@@ -863,3 +863,31 @@ def power_product(spectra, counts, e2, out):
     for i in range(mcount):
         err += counts[i] * e2[i] * math.sqrt(wsum[i]) * (1.0 + 1e-12)
     return err, z2
+
+
+@jit
+def tilted_moments(p, j_lo, step, theta):
+    """Mean and variance of the loss under masses p_i e^{theta ell_i} (normalised), ell_i = (j_lo + i) step."""
+    mx = -math.inf
+    for i in range(p.shape[0]):
+        if p[i] > 0.0:
+            v = theta * (j_lo + i) * step
+            if v > mx:
+                mx = v
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    r = math.exp(theta * step)
+    g = 1.0
+    for i in range(p.shape[0]):
+        if i % 32 == 0:
+            g = math.exp(theta * (j_lo + i) * step - mx)
+        if p[i] > 0.0:
+            w = p[i] * g
+            ell = (j_lo + i) * step
+            s0 += w
+            s1 += w * ell
+            s2 += w * ell * ell
+        g *= r
+    m = s1 / s0
+    return m, max(s2 / s0 - m * m, 0.0)
