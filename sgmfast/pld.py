@@ -479,11 +479,13 @@ class _Engine:
     def _eps_at(self, step, target, est):
         lo_e = 0.5 * est
         up_r = _eps_bound(self.grid(False, True, step, est, lo_e), target)
-        lo_r = _eps_bound(self.grid(False, False, step, est, lo_e), target)
-        up_a = _eps_bound(self.grid(True, True, step, est, lo_e), target)
-        lo = lo_r
+        lo = _eps_bound(self.grid(False, False, step, est, lo_e), target)
+        # the add direction usually lies well below: a 4x coarser pessimistic grid often proves it
+        up_a = _eps_bound(self.grid(True, True, 4 * step, est, lo_e), target)
         if up_a > up_r:
-            lo = max(lo, _eps_bound(self.grid(True, False, step, est, lo_e), target))
+            up_a = _eps_bound(self.grid(True, True, step, est, lo_e), target)
+            if up_a > up_r:
+                lo = max(lo, _eps_bound(self.grid(True, False, step, est, lo_e), target))
         return lo, max(up_r, up_a)
 
     def epsilon(self, target: float) -> tuple[float, float]:
@@ -517,9 +519,11 @@ class _Engine:
     def _delta_at(self, step, eps, eps_c):
         up_r = _delta_bound(self.grid(False, True, step, eps_c), eps)
         lo = _delta_bound(self.grid(False, False, step, eps_c), eps)
-        up_a = _delta_bound(self.grid(True, True, step, eps_c), eps)
+        up_a = _delta_bound(self.grid(True, True, 4 * step, eps_c), eps)
         if (up_a > up_r).any():
-            lo = np.maximum(lo, _delta_bound(self.grid(True, False, step, eps_c), eps))
+            up_a = _delta_bound(self.grid(True, True, step, eps_c), eps)
+            if (up_a > up_r).any():
+                lo = np.maximum(lo, _delta_bound(self.grid(True, False, step, eps_c), eps))
         return lo, np.maximum(up_r, up_a)
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -161,6 +161,42 @@ def _bin_logmasses(x, step, sigma, q, add):
 
 
 @jit
+def _bins(sigma, q, step, j_lo, n, add, em, up_slack, fp, frac, amass):
+    """Per-bin masses and split fractions (serial: a parallel loop measured slower on 2 cores).
+
+    fp[i]: pessimistic fraction of bin i's mass sent up to point i+1 (rounded up);
+    frac[i]: loss offset of the optimistic atom above point i (rounded down);
+    amass[i]: the bin's P-mass deflated by the slack (0 for an empty bin).
+    """
+    for i in range(n - 1):
+        ell = (j_lo + i) * step
+        if add:
+            x = -(ell + step)
+        else:
+            x = ell
+        lp, lq = _bin_logmasses(x, step, sigma, q, add)
+        if lp == NEG_INF:
+            continue
+        m = math.exp(lp)
+        # r = log(e^{ell_j} * Q/P), in [-step, 0] in exact arithmetic
+        r = ell + lq - lp
+        if r > 0.0:
+            r = 0.0
+        if r < -step:
+            r = -step
+        f_up = -math.expm1(r) / em
+        # bound on the rounding error of r (relative mass errors <= 1e-13 each)
+        err_r = 4e-13 + 8.0 * EPS64 * (abs(ell) + abs(lp) + abs(lq) + 1.0)
+        fp[i] = min(1.0, f_up + err_r / em)
+        # optimistic atom at the conditional u-mean, moved down by the error bound
+        pos = -r - err_r
+        if pos < 0.0:
+            pos = 0.0
+        frac[i] = pos
+        amass[i] = m * (1.0 - up_slack)
+
+
+@jit
 def discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass):
     """One SGM step on the grid points j_lo..j_hi (inclusive), both rounding directions.
 
@@ -203,35 +239,13 @@ def discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass):
     p_inf = math.exp(lp_high) * (1.0 + up_slack)
     pess[0] += math.exp(lp_low) * (1.0 + up_slack)
     opt[n - 1] += math.exp(lp_high) * (1.0 - up_slack)
+    fp = np.zeros(n)
+    _bins(sigma, q, step, j_lo, n, add, em, up_slack, fp, frac, amass)
     for i in range(n - 1):
-        ell = (j_lo + i) * step
-        if add:
-            x = -(ell + step)
-        else:
-            x = ell
-        lp, lq = _bin_logmasses(x, step, sigma, q, add)
-        if lp == NEG_INF:
-            continue
-        m = math.exp(lp)
-        # r = log(e^{ell_j} * Q/P), in [-step, 0] in exact arithmetic
-        r = ell + lq - lp
-        if r > 0.0:
-            r = 0.0
-        if r < -step:
-            r = -step
-        f_up = -math.expm1(r) / em
-        # bound on the rounding error of r (relative mass errors <= 1e-13 each)
-        err_r = 4e-13 + 8.0 * EPS64 * (abs(ell) + abs(lp) + abs(lq) + 1.0)
-        f_up_p = min(1.0, f_up + err_r / em)
-        mp = m * (1.0 + up_slack)
-        pess[i] += mp * (1.0 - f_up_p)
-        pess[i + 1] += mp * f_up_p
-        # optimistic atom at the conditional u-mean, moved down by the error bound
-        pos = -r - err_r
-        if pos < 0.0:
-            pos = 0.0
-        frac[i] = pos
-        amass[i] = m * (1.0 - up_slack)
+        mp = amass[i] / (1.0 - up_slack) * (1.0 + up_slack)
+        if mp > 0.0:
+            pess[i] += mp * (1.0 - fp[i])
+            pess[i + 1] += mp * fp[i]
     if not _minorant_to_grid(step, n, frac, amass, opt):
         _contract_to_grid(step, n, frac, amass, opt)
     return p_inf
