@@ -507,6 +507,10 @@ class _Engine:
             best = (lo, up)
             est = 0.5 * (lo + up)
             step = self._refine(step, gap, self.accuracy * up)
+            try:
+                self._eps_at(step, target, est)  # builds (and caches) the finer grids
+            except ValueError:
+                return best  # the finer grid would not fit in memory: keep the certified interval
 
     def _refine(self, step, gap, goal):
         factor = max(0.25, min(0.5, 0.9 * math.sqrt(goal / gap))) if gap > 0 else 0.5
@@ -532,22 +536,32 @@ class _Engine:
         step = self.grid_step or _initial_step(self.schedule, self.accuracy, max(float(eps.max()), est))
         h = self.accuracy * np.maximum(eps, 1e-2)
         keys = np.round(eps, 1)
+        rdp_acc = self._rdp()
+        cap = np.array([rdp_acc.delta(float(x)) for x in eps])
+        best = None
         while True:
             lo = np.empty(eps.size)
             up = np.empty(eps.size)
             ok = np.ones(eps.size, dtype=bool)
-            for key in np.unique(keys):
-                # one tilted composition per group of nearby eps (saddle point of the group)
-                sel = keys == key
-                e = eps[sel]
-                eps_c = float(e.min())
-                lo[sel], up[sel] = self._delta_at(step, e, eps_c)
-                _, up_shift = self._delta_at(step, e + h[sel], eps_c)
-                ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
+            try:
+                for key in np.unique(keys):
+                    # one tilted composition per group of nearby eps (saddle point of the group)
+                    sel = keys == key
+                    e = eps[sel]
+                    eps_c = float(e.min())
+                    lo[sel], up[sel] = self._delta_at(step, e, eps_c)
+                    _, up_shift = self._delta_at(step, e + h[sel], eps_c)
+                    ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
+            except ValueError:
+                if best is None:
+                    raise
+                return best  # the next grid would not fit in memory: keep the certified interval
+            up = np.minimum(up, cap)
+            if best is not None:
+                lo, up = np.maximum(lo, best[0]), np.minimum(up, best[1])
+            best = (lo, up)
             if self.grid_step is not None or ok.all():
-                rdp_acc = self._rdp()
-                cap = np.array([rdp_acc.delta(float(x)) for x in eps])
-                return lo, np.minimum(up, cap)
+                return lo, up
             step = self._refine(step, 1.0, 0.25)
 
 

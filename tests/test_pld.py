@@ -267,3 +267,41 @@ def test_upper_bound_never_above_rdp_and_finite_for_long_runs():
         assert math.isfinite(b.upper)
     d = pld.delta(1.0, 0.01, 1000, 2.0)
     assert d.lower <= d.upper <= rdp.delta(1.0, 0.01, 1000, 2.0)
+
+
+def _gaussian_delta_exact(mu, eps):
+    """Balle & Wang (2018) Thm 8 with scipy's log-CDF: the exact delta of the Gaussian mechanism."""
+    from scipy.special import log_ndtr
+
+    a, b = mu / 2 - eps / mu, -mu / 2 - eps / mu
+    return math.exp(log_ndtr(a)) - math.exp(eps + log_ndtr(b))
+
+
+@pytest.mark.parametrize("sigma,steps,z", [(2.0, 10, 1.0), (5.0, 1000, 2.0), (20.0, 100_000, 3.0), (30.0, 1_000_000, 4.0)])
+def test_fft_engine_brackets_exact_gaussian_composition(sigma, steps, z):
+    # q = 1 through the discretise-tilt-FFT engine (the public API would use the closed form):
+    # the T-fold composition is the Gaussian mechanism with sigma / sqrt(T), known exactly.
+    mu = math.sqrt(steps) / sigma
+    eps = mu * mu / 2 + z * mu  # the loss is N(mu^2/2, mu^2): z standard deviations out
+    exact = _gaussian_delta_exact(mu, eps)
+    eng = pld._Engine([(sigma, 1.0, steps)], 1e-3, None)
+    lo, up = eng.delta(np.array([eps]))
+    assert lo[0] <= exact <= up[0]
+    # the documented delta accuracy: the interval is no wider than a relative 1e-3 change of eps makes
+    assert up[0] - lo[0] <= exact - _gaussian_delta_exact(mu, eps * (1 + 1e-3))
+    target = exact
+    e_lo, e_up = eng.epsilon(target)
+    assert e_lo <= eps * (1 + 1e-9) and eps <= e_up * (1 + 1e-9)
+    assert e_up - e_lo <= 1e-3 * e_up
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-8, 1e-12, 1e-15])
+def test_fft_engine_small_delta(delta):
+    # tilting keeps delta resolvable far below FFT round-off of the bulk
+    sigma, steps = 4.0, 10_000
+    mu = math.sqrt(steps) / sigma
+    eng = pld._Engine([(sigma, 1.0, steps)], 1e-3, None)
+    e_lo, e_up = eng.epsilon(delta)
+    assert _gaussian_delta_exact(mu, e_up) <= delta * (1 + 1e-9)
+    assert _gaussian_delta_exact(mu, e_lo) >= delta * (1 - 1e-9)
+    assert e_up - e_lo <= 1e-3 * e_up
