@@ -68,9 +68,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     pe = sub.add_parser("epsilon", help="epsilon of T steps at a given delta")
     _add_privacy_args(pe)
-    # RDP stays the default until the PLD engine meets its speed target for long runs.
-    pe.add_argument("--accountant", choices=("pld", "rdp"), default="rdp",
-                    help="rdp: Rényi DP upper bound (default); pld: tight, certified upper and lower bound")
+    pe.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
+                    help="pld: tight, certified upper and lower bound (default); rdp: Rényi DP upper bound")
     pe.add_argument("--accuracy", type=float, default=1e-3,
                     help="PLD only: target relative width of the certified interval (default 1e-3)")
     pe.add_argument("--orders", type=float, nargs="+",
