@@ -2,24 +2,22 @@
 
 Pipeline (one function per stage):
 
-1. ``_single_step`` — one step of the Poisson-subsampled Gaussian mechanism
+1. ``_single_step_raw`` — one step of the Poisson-subsampled Gaussian mechanism
    discretised on the loss grid ``ell_k = k * grid_step`` twice: a pessimistic
    PLD (connect-the-dots, Doroshenko et al., PETS 2022, Thm 3.3) and an
-   optimistic PLD (contraction onto the grid), see ``sgmfast._kernels.pld``.
-2. ``_convolve`` / ``_power`` — composition by FFT convolution (linear, never
-   circular: the FFT length is at least the length of the full product), T-fold
-   self-composition by exponentiation by squaring, with negligible tails cut
-   after each product in the direction that keeps each bound valid.
-3. Exponential tilting (Esscher transform, as in the saddle-point accountant of
-   Alghamdi et al., 2023): arrays are multiplied by e^{theta ell} before the
-   FFTs, so FFT round-off is relative to the tilted mass near the epsilon of
-   interest instead of the bulk; δ is accurate far below 1e-13.
-4. Queries: δ(eps) and eps(δ) with upper and lower bounds (``Bounds``).
+   optimistic PLD (convex-order minorant of the bins), see ``sgmfast._kernels.pld``.
+2. ``_compose`` — exponential tilting e^{theta ell} (Esscher transform, as in the
+   saddle-point accountant of Alghamdi et al., 2023) towards the eps of interest,
+   then the whole T-fold composition in one transform: fold each tilted one-step
+   array modulo the FFT length, one forward FFT each, the T-th power of every
+   coefficient by exponentiation by squaring, one inverse FFT.
+3. Queries: δ(eps) and eps(δ) with upper and lower bounds (``Bounds``).
 
-Soundness.  Upper bound = pessimistic δ + a rigorous bound on every rounding
-error that is not sign-controlled (FFT round-off, Higham 2002 Thm 24.2 with a
-conservative constant; summation); lower bound = optimistic δ minus the same.
-Both directions of the add/remove relation are composed separately and the
+Soundness.  Upper bound = pessimistic δ + a per-entry bound on the FFT round-off
+(Higham 2002 Thm 24.2 with a conservative constant, propagated through the power)
++ the Chernoff-bounded tilted mass outside the FFT window (to +inf); lower bound =
+optimistic δ minus the round-off bound and minus the largest effect the wrapped-around
+mass can have.  Both directions of the add/remove relation are bounded and the
 larger δ (larger eps) is reported.
 
 Neighbouring relation: only ``"add_remove"`` is implemented (dominating pairs
@@ -50,7 +48,6 @@ MAX_BINS = 1 << 24
 _U = np.finfo(np.float64).eps / 2  # unit round-off
 _TAU_STEP = 1e-30  # P-mass left outside the one-step grid (each tail)
 _X_TAU = float(-ndtri(_TAU_STEP))  # ~11.46 standard deviations
-_TAU_CUT = 1e-16  # relative (tilted) mass cut from each tail after a product
 _RELATIONS = ("add_remove",)
 _WORKERS = 1  # threads oversubscribe 2 cores for these sizes (measured)
 # Exponential tilting is implemented but off: its pessimistic lower-tail move is not yet

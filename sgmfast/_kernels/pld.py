@@ -55,7 +55,6 @@ MASS_SLACK = 1e-12
 __all__ = [
     "remove_loss",
     "discretise_step",
-    "truncate",
     "suffix_sums",
     "delta_curve",
     "eps_search",
@@ -405,82 +404,6 @@ def _contract_to_grid(step, n, frac, amass, opt):
 
 
 @jit
-def truncate(t, theta_step, log_cap0, tau, pess, err_l1):
-    """Cut negligible tails of a (tilted) composed PLD array in place.
-
-    ``t`` is the clamped-at-zero output of a convolution; ``theta_step`` is
-    theta * grid_step; ``log_cap0`` is log of the largest possible untilted
-    mass expressed in tilted units at index 0 (log((1 + eta) e^{theta ell_0 -
-    log_scale})); ``err_l1`` the current l1 error bound of ``t``.
-
-    Upper tail (tilted mass <= tau * total + err_l1): pessimistic -> removed and
-    reported as mass for +inf; optimistic -> moved down to the new top.
-    Lower tail: pessimistic -> moved up to the new bottom (at most the cap, the
-    largest mass it can truly hold); optimistic -> dropped.
-
-    Returns (lo, hi, top_sum, extra_err): keep t[lo:hi+1]; top_sum is
-    sum_{k > hi} t_k e^{-theta (ell_k - ell_hi)} (pessimistic +inf mass in
-    tilted units at hi); extra_err is the l1 error added by the move of the
-    lower tail.
-    """
-    n = t.shape[0]
-    total = 0.0
-    for i in range(n):
-        if not t[i] > 0.0:  # negatives and NaN -> NaN is caught by the caller's finite check
-            if t[i] != t[i]:
-                return -1, -1, math.nan, math.nan
-            t[i] = 0.0
-        total += t[i]
-    # a tail whose computed mass is within the FFT error bound is noise: cut it too
-    thr = tau * total + err_l1
-    # upper cut
-    hi = n - 1
-    acc = 0.0
-    while hi > 0 and acc + t[hi] <= thr:
-        acc += t[hi]
-        hi -= 1
-    ew = math.exp(-theta_step)
-    top = 0.0
-    for k in range(n - 1, hi, -1):
-        top = top * ew + t[k]
-    top *= ew  # now sum_{k>hi} t_k e^{-theta(ell_k - ell_hi)}
-    if not pess:
-        t[hi] += top
-    # lower cut
-    lo = 0
-    extra = 0.0
-    if pess:
-        eu = math.exp(theta_step)
-        r = 0.0
-        lo_best = 0
-        r_best = 0.0
-        k = 0
-        while k < hi:
-            r = (r + t[k]) * eu  # mass of t[0..k] moved to k+1, tilted
-            logcap = log_cap0 + (k + 1) * theta_step
-            cap = math.exp(logcap) if logcap < 700.0 else math.inf
-            # the true moved mass is <= cap and <= r + (errors of t[0..k] amplified by the move)
-            moved = min(r + err_l1 * math.expm1((k + 1) * theta_step), cap)
-            if moved > thr:
-                break
-            lo_best = k + 1
-            r_best = moved
-            k += 1
-        lo = lo_best
-        if lo > 0:
-            t[lo] += r_best
-            logcap = log_cap0 + lo * theta_step
-            cap = math.exp(logcap) if logcap < 700.0 else math.inf
-            extra = min(cap, err_l1 * math.expm1(lo * theta_step))
-    else:
-        acc = 0.0
-        while lo < hi and acc + t[lo] <= thr:
-            acc += t[lo]
-            lo += 1
-    return lo, hi, top, extra
-
-
-@jit
 def suffix_sums(t, theta_step, step, a_out, b_out):
     """a_out[j] = sum_{k>j} t_k e^{-theta(ell_k-ell_j)}, b_out[j] = sum_{k>j} t_k e^{-(theta+1)(ell_k-ell_j)}."""
     n = t.shape[0]
@@ -642,58 +565,12 @@ def loss_moments(sigma, q, add, npts):
 
 
 @jit
-def direct_bulk(a, b, mask_a, mask_b, out):
-    """out[i+j] += a_i b_j for every pair with i in the bulk of a or j in the bulk of b.
-
-    The remaining pairs (both outside their bulks) are convolved by FFT by the
-    caller.  Each output entry is a sum of non-negative products; the count of
-    terms per entry is at most (#bulk_a + #bulk_b), which bounds the relative
-    rounding error of this part.
-    """
-    na = a.shape[0]
-    nb = b.shape[0]
-    for i in range(na):
-        if mask_a[i]:
-            ai = a[i]
-            for j in range(nb):
-                out[i + j] += ai * b[j]
-    for j in range(nb):
-        if mask_b[j]:
-            bj = b[j]
-            for i in range(na):
-                if not mask_a[i]:
-                    out[i + j] += a[i] * bj
-
-
-@jit
 def sumsq(a):
     """sum of a_i^2, single-threaded (BLAS dot contends for cores with the FFT threads)."""
     s = 0.0
     for i in range(a.shape[0]):
         s += a[i] * a[i]
     return s
-
-
-@jit
-def tilted_mean(lp, ell, theta):
-    """E[ell] under weights exp(lp + theta ell) (normalised), in one pass with a running max."""
-    m = -math.inf
-    for i in range(lp.shape[0]):
-        v = lp[i] + theta * ell[i]
-        if v > m:
-            m = v
-    s = 0.0
-    sl = 0.0
-    for i in range(lp.shape[0]):
-        w = math.exp(lp[i] + theta * ell[i] - m)
-        s += w
-        sl += w * ell[i]
-    return sl / s
-
-
-# ----------------------------------------------------------------------------
-# single-shot composition: tilt, fold, transform, power in frequency space
-# ----------------------------------------------------------------------------
 
 
 @jit
