@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ._kernels import calibrate as _kc
+from ._kernels import roots as _roots
 from ._progress import Progress
 from ._validation import check_delta, check_epsilon, check_positive_int, check_q, check_sigma, check_steps
 from .rdp import ORDER_XTOL, REL_MARGIN
@@ -203,35 +204,9 @@ def _zeroin_py(f, a, fa, b, fb, tol, max_iter=60):
     c, fc = a, fa
     d = e = b - a
     for _ in range(max_iter):
-        if (fb > 0) == (fc > 0):
-            c, fc = a, fa
-            d = e = b - a
-        if abs(fc) < abs(fb):
-            a, b, c = b, c, b
-            fa, fb, fc = fb, fc, fb
-        tol1 = 0.5 * tol
-        xm = 0.5 * (c - b)
-        if abs(xm) <= tol1 or fb == 0:
+        a, fa, b, fb, c, fc, d, e, done = _roots.zeroin_step(a, fa, b, fb, c, fc, d, e, tol, 0.0)
+        if done:
             break
-        if abs(e) >= tol1 and abs(fa) > abs(fb):
-            s = fb / fa
-            if a == c:
-                p, qq = 2 * xm * s, 1 - s
-            else:
-                qq, r = fa / fc, fb / fc
-                p = s * (2 * xm * qq * (qq - r) - (b - a) * (r - 1))
-                qq = (qq - 1) * (r - 1) * (s - 1)
-            if p > 0:
-                qq = -qq
-            p = abs(p)
-            if 2 * p < min(3 * xm * qq - abs(tol1 * qq), abs(e * qq)):
-                e, d = d, p / qq
-            else:
-                d = e = xm
-        else:
-            d = e = xm
-        a, fa = b, fb
-        b += d if abs(d) > tol1 else (tol1 if xm > 0 else -tol1)
         fb = f(b)
     return (b, fb, c, fc) if b < c else (c, fc, b, fb)
 

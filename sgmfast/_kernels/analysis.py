@@ -24,6 +24,7 @@ import numba
 from ._jit import jit, jit_parallel
 from .calibrate import gaussian_sigma
 from .logmath import LOG_SQRT_2PI, NEG_INF, log1mexp, log_ndtr, log_sub
+from .roots import zeroin_step
 
 DIR_REMOVE = 0
 DIR_ADD = 1
@@ -139,50 +140,9 @@ def _brent(direction, a, fa, b, fb, eps, q, target, tol):
     d = b - a
     e = d
     for _ in range(200):
-        if (fb > 0.0) == (fc > 0.0):
-            c = a
-            fc = fa
-            d = b - a
-            e = d
-        if abs(fc) < abs(fb):
-            a = b
-            b = c
-            c = a
-            fa = fb
-            fb = fc
-            fc = fa
-        tol1 = 2.0 * 2.2e-16 * abs(b) + 0.5 * tol
-        xm = 0.5 * (c - b)
-        if abs(xm) <= tol1 or fb == 0.0:
+        a, fa, b, fb, c, fc, d, e, done = zeroin_step(a, fa, b, fb, c, fc, d, e, tol, 4.4e-16)
+        if done:
             break
-        if abs(e) >= tol1 and abs(fa) > abs(fb):
-            s = fb / fa
-            if a == c:
-                p = 2.0 * xm * s
-                qq = 1.0 - s
-            else:
-                qq = fa / fc
-                r = fb / fc
-                p = s * (2.0 * xm * qq * (qq - r) - (b - a) * (r - 1.0))
-                qq = (qq - 1.0) * (r - 1.0) * (s - 1.0)
-            if p > 0.0:
-                qq = -qq
-            p = abs(p)
-            if 2.0 * p < min(3.0 * xm * qq - abs(tol1 * qq), abs(e * qq)):
-                e = d
-                d = p / qq
-            else:
-                d = xm
-                e = d
-        else:
-            d = xm
-            e = d
-        a = b
-        fa = fb
-        if abs(d) > tol1:
-            b += d
-        else:
-            b += tol1 if xm > 0.0 else -tol1
         fb = _f(direction, b, eps, q, target)
     if fb <= 0.0 and fc <= 0.0:
         return min(b, c)

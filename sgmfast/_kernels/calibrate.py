@@ -17,6 +17,7 @@ import numpy as np
 from ._jit import jit, jit_parallel
 from .logmath import log_ndtr
 from .rdp import optimise_order
+from .roots import zeroin_step
 
 KIND_SIGMA = 0
 KIND_Q = 1
@@ -82,50 +83,9 @@ def _zeroin(kind, a, fa, b, fb, q, sigma, steps, log_delta, target, margin, xtol
     d = b - a
     e = d
     for _ in range(200):
-        if (fb > 0.0) == (fc > 0.0):
-            c = a
-            fc = fa
-            d = b - a
-            e = d
-        if abs(fc) < abs(fb):
-            a = b
-            b = c
-            c = a
-            fa = fb
-            fb = fc
-            fc = fa
-        tol1 = 0.5 * tol
-        xm = 0.5 * (c - b)
-        if abs(xm) <= tol1 or fb == 0.0:
+        a, fa, b, fb, c, fc, d, e, done = zeroin_step(a, fa, b, fb, c, fc, d, e, tol, 0.0)
+        if done:
             break
-        if abs(e) >= tol1 and abs(fa) > abs(fb):
-            s = fb / fa
-            if a == c:
-                p = 2.0 * xm * s
-                qq = 1.0 - s
-            else:
-                qq = fa / fc
-                r = fb / fc
-                p = s * (2.0 * xm * qq * (qq - r) - (b - a) * (r - 1.0))
-                qq = (qq - 1.0) * (r - 1.0) * (s - 1.0)
-            if p > 0.0:
-                qq = -qq
-            p = abs(p)
-            if 2.0 * p < min(3.0 * xm * qq - abs(tol1 * qq), abs(e * qq)):
-                e = d
-                d = p / qq
-            else:
-                d = xm
-                e = d
-        else:
-            d = xm
-            e = d
-        a = b
-        fa = fb
-        if abs(d) > tol1:
-            b += d
-        else:
-            b += tol1 if xm > 0.0 else -tol1
         fb = _eps(kind, b, q, sigma, steps, log_delta, margin, xtol) - target
     # The root lies between b and c.
     if b < c:
