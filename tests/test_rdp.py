@@ -258,3 +258,29 @@ def test_kernels_import_nothing_from_the_package():
             s = line.strip()
             if s.startswith(("import ", "from ")):
                 assert not s.startswith("from sgmfast") and not s.startswith("from .."), f"{f.name}: {s}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-8.0, 0.0), st.floats(-0.5, 2.0), st.integers(2, 3000), st.floats(-5.0, 50.0))
+def test_early_stopping_sum_is_exact_or_a_lower_bound_above_its_cap(log10_q, log10_s, alpha, cap):
+    """The optimiser rejects orders with a binomial sum cut short once one term proves the
+    order worse than the best so far; that cut sum must never exceed the exact log A, and must
+    be exact whenever it stays below its cap (only such values can become the optimum)."""
+    q, s, a = 10.0**log10_q, 10.0**log10_s, float(alpha)
+    assume(q < 1.0)
+    exact = k.log_a_int(q, s, a)
+    cut = k._log_a_int_lower(q, s, a, cap)
+    assert cut <= exact * (1 + 1e-12) + 1e-300
+    if cut < cap:
+        assert cut == pytest.approx(exact, rel=1e-12, abs=1e-300)
+    assert k._log_a_int_lower(q, s, a, math.inf) == pytest.approx(exact, rel=1e-12, abs=1e-300)
+
+
+def test_parallel_and_serial_builds_have_separate_cache_entries():
+    # numba's cache keys on (qualname, line, signature) but not on parallel=True: two
+    # dispatchers of one function once shared an entry and the parallel one ran serially.
+    from sgmfast._kernels import calibrate as kc
+    for par, ser in ((k.optimise_points, k.optimise_points_serial),
+                     (kc.solve_points, kc.solve_points_serial)):
+        assert par.targetoptions.get("parallel") and not ser.targetoptions.get("parallel")
+        assert par.py_func.__qualname__ != ser.py_func.__qualname__

@@ -1,8 +1,10 @@
 """The one place where jit options are set for every kernel."""
 
+import types
+
 import numba
 
-__all__ = ["jit", "jit_parallel"]
+__all__ = ["jit", "jit_parallel", "jit_pair"]
 
 
 def jit(func=None, **options):
@@ -23,3 +25,19 @@ def jit_parallel(func=None, **options):
     """Like :func:`jit` with ``parallel=True``, for loops over parameter points."""
     options.setdefault("parallel", True)
     return jit(func, **options)
+
+
+def jit_pair(func):
+    """Parallel and serial builds of one loop over points: ``(parallel, serial)``.
+
+    A parallel launch costs more than a few points, so callers pick the serial build for
+    small inputs. The serial build compiles a renamed copy of ``func``: numba's on-disk
+    cache keys entries by qualified name, source line and signature but not by the
+    ``parallel`` flag, so two dispatchers of the same function would share one cache
+    entry and whichever was compiled first would silently serve both.
+    """
+    serial_func = types.FunctionType(func.__code__, func.__globals__, func.__name__ + "_serial",
+                                     func.__defaults__, func.__closure__)
+    serial_func.__qualname__ = func.__qualname__ + "_serial"
+    serial_func.__doc__ = func.__doc__
+    return jit_parallel(func), jit(serial_func)

@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from ._jit import jit, jit_parallel
+from ._jit import jit, jit_pair
 from .logmath import log_ndtr
 from .rdp import optimise_order
 from .roots import zeroin_step
@@ -168,6 +168,5 @@ def _solve_points(kind, targets, log_deltas, qs, sigmas, steps, lo_bound, hi_bou
 
 
 #: Parallel and serial builds of the same loop: a parallel launch costs more than a few points.
-solve_points = jit_parallel(_solve_points)
-solve_points_serial = jit(_solve_points)
+solve_points, solve_points_serial = jit_pair(_solve_points)
 PARALLEL_MIN_POINTS = 16

@@ -26,7 +26,7 @@ import math
 import numba
 import numpy as np
 
-from ._jit import jit, jit_parallel
+from ._jit import jit, jit_pair
 from .logmath import LOG_SQRT_2PI, NEG_INF, SQRT2, log_add, log_expm1, log_ndtr
 
 # Trapezoidal rule: target log of the relative discretisation error (e^-42 ~ 6e-19).
@@ -34,6 +34,7 @@ _TRAP_LOG_ERR = 42.0
 # Stop the upper scan once the integrand is this far (nats) below its running maximum.
 _TAIL_NATS = 50.0
 _MAX_NODES = 20_000_000
+_INV_FACT = np.array([1.0 / math.factorial(n) for n in range(20)])
 
 
 @jit
@@ -53,51 +54,54 @@ def log_a_int(q, sigma, alpha):
     log_q = math.log(q)
     log_1mq = math.log1p(-q)
     inv2s2 = 0.5 / (sigma * sigma)
-    # k = 1 binomial coefficient, then update incrementally.
+    # k = 1 binomial coefficient, then update incrementally. The sum is kept as m + log s
+    # with a running maximum m, one exp per term; log(e^x - 1) = x to within e^-40
+    # relative once x > 40, which spares two more transcendental calls per term.
     log_binom = math.log(alpha)
-    acc = NEG_INF
+    m = NEG_INF
+    s = 0.0
     for k in range(2, n + 1):
         log_binom += math.log((alpha - k + 1.0) / k)
-        t = log_binom + (alpha - k) * log_1mq + k * log_q + log_expm1((k * k - k) * inv2s2)
-        acc = log_add(acc, t)
+        x = (k * k - k) * inv2s2
+        t = log_binom + (alpha - k) * log_1mq + k * log_q + (x if x > 40.0 else log_expm1(x))
+        if t > m:
+            s = s * math.exp(m - t) + 1.0
+            m = t
+        else:
+            s += math.exp(t - m)
+    acc = m + math.log(s)
     # log A = log(1 + (A - 1)) = softplus(acc)
     if acc > 0.0:
         return acc + math.log1p(math.exp(-acc))
     return math.log1p(math.exp(acc))
 
 
+# Below this |argument| the cancelling closed forms of _h1/_h2 lose more than a few ulps, and
+# the Taylor series converges fast: 13 terms leave a relative remainder below 1e-19 at 0.1.
+_SERIES_MAX = 0.1
+_SERIES_TERMS = 13
+
+
 @jit
 def _h1(ell):
-    """ell e^ell - e^ell + 1 >= 0 (linear scale; series near 0)."""
-    if abs(ell) < 0.5:
+    """ell e^ell - e^ell + 1 >= 0: ell^2 sum_k (k + 1) ell^k / (k + 2)! near 0 (Horner),
+    the closed form elsewhere (relative error below 1e-14 for |ell| >= 0.1)."""
+    if abs(ell) < _SERIES_MAX:
         s = 0.0
-        p = ell * ell / 2.0
-        n = 2
-        while n < 60:
-            term = (n - 1.0) * p
-            s += term
-            if abs(term) < 1e-18 * abs(s):
-                break
-            n += 1
-            p *= ell / n
-        return s
+        for k in range(_SERIES_TERMS - 1, -1, -1):
+            s = s * ell + (k + 1.0) * _INV_FACT[k + 2]
+        return ell * ell * s
     return 1.0 - math.exp(ell) * (1.0 - ell)
 
 
 @jit
 def _h2(u):
-    """e^u - 1 - u >= 0 (linear scale; series near 0)."""
-    if abs(u) < 0.5:
+    """e^u - 1 - u >= 0: u^2 sum_k u^k / (k + 2)! near 0 (Horner), expm1(u) - u elsewhere."""
+    if abs(u) < _SERIES_MAX:
         s = 0.0
-        p = u * u / 2.0
-        n = 2
-        while n < 60:
-            s += p
-            if abs(p) < 1e-18 * abs(s):
-                break
-            n += 1
-            p *= u / n
-        return s
+        for k in range(_SERIES_TERMS - 1, -1, -1):
+            s = s * u + _INV_FACT[k + 2]
+        return u * u * s
     return math.expm1(u) - u
 
 
@@ -399,6 +403,65 @@ def _objective(alpha, qs, sigmas, counts, target, mode):
     return log_delta_from_rdp(alpha, r, target)
 
 
+@jit
+def _log_a_int_lower(q, sigma, alpha, cap):
+    """A lower bound on log A_alpha (integer alpha, 0 < q < 1) that is exact unless it is
+    at least ``cap``: the binomial sum of ``log_a_int`` taken from k = alpha downward (the
+    largest terms come first where A is large), stopping once one term's log reaches ``cap``,
+    since log A >= log(A - 1) >= the log of any term."""
+    n = int(alpha)
+    log_q = math.log(q)
+    log_1mq = math.log1p(-q)
+    inv2s2 = 0.5 / (sigma * sigma)
+    log_binom = 0.0  # C(alpha, alpha)
+    m = NEG_INF
+    s = 0.0
+    for k in range(n, 1, -1):
+        x = (k * k - k) * inv2s2
+        t = log_binom + (alpha - k) * log_1mq + k * log_q + (x if x > 40.0 else log_expm1(x))
+        if t >= cap:
+            return t
+        if t > m:
+            s = s * math.exp(m - t) + 1.0
+            m = t
+        else:
+            s += math.exp(t - m)
+        log_binom += math.log(k / (alpha - k + 1.0))
+    acc = m + math.log(s)
+    if acc > 0.0:
+        return acc + math.log1p(math.exp(-acc))
+    return math.log1p(math.exp(acc))
+
+
+@jit
+def _objective_above(alpha, qs, sigmas, counts, target, mode, bound):
+    """``_objective``, or some value >= ``bound`` when the objective is >= ``bound``.
+
+    For one mechanism at an integer order, the binomial sum stops as soon as a single term
+    proves the objective (increasing in the RDP in both modes) reaches ``bound``. Used where
+    only "better than the best so far?" matters; a value returned below ``bound`` is exact.
+    """
+    if qs.shape[0] != 1 or not (0.0 < qs[0] < 1.0) or alpha != math.floor(alpha) \
+            or alpha > 5000.0 or not counts[0] > 0.0 or not bound < math.inf:
+        return _objective(alpha, qs, sigmas, counts, target, mode)
+    am1 = alpha - 1.0
+    if mode == 0:
+        r_cap = bound - math.log1p(-1.0 / alpha) + (target + math.log(alpha)) / am1
+    else:
+        # log delta is also capped by 0.5 log(1 - e^-r) < 0, so no RDP proves it >= 0.
+        if not bound < 0.0:
+            return _objective(alpha, qs, sigmas, counts, target, mode)
+        r_cap = max((bound + math.log(alpha)) / am1 + target - math.log1p(-1.0 / alpha),
+                    -math.log(-math.expm1(2.0 * bound)))
+    cap = r_cap * am1 / counts[0]
+    la = _log_a_int_lower(qs[0], sigmas[0], alpha, max(cap, 0.0) + 1e-9 * abs(cap) + 1e-300)
+    r = counts[0] * la / am1
+    v = eps_from_rdp(alpha, r, target) if mode == 0 else log_delta_from_rdp(alpha, r, target)
+    if la >= cap:
+        return max(v, bound)
+    return v
+
+
 # Bracketing grid: integers on a roughly geometric grid (exact, cheap binomial sums), scanned
 # upward; fractional orders below 2 are scanned downward only when the best integer is 2.
 DEFAULT_GRID = np.array(
@@ -495,20 +558,19 @@ def _objective_nodes(alpha, qs, sigmas, counts, ns, W, H1, E, L, target, mode):
 
 
 @jit
-def _brent_min(lo, hi, x, fx, qs, sigmas, counts, ns, W, H1, E, L, target, mode, xtol):
-    """Brent's minimisation (golden section + parabolic steps) on [lo, hi] from a best point x."""
+def _brent_min(lo, hi, x, fx, w, fw, v, fv, e0, qs, sigmas, counts, ns, W, H1, E, L, target, mode,
+               xtol):
+    """Brent's minimisation (golden section + parabolic steps) on [lo, hi] from a best point x,
+    the second best w and the third v (w = v = x and e0 = 0 when only x is known). With a
+    bracketing triple and e0 the bracket width, the first step is already parabolic."""
     cgold = 0.3819660112501051
     a = lo
     b = hi
-    w = x
-    v = x
-    fw = fx
-    fv = fx
     d = 0.0
-    e = 0.0
+    e = e0
     for _ in range(80):
         xm = 0.5 * (a + b)
-        tol1 = xtol * abs(x) + 1e-10
+        tol1 = xtol * (x - 1.0) + 1e-12
         tol2 = 2.0 * tol1
         if abs(x - xm) <= tol2 - 0.5 * (b - a):
             break
@@ -596,7 +658,7 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     prev = best
     rises = 0
     for i in range(i0 + 1, n):
-        v = _objective(grid[i], qs, sigmas, counts, target, mode)
+        v = _objective_above(grid[i], qs, sigmas, counts, target, mode, best)
         if v < best:
             best = v
             ib = i
@@ -626,6 +688,7 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     if ib < 0:
         return math.inf, math.nan
     best_a = grid[ib]
+    w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
     if ib == 0:
         # Orders below 2, downward.
         hi = 3.0
@@ -652,8 +715,8 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
                 m1 = lo + 1.0
             if m2 >= hi:
                 m2 = hi - 1.0
-            f1 = _objective(m1, qs, sigmas, counts, target, mode) if m1 != best_a else best
-            f2 = _objective(m2, qs, sigmas, counts, target, mode) if m2 != best_a else best
+            f1 = _objective_above(m1, qs, sigmas, counts, target, mode, best) if m1 != best_a else best
+            f2 = _objective_above(m2, qs, sigmas, counts, target, mode, best) if m2 != best_a else best
             if f1 < best:
                 best = f1
                 best_a = m1
@@ -666,15 +729,35 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
                 lo = m1
             if best_a <= lo or best_a >= hi:
                 break
-        # Settle on the best integer and its neighbours.
-        for c in (best_a - 1.0, best_a + 1.0):
-            if c > 1.0 and c >= lo and c <= hi:
-                fc = _objective(c, qs, sigmas, counts, target, mode)
-                if fc < best:
-                    best = fc
-                    best_a = c
-        lo = max(best_a - 1.0, 1.0 + 0.5 * (best_a - 1.0))
+        # Settle on the best integer: walk to a neighbour while it improves, which leaves
+        # a bracketing triple (best_a - 1, best_a, best_a + 1) with known values.
+        f_lo = _objective(best_a - 1.0, qs, sigmas, counts, target, mode)
+        f_hi = _objective(best_a + 1.0, qs, sigmas, counts, target, mode)
+        for _ in range(64):
+            if f_lo < best and f_lo <= f_hi and best_a - 1.0 > 1.0:
+                f_hi = best
+                best = f_lo
+                best_a -= 1.0
+                f_lo = _objective(best_a - 1.0, qs, sigmas, counts, target, mode)
+            elif f_hi < best:
+                f_lo = best
+                best = f_hi
+                best_a += 1.0
+                f_hi = _objective(best_a + 1.0, qs, sigmas, counts, target, mode)
+            else:
+                break
+        # Brent starts from the triple (its first step is then parabolic), unless it does
+        # not bracket a minimum above alpha = 1.
+        lo = best_a - 1.0
         hi = best_a + 1.0
+        if f_lo <= f_hi:
+            w, fw, v, fv = lo, f_lo, hi, f_hi
+        else:
+            w, fw, v, fv = hi, f_hi, lo, f_lo
+        e0 = 2.0
+        if not (lo > 1.0 and fv < math.inf and best <= fw):
+            lo = max(best_a - 1.0, 1.0 + 0.5 * (best_a - 1.0))
+            w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
     if not refine:
         return best, best_a
     m = qs.shape[0]
@@ -695,7 +778,8 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         H1.append(h1i)
         E.append(ei)
         L.append(li)
-    fx, x = _brent_min(lo, hi, best_a, best, qs, sigmas, counts, ns, W, H1, E, L, target, mode, xtol)
+    fx, x = _brent_min(lo, hi, best_a, best, w, fw, v, fv, e0, qs, sigmas, counts, ns, W, H1, E, L,
+                       target, mode, xtol)
     if fx < best:
         return fx, x
     return best, best_a
@@ -713,8 +797,7 @@ def _optimise_points(qs, sigmas, counts, targets, mode, refine, xtol, out_val, o
 
 
 #: Parallel and serial builds of the same loop: a parallel launch costs more than a few points.
-optimise_points = jit_parallel(_optimise_points)
-optimise_points_serial = jit(_optimise_points)
+optimise_points, optimise_points_serial = jit_pair(_optimise_points)
 PARALLEL_MIN_POINTS = 64
 
 
