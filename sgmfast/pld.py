@@ -197,6 +197,7 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     sd = math.sqrt(var)
     k_sd = _WINDOW_SDS
     tail_up = tail_alias = 0.0
+    mgf = None  # the composed tilted log-MGF on a lambda grid, computed once if needed
     for _attempt in range(6):
         lo_l = min(mean - k_sd * sd, eps_lo - 2 * sd - 2 * step)
         hi_l = max(mean, eps_lo) + k_sd * sd
@@ -212,12 +213,14 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
             break
         j1 = j0 + n - 1
         a, b = j0 * step, (j1 + 1) * step
+        if mgf is None:
+            mgf = _log_mgf_table(parts, step, sd)
         # pessimistic: tilted mass at or above b goes to +inf; weight e^{-theta (b - eps)} <= e^{-theta (b - eps_lo)}
-        tail_up = _chernoff(parts, step, b, mean, var, upper=True)
+        tail_up = _chernoff(mgf, b, mean, upper=True)
         # optimistic: mass above b wraps to [a, ...): only what lands above eps_lo counts
-        tail_alias = _chernoff(parts, step, b + max(eps_lo - a, 0.0), mean, var, upper=True)
+        tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
         if j0 > sup_lo:
-            tail_alias += _chernoff(parts, step, a - step, mean, var, upper=False)
+            tail_alias += _chernoff(mgf, a - step, mean, upper=False)
         if max(tail_up * math.exp(min(700.0, -theta * (b - eps_lo))), tail_alias) <= _TAIL_GOAL:
             break
         k_sd *= 1.5
@@ -260,19 +263,32 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     return _Grid(step, theta, False, j0, t, ls, alias, 0.0, 0.0, 0.0, floor=floor)
 
 
-def _chernoff(parts, step, b, mean, var, upper):
-    """Chernoff bound on the tilted composed mass at or above b (upper) or at or below b (lower)."""
-    dist = (b - mean) if upper else (mean - b)
-    if dist <= 0:
-        return 1.0
-    lam0 = dist / max(var, 1e-300)
-    lams = 2.0 ** np.arange(-10.0, 2.0) * lam0 * (1 if upper else -1)  # heavy tails need small lambda
+#: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
+#: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid
+#: bound, so the grid only decides how tight it is.
+_CHERNOFF_K = np.arange(-24, 17, 2)
+
+
+def _log_mgf_table(parts, step, sd):
+    """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up."""
+    base = 2.0 ** (_CHERNOFF_K / 2.0) / max(sd, 1e-300)
+    lams = np.concatenate((base, -base))
     total = np.zeros(lams.size)
     out = np.empty(lams.size)
     for j_lo, t, count in parts:
         _k.log_mgf_multi(t, j_lo, step, lams, out)
         total += count * out
-    logb = total - lams * b
+    return lams, total
+
+
+def _chernoff(mgf, b, mean, upper):
+    """Chernoff bound on the tilted composed mass at or above b (upper) or at or below b (lower):
+    min over the tabulated lambda of the same sign of exp(log E e^{lambda L} - lambda b)."""
+    if (b - mean if upper else mean - b) <= 0:
+        return 1.0
+    lams, total = mgf
+    sel = lams > 0 if upper else lams < 0
+    logb = total[sel] - lams[sel] * b
     return float(min(1.0, math.exp(min(float(logb.min()), 0.0))))
 
 
