@@ -50,7 +50,9 @@ from ._validation import (
     check_positive_int,
     check_q,
     check_sigma,
+    check_steps,
 )
+from ._progress import Progress
 
 __all__ = [
     "one_step_delta",
@@ -62,6 +64,10 @@ __all__ = [
     "AMinusB",
     "figure2_data",
     "Figure2Data",
+    "sigma_eff",
+    "sigma_eff_ratio",
+    "figure1_data",
+    "Figure1Data",
     "variance_decomposition",
     "plan_batch_size",
     "BatchSizePlan",
@@ -409,6 +415,143 @@ def max_a_minus_b(delta: float, c: float, n_eps: int = 1000, n_q: int = 100,
     i = int(np.argmax(f.max_a_minus_b))
     return AMinusB(float(f.max_a_minus_b[i]), float(f.epsilon[i]), float(f.argmax_q[i]),
                    float(f.sigma[i]))
+
+
+# ---------------------------------------------------------------------------------------------
+# 2b. Effective noise sigma_eff(q, T) = sigma(q, T) / q and Figure 1
+# ---------------------------------------------------------------------------------------------
+
+
+def sigma_eff(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3):
+    """Effective noise sigma(q, T) / q of Räisä et al. (ICML 2024), Section 5.
+
+    sigma(q, T) is the smallest noise multiplier whose certified epsilon upper bound meets
+    (epsilon, delta) after ``steps`` steps at sampling rate q (:func:`sgmfast.calibrate.
+    calibrate_sigma`; tight PLD by default). At q = 1 it is the Gaussian mechanism's exact
+    sigma(1, T) (Balle & Wang 2018), the asymptote sigma_eff approaches from above as q grows
+    (their Cor. 5.4). Broadcasts over the inputs.
+
+    Examples
+    --------
+    >>> from sgmfast.analysis import sigma_eff
+    >>> from sgmfast.calibrate import gaussian_sigma
+    >>> round(sigma_eff(1.0, 1e-5, 1.0, 100) / gaussian_sigma(1.0, 1e-5, 100), 6)
+    1.0
+    """
+    from .calibrate import calibrate_sigma
+
+    qq = check_q(q)
+    return calibrate_sigma(epsilon, delta, qq, steps, accountant=accountant, accuracy=accuracy) / qq
+
+
+def sigma_eff_ratio(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3):
+    """sigma(q, T) / (q sigma(1, T)): how much more effective noise a sampling rate q costs than
+    full batches (Cor. 5.4 of Räisä et al.: it tends to 1 as q grows, and for many steps
+    sigma(q, T) ~ q sigma(1, T)). sigma(1, T) is the exact Gaussian-mechanism value."""
+    from .calibrate import gaussian_sigma
+
+    e, dl, t = np.broadcast_arrays(check_epsilon(epsilon), check_delta(delta), check_steps(steps))
+    s1 = np.vectorize(gaussian_sigma, otypes=[float])(e, dl, t)
+    out = sigma_eff(epsilon, delta, q, steps, accountant=accountant, accuracy=accuracy) / s1
+    return float(out) if np.ndim(out) == 0 else out
+
+
+#: The grid of Figure 1 of Räisä et al.: epsilon panels, step counts, q range, delta.
+FIGURE1_EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
+FIGURE1_STEPS = (1, 10, 100, 1000)
+
+
+@dataclass(frozen=True)
+class Figure1Data:
+    """sigma(q, T) on the grid of Figure 1 of Räisä et al. (ICML 2024).
+
+    Attributes
+    ----------
+    delta : the target delta.
+    epsilon, steps, q : the grids (q increasing).
+    sigma : array (len(epsilon), len(steps), len(q)): the smallest certified-private sigma.
+    sigma_gaussian : array (len(epsilon), len(steps)): the exact sigma(1, T).
+    accountant, accuracy : how sigma was found for T > 1 (T = 1 uses the exact one-step
+        sigma(q), which is tighter than any accountant).
+    """
+
+    delta: float
+    epsilon: np.ndarray
+    steps: np.ndarray
+    q: np.ndarray
+    sigma: np.ndarray
+    sigma_gaussian: np.ndarray
+    accountant: str
+    accuracy: float
+
+    @property
+    def sigma_eff(self) -> np.ndarray:
+        """sigma(q, T) / q, same shape as ``sigma``."""
+        return self.sigma / self.q
+
+    def to_csv(self, path) -> None:
+        """One row per (epsilon, T, q): sigma, sigma_eff, sigma(1, T) and their ratio."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("epsilon,delta,steps,q,sigma,sigma_eff,sigma_gaussian,ratio\n")
+            for i, e in enumerate(self.epsilon):
+                for j, t in enumerate(self.steps):
+                    g = self.sigma_gaussian[i, j]
+                    for k, q in enumerate(self.q):
+                        s = self.sigma[i, j, k]
+                        fh.write(f"{e:g},{self.delta:g},{int(t)},{q:.10g},{s:.10g},{s / q:.10g},"
+                                 f"{g:.10g},{s / (q * g):.10g}\n")
+
+
+def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_STEPS,
+                 n_q: int = 100, q_min: float = 1e-3, *, accountant: str = "pld",
+                 accuracy: float = 1e-3, progress: bool | None = None) -> Figure1Data:
+    """The data of Figure 1 of Räisä et al. (ICML 2024): sigma(q, T) for q log-spaced in
+    [q_min, 1], one curve per (epsilon, T).
+
+    T = 1 uses the exact one-step sigma(q) (:func:`one_step_sigma`, both directions); q = 1
+    the exact Gaussian mechanism; the rest :func:`sgmfast.calibrate.calibrate_sigma` with the
+    given accountant, each (epsilon, T) curve swept from q = 1 down so that every solve is
+    warm-started from its neighbour's PLD/RDP ratio. The paper used dp_accounting's PLD
+    (``get_smallest_subsampled_gaussian_noise``), 1 to 64 s per point.
+
+    Examples
+    --------
+    >>> from sgmfast.analysis import figure1_data
+    >>> f = figure1_data(1e-5, epsilons=(1.0,), steps=(1, 10), n_q=4, q_min=0.1)
+    >>> f.sigma.shape
+    (1, 2, 4)
+    >>> bool((f.sigma_eff[0, :, :-1] >= f.sigma_eff[0, :, 1:]).all())
+    True
+    """
+    from .calibrate import _check_accountant, calibrate_sigma, gaussian_sigma
+
+    _check_accountant(accountant)
+    dl = float(check_delta(delta))
+    eps = np.atleast_1d(check_epsilon(epsilons, "epsilons")).astype(float)
+    ts = np.atleast_1d(check_steps(steps)).astype(float)
+    if eps.ndim != 1 or ts.ndim != 1 or np.any(eps <= 0) or np.any(ts < 1):
+        raise ValueError("epsilons must be > 0 and steps >= 1, each a number or a 1-d list")
+    nq = check_positive_int(n_q, "n_q")
+    qmin = float(check_q(q_min, "q_min"))
+    qs = np.geomspace(qmin, 1.0, nq) if nq > 1 else np.array([1.0])
+    sig = np.empty((eps.size, ts.size, qs.size))
+    s1 = np.empty((eps.size, ts.size))
+    q_desc = np.ascontiguousarray(qs[::-1])
+    with Progress(eps.size * ts.size * qs.size, "figure 1", progress, min_total=50) as bar:
+        for i, e in enumerate(eps):
+            for j, t in enumerate(ts):
+                s1[i, j] = gaussian_sigma(e, dl, int(t))
+                if t == 1:
+                    col = one_step_sigma(e, dl, q_desc)
+                else:
+                    col = np.empty(q_desc.size)
+                    col[0] = s1[i, j]
+                    if q_desc.size > 1:
+                        col[1:] = calibrate_sigma(e, dl, q_desc[1:], int(t), accountant=accountant,
+                                                  accuracy=accuracy, progress=False)
+                sig[i, j] = col[::-1]
+                bar.update(qs.size)
+    return Figure1Data(dl, eps, ts, qs, sig, s1, accountant, accuracy)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -100,6 +100,17 @@ def _build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--clipping-norm", type=float, default=1.0, help="clipping norm C (default 1)")
     pb.add_argument("--candidates", type=int, nargs="+", help="batch sizes to compare (default powers of 2)")
     pb.add_argument("--accountant", choices=("pld", "rdp"), default="rdp")
+    pf = sub.add_parser("figures", help="Figures 1 and 2 of Räisä et al. (ICML 2024) as PNG and CSV")
+    pf.add_argument("--out", default="figures", help="output directory (default ./figures)")
+    pf.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
+    pf.add_argument("--epsilons", type=float, nargs="+", default=[0.125, 0.25, 0.5, 1.0, 2.0, 4.0],
+                    help="Figure 1 panels (default 0.125 0.25 0.5 1 2 4)")
+    pf.add_argument("--steps", type=int, nargs="+", default=[1, 10, 100, 1000],
+                    help="Figure 1 curves (default 1 10 100 1000)")
+    pf.add_argument("--n-q", type=int, default=100, help="q grid size of both figures (default 100)")
+    pf.add_argument("--n-eps", type=int, default=1000, help="Figure 2 epsilon grid size (default 1000)")
+    pf.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy of the Figure 1 calibrations")
+    pf.add_argument("--csv-only", action="store_true", help="write the data only (no matplotlib needed)")
     return parser
 
 
@@ -221,7 +232,19 @@ def _cmd_batch_size(args) -> None:
     print(f"best batch size: {plan.best.batch_size}")
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size}
+def _cmd_figures(args) -> None:
+    from .figures import write_figures
+
+    res = write_figures(args.out, delta=args.delta, epsilons=args.epsilons, steps=args.steps,
+                        n_q=args.n_q, n_eps=args.n_eps, accuracy=args.accuracy,
+                        csv_only=args.csv_only, progress=True)
+    for p in res.paths:
+        print(p)
+    print(f"figure 1: {res.seconds_figure1:.1f} s, figure 2: {res.seconds_figure2:.1f} s")
+
+
+_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size,
+             "figures": _cmd_figures}
 
 
 def main(argv=None) -> int:

@@ -413,3 +413,60 @@ def test_one_step_delta_matches_second_independent_table():
                 assert got == 0.0, (r["row_id"], direction)
             else:
                 assert got == pytest.approx(ref, rel=1e-9), (r["row_id"], direction)
+
+
+# --- sigma_eff and Figure 1 -------------------------------------------------------------------
+
+
+def test_sigma_eff_at_full_batches_is_the_exact_gaussian_sigma():
+    from sgmfast.calibrate import gaussian_sigma
+    for e, t in [(1.0, 10), (0.25, 100)]:
+        assert analysis.sigma_eff(e, 1e-5, 1.0, t) == pytest.approx(gaussian_sigma(e, 1e-5, t), rel=1e-11)
+        assert analysis.sigma_eff_ratio(e, 1e-5, 1.0, t) == pytest.approx(1.0, rel=1e-11)
+
+
+@pytest.fixture(scope="module")
+def small_figure1():
+    return analysis.figure1_data(1e-5, epsilons=(0.5, 2.0), steps=(1, 10, 100), n_q=7, q_min=0.02)
+
+
+def test_figure1_sigma_eff_decreases_in_q_towards_the_gaussian_asymptote(small_figure1):
+    f = small_figure1
+    se = f.sigma_eff
+    # non-increasing in q up to the PLD calibration tolerance (1e-4 relative)
+    assert np.all(se[..., 1:] <= se[..., :-1] * (1 + 2e-4))
+    # approaches sigma(1, T) from above and equals it at q = 1
+    assert np.all(se >= f.sigma_gaussian[..., None] * (1 - 2e-4))
+    np.testing.assert_allclose(se[..., -1], f.sigma_gaussian, rtol=1e-12)
+
+
+def test_figure1_one_step_column_is_the_exact_one_step_sigma(small_figure1):
+    f = small_figure1
+    for i, e in enumerate(f.epsilon):
+        np.testing.assert_allclose(f.sigma[i, 0], analysis.one_step_sigma(e, 1e-5, f.q), rtol=1e-12)
+
+
+def test_figure1_calibrated_points_are_private_and_minimal(small_figure1):
+    from sgmfast import pld
+    f = small_figure1
+    i, j, k = 1, 2, 2  # eps = 2, T = 100, an interior q
+    s, q, e, t = f.sigma[i, j, k], f.q[k], f.epsilon[i], int(f.steps[j])
+    assert pld.epsilon(s, q, t, 1e-5).upper <= e
+    assert pld.epsilon(s * (1 - 2e-4), q, t, 1e-5).upper > e
+
+
+def test_figure1_csv_has_one_row_per_point(small_figure1, tmp_path):
+    path = tmp_path / "f1.csv"
+    small_figure1.to_csv(path)
+    rows = path.read_text().splitlines()
+    assert rows[0].startswith("epsilon,delta,steps,q,sigma,sigma_eff")
+    assert len(rows) == 1 + small_figure1.sigma.size
+
+
+def test_figure1_rejects_bad_grids():
+    with pytest.raises(ValueError, match="q_min"):
+        analysis.figure1_data(1e-5, n_q=3, q_min=0.0)
+    with pytest.raises(ValueError, match="steps"):
+        analysis.figure1_data(1e-5, steps=(0,), n_q=3)
+    with pytest.raises(ValueError, match="n_q"):
+        analysis.figure1_data(1e-5, n_q=0)

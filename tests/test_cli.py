@@ -128,3 +128,21 @@ def test_batch_size_planner(capsys):
     code, out, err = _run(["batch-size", "--dataset-size", "100", "--epsilon", "2", "--delta", "1e-5",
                            "--epochs", "10", "--grad-norm", "1", "--candidates", "1000", "--accountant", "rdp"], capsys)
     assert code == 2 and err.count("\n") == 1 and "candidates" in err
+
+
+def test_figures_writes_csv_and_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    code = main(["figures", "--out", str(tmp_path), "--epsilons", "1", "--steps", "1", "10",
+                 "--n-q", "5", "--n-eps", "20"])
+    assert code == 0
+    for name in ("figure1.csv", "figure2.csv", "figure1.png", "figure2.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert (tmp_path / "figure1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "figure 1:" in capsys.readouterr().out
+
+
+def test_figures_bad_grid_is_a_usage_error(tmp_path, capsys):
+    code = main(["figures", "--out", str(tmp_path), "--csv-only", "--n-q", "0"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sgmfast: error:") and "n_q" in err and err.count("\n") == 1
