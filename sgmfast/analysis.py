@@ -441,7 +441,8 @@ def sigma_eff(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: fl
     from .calibrate import calibrate_sigma
 
     qq = check_q(q)
-    return calibrate_sigma(epsilon, delta, qq, steps, accountant=accountant, accuracy=accuracy) / qq
+    out = calibrate_sigma(epsilon, delta, qq, steps, accountant=accountant, accuracy=accuracy) / qq
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def sigma_eff_ratio(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3):

@@ -195,35 +195,39 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         ls = log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
         return _Grid(step, theta, pess, j_lo, t, ls, 0.0, p_inf, 0.0, 0.0)
     sd = math.sqrt(var)
-    k_sd = _WINDOW_SDS
+    # The window: mean +- _WINDOW_SDS sd (and room below eps_lo), widened to where Chernoff
+    # bounds on the tilted composed MGF put less than _TAIL_GOAL of mass outside it -- far
+    # beyond the sd scale when one-step tails are heavy (small q and sigma, few steps).
+    lo_l = min(mean - _WINDOW_SDS * sd, eps_lo - 2 * sd - 2 * step)
+    hi_l = max(mean, eps_lo) + _WINDOW_SDS * sd
     tail_up = tail_alias = 0.0
-    mgf = None  # the composed tilted log-MGF on a lambda grid, computed once if needed
-    for _attempt in range(6):
-        lo_l = min(mean - k_sd * sd, eps_lo - 2 * sd - 2 * step)
-        hi_l = max(mean, eps_lo) + k_sd * sd
-        j0 = max(sup_lo, math.floor(lo_l / step))
-        j1 = min(sup_hi, math.ceil(hi_l / step))
-        nb = j1 - j0 + 1
-        if nb > MAX_BINS:
-            raise ValueError(f"the composed loss grid would need {nb} bins (> {MAX_BINS}); lower the accuracy")
-        n = scipy.fft.next_fast_len(max(nb, 16), real=True)
+    j0 = max(sup_lo, math.floor(lo_l / step))
+    j1 = min(sup_hi, math.ceil(hi_l / step))
+    if j1 - j0 + 1 > MAX_BINS:
+        raise ValueError(f"the composed loss grid would need {j1 - j0 + 1} bins (> {MAX_BINS}); lower the accuracy")
+    n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    if sup_hi - sup_lo + 1 <= n:
+        j0 = sup_lo  # the whole support fits: no wrap-around at all
+    else:
+        mgf = _log_mgf_table(parts, step, sd)
+        lo_l = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
+        j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
+        a = j0 * step
+        # pessimistic: mass above b goes to +inf, untilted at most e^{S - theta b} times its
+        # tilted mass; optimistic: mass above b wraps to a and counts from eps_lo up
+        hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=theta, offset=log_scale),
+                   _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0) - max(eps_lo - a, 0.0))
+        j1 = min(sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
+        n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
         if sup_hi - sup_lo + 1 <= n:
-            j0 = sup_lo  # the whole support fits: no wrap-around at all
-            tail_up = tail_alias = 0.0
-            break
-        j1 = j0 + n - 1
-        a, b = j0 * step, (j1 + 1) * step
-        if mgf is None:
-            mgf = _log_mgf_table(parts, step, sd)
-        # pessimistic: tilted mass at or above b goes to +inf; weight e^{-theta (b - eps)} <= e^{-theta (b - eps_lo)}
-        tail_up = _chernoff(mgf, b, mean, upper=True)
-        # optimistic: mass above b wraps to [a, ...): only what lands above eps_lo counts
-        tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
-        if j0 > sup_lo:
-            tail_alias += _chernoff(mgf, a - step, mean, upper=False)
-        if max(tail_up * math.exp(min(700.0, -theta * (b - eps_lo))), tail_alias) <= _TAIL_GOAL:
-            break
-        k_sd *= 1.5
+            j0 = sup_lo
+        else:
+            j1 = j0 + n - 1
+            b = (j1 + 1) * step
+            tail_up = _chernoff(mgf, b, mean, upper=True)
+            tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
+            if j0 > sup_lo:
+                tail_alias += _chernoff(mgf, a - step, mean, upper=False)
     folded = []
     for j_lo, t, count in parts:
         f = np.zeros(n)
@@ -279,6 +283,19 @@ def _log_mgf_table(parts, step, sd):
         _k.log_mgf_multi(t, j_lo, step, lams, out)
         total += count * out
     return lams, total
+
+
+def _chernoff_edge(mgf, goal, upper, shift=0.0, offset=0.0):
+    """The edge beyond which the Chernoff bounds of the table leave at most ``goal``:
+    upper: the smallest b with min over lambda > 0 of e^{offset + Lambda(lambda) - (lambda + shift) b}
+    <= goal; lower: the largest a with min over lambda < 0 of e^{Lambda(lambda) - lambda a} <= goal."""
+    lams, total = mgf
+    lg = math.log(goal)
+    if upper:
+        sel = lams > 0
+        return float(np.min((total[sel] + offset - lg) / (lams[sel] + shift)))
+    sel = lams < 0
+    return float(np.max((total[sel] - lg) / lams[sel]))
 
 
 def _chernoff(mgf, b, mean, upper):
