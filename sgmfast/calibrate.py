@@ -188,22 +188,43 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         n = e.shape[0]
         with Progress(n, "calibrating (pld)", progress, min_total=20) as bar:
             ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
+            upper = _PldUpper(accuracy)  # and its grid
             for i in range(n):
                 s_rdp = sig[i]
                 if qq[i] == 1.0:
                     # PLD is exact at q = 1 (Balle & Wang): the exact sigma, nudged to the private side
                     sig[i] = gaussian_sigma(e[i], d[i], int(t[i])) * (1 + 1e-12)
                 else:
-                    sig[i] = _pld_sigma(e[i], d[i], qq[i], t[i], s_rdp, accuracy, ratio)
+                    sig[i] = _pld_sigma(e[i], d[i], qq[i], t[i], s_rdp, upper, ratio)
                 ratio = sig[i] / s_rdp
                 bar.update()
     return float(sig[0]) if shape == () else sig.reshape(shape)
 
 
-def _pld_upper(sigma, q, steps, delta, accuracy):
-    from . import pld
+class _PldUpper:
+    """epsilon_upper(sigma) for one calibration or a sweep of neighbouring ones.
 
-    return float(pld.epsilon(sigma, q, steps, delta, accuracy=accuracy).upper)
+    Neighbouring sigmas need about the same loss grid, so each evaluation starts from the
+    previous one's final step, coarsened by a power of 2 when its certified gap was far
+    below the accuracy (the gap grows like step^2). A too-coarse start costs one cheap
+    grid: the accuracy loop then refines as usual; the bounds are certified either way.
+    """
+
+    def __init__(self, accuracy):
+        self.accuracy = accuracy
+        self.step = None
+
+    def __call__(self, sigma, q, steps, delta):
+        from . import pld
+
+        lo, up, step = pld._epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step)
+        if step is not None:
+            ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
+            factor = 1.0
+            while factor < 8.0 and ratio * (2.0 * factor) ** 2 <= 0.5:
+                factor *= 2.0
+            self.step = step * factor
+        return float(up)
 
 
 def _zeroin_py(f, a, fa, b, fb, tol, max_iter=60):
@@ -218,7 +239,7 @@ def _zeroin_py(f, a, fa, b, fb, tol, max_iter=60):
     return (b, fb, c, fc) if b < c else (c, fc, b, fb)
 
 
-def _pld_sigma(eps, delta, q, steps, sigma_rdp, accuracy, start_ratio=None):
+def _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, start_ratio=None):
     """Refine the RDP sigma (private for PLD too) to the smallest PLD-private sigma.
 
     The search starts at sigma_rdp * start_ratio when a neighbouring point of a sweep gave
@@ -226,7 +247,7 @@ def _pld_sigma(eps, delta, q, steps, sigma_rdp, accuracy, start_ratio=None):
     downward: PLD sigma is typically 3-20 % below RDP's). Once the sign of
     eps_upper(sigma) - eps changes, Brent's zeroin finishes to ``PLD_TOL``.
     """
-    f = lambda x: _pld_upper(math.exp(x), q, steps, delta, accuracy) - eps  # noqa: E731
+    f = lambda x: upper(math.exp(x), q, steps, delta) - eps  # noqa: E731
     x_rdp = math.log(sigma_rdp)
     warm = start_ratio is not None and 0.0 < start_ratio < 1.0
     x0 = x_rdp + math.log(start_ratio) if warm else x_rdp
@@ -292,7 +313,8 @@ def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accura
 def _pld_q(eps, delta, sigma, steps, q_rdp, status, accuracy):
     if status == _kc.AT_BOUNDARY:
         return 1.0
-    f = lambda x: _pld_upper(sigma, min(1.0, math.exp(x)), steps, delta, accuracy) - eps  # noqa: E731
+    upper = _PldUpper(accuracy)
+    f = lambda x: upper(sigma, min(1.0, math.exp(x)), steps, delta) - eps  # noqa: E731
     xa = math.log(q_rdp)
     fa = f(xa)
     step = 0.05
@@ -373,7 +395,7 @@ def _upper(accountant, sigma, q, steps, delta, accuracy):
         from . import rdp
 
         return rdp.epsilon(sigma, q, steps, delta)
-    return _pld_upper(sigma, q, steps, delta, accuracy)
+    return _PldUpper(accuracy)(sigma, q, steps, delta)
 
 
 def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3) -> int:

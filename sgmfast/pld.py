@@ -518,13 +518,16 @@ class _Engine:
                 lo = max(lo, _eps_bound(self.grid(True, False, step, est, lo_e), target))
         return lo, max(up_r, up_a)
 
-    def epsilon(self, target: float) -> tuple[float, float]:
+    def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float]:
+        """(lower, upper) at delta = target; ``step0`` overrides the first grid step (the loop
+        still refines until the accuracy is met). The last step used is kept in ``last_step``."""
         self.set_delta_goal(target)
         est = _eps_estimate(self.schedule, target)
-        step = self.grid_step or _initial_step(self.schedule, self.accuracy, est)
+        step = self.grid_step or step0 or _initial_step(self.schedule, self.accuracy, est)
         cap = self._rdp().epsilon(target)
         best = None
         while True:
+            self.last_step = step
             lo, up = self._eps_at(step, target, est)
             up = min(up, cap)
             if best is not None:
@@ -625,6 +628,18 @@ def _epsilon_one(sigma, q, steps, target, accuracy, grid_step):
     if q == 1.0:
         return _gaussian_eps(math.sqrt(steps) / sigma, target)
     return _Engine([(sigma, q, int(steps))], accuracy, grid_step).epsilon(target)
+
+
+def _epsilon_hinted(sigma, q, steps, target, accuracy, step0):
+    """(lower, upper, last grid step) of ``steps`` SGM steps, the first grid step being ``step0``
+    if given: for calibration loops, where neighbouring sigmas need about the same grid.
+    Arguments must already be validated."""
+    if q == 1.0:
+        lo, up = _gaussian_eps(math.sqrt(steps) / sigma, target)
+        return lo, up, None
+    eng = _Engine([(sigma, q, int(steps))], accuracy, None)
+    lo, up = eng.epsilon(target, step0)
+    return lo, up, eng.last_step
 
 
 def _delta_one(sigma, q, steps, eps, accuracy, grid_step):
