@@ -37,6 +37,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -503,17 +504,34 @@ class Figure1Data:
                                  f"{g:.10g},{s / (q * g):.10g}\n")
 
 
+def _figure1_curve(e, dl, t, q_desc, s1, accountant, accuracy):
+    """sigma on a decreasing q grid for one (epsilon, T) curve of Figure 1 (q_desc[0] = 1)."""
+    from .calibrate import calibrate_sigma
+
+    if t == 1:
+        return one_step_sigma(e, dl, q_desc)
+    col = np.empty(q_desc.size)
+    col[0] = s1
+    if q_desc.size > 1:
+        col[1:] = calibrate_sigma(e, dl, q_desc[1:], int(t), accountant=accountant,
+                                  accuracy=accuracy, progress=False)
+    return col
+
+
 def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_STEPS,
                  n_q: int = 100, q_min: float = 1e-3, *, accountant: str = "pld",
-                 accuracy: float = 1e-3, progress: bool | None = None) -> Figure1Data:
+                 accuracy: float = 1e-3, workers: int | None = None,
+                 progress: bool | None = None) -> Figure1Data:
     """The data of Figure 1 of Räisä et al. (ICML 2024): sigma(q, T) for q log-spaced in
     [q_min, 1], one curve per (epsilon, T).
 
     T = 1 uses the exact one-step sigma(q) (:func:`one_step_sigma`, both directions); q = 1
     the exact Gaussian mechanism; the rest :func:`sgmfast.calibrate.calibrate_sigma` with the
     given accountant, each (epsilon, T) curve swept from q = 1 down so that every solve is
-    warm-started from its neighbour's PLD/RDP ratio. The paper used dp_accounting's PLD
-    (``get_smallest_subsampled_gaussian_noise``), 1 to 64 s per point.
+    warm-started from its neighbour (sigma ratio to RDP, and loss grid). Curves are spread
+    over ``workers`` threads (default: one per core, up to 4, when there are several PLD
+    curves). The paper used dp_accounting's PLD (``get_smallest_subsampled_gaussian_noise``),
+    1 to 64 s per point.
 
     Examples
     --------
@@ -524,7 +542,7 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
     >>> bool((f.sigma_eff[0, :, :-1] >= f.sigma_eff[0, :, 1:]).all())
     True
     """
-    from .calibrate import _check_accountant, calibrate_sigma, gaussian_sigma
+    from .calibrate import _check_accountant, gaussian_sigma
 
     _check_accountant(accountant)
     dl = float(check_delta(delta))
@@ -535,23 +553,32 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
     nq = check_positive_int(n_q, "n_q")
     qmin = float(check_q(q_min, "q_min"))
     qs = np.geomspace(qmin, 1.0, nq) if nq > 1 else np.array([1.0])
-    sig = np.empty((eps.size, ts.size, qs.size))
-    s1 = np.empty((eps.size, ts.size))
     q_desc = np.ascontiguousarray(qs[::-1])
-    with Progress(eps.size * ts.size * qs.size, "figure 1", progress, min_total=50) as bar:
-        for i, e in enumerate(eps):
-            for j, t in enumerate(ts):
-                s1[i, j] = gaussian_sigma(e, dl, int(t))
-                if t == 1:
-                    col = one_step_sigma(e, dl, q_desc)
-                else:
-                    col = np.empty(q_desc.size)
-                    col[0] = s1[i, j]
-                    if q_desc.size > 1:
-                        col[1:] = calibrate_sigma(e, dl, q_desc[1:], int(t), accountant=accountant,
-                                                  accuracy=accuracy, progress=False)
-                sig[i, j] = col[::-1]
+    s1 = np.array([[gaussian_sigma(e, dl, int(t)) for t in ts] for e in eps])
+    sig = np.empty((eps.size, ts.size, qs.size))
+    jobs = [(i, j) for i in range(eps.size) for j in range(ts.size)]
+    heavy = sum(1 for _, j in jobs if ts[j] > 1 and nq > 1)
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1) if heavy >= 4 and accountant == "pld" else 1
+    workers = check_positive_int(workers, "workers")
+    with Progress(len(jobs) * qs.size, "figure 1", progress, min_total=50) as bar:
+        if workers == 1:
+            for i, j in jobs:
+                sig[i, j] = _figure1_curve(eps[i], dl, ts[j], q_desc, s1[i, j], accountant, accuracy)[::-1]
                 bar.update(qs.size)
+        else:
+            import concurrent.futures as cf
+
+            # threads: the kernels and the FFTs release the GIL
+            with cf.ThreadPoolExecutor(workers) as pool:
+                # the slowest curves (many steps at small epsilon) first
+                order = sorted(jobs, key=lambda ij: (-ts[ij[1]], eps[ij[0]]))
+                futs = {pool.submit(_figure1_curve, eps[i], dl, ts[j], q_desc, s1[i, j], accountant,
+                                    accuracy): (i, j) for i, j in order}
+                for fut in cf.as_completed(futs):
+                    i, j = futs[fut]
+                    sig[i, j] = fut.result()[::-1]
+                    bar.update(qs.size)
     return Figure1Data(dl, eps, ts, qs, sig, s1, accountant, accuracy)
 
 

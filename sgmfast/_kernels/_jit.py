@@ -12,9 +12,10 @@ def jit(func=None, **options):
 
     The numpy error model makes a division by zero give inf/NaN instead of
     raising inside a kernel; fastmath stays off because the +inf atom and NaN
-    status values must survive.
+    status values must survive. Kernels release the GIL, so sweeps can run on
+    threads (``analysis.figure1_data``).
     """
-    opts = {"cache": True, "error_model": "numpy"}
+    opts = {"cache": True, "error_model": "numpy", "nogil": True}
     opts.update(options)
     if func is None:
         return numba.njit(**opts)
