@@ -207,16 +207,22 @@ class _PldUpper:
     Neighbouring sigmas need about the same loss grid, so each evaluation starts from the
     previous one's final step, coarsened by a power of 2 when its certified gap was far
     below the accuracy (the gap grows like step^2). A too-coarse start costs one cheap
-    grid: the accuracy loop then refines as usual; the bounds are certified either way.
+    grid: the accuracy loop then refines as usual. Once a full evaluation (both bounds)
+    has met the accuracy with room to spare on a step that needs no coarsening, later
+    evaluations compute only the upper bound on that step. Every value is a certified upper
+    bound either way; the grid only decides how tight it is.
     """
 
     def __init__(self, accuracy):
         self.accuracy = accuracy
         self.step = None
+        self.settled = False
 
     def __call__(self, sigma, q, steps, delta):
         from . import pld
 
+        if self.settled:
+            return float(pld._epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step))
         lo, up, step = pld._epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step)
         if step is not None:
             ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
@@ -224,6 +230,7 @@ class _PldUpper:
             while factor < 8.0 and ratio * (2.0 * factor) ** 2 <= 0.5:
                 factor *= 2.0
             self.step = step * factor
+            self.settled = factor == 1.0 and ratio <= 0.5
         return float(up)
 
 

@@ -642,6 +642,23 @@ def _epsilon_hinted(sigma, q, steps, target, accuracy, step0):
     return lo, up, eng.last_step
 
 
+def _epsilon_upper_at(sigma, q, steps, target, accuracy, step):
+    """Only the upper bound on epsilon(target), on a given grid step (no accuracy loop): for
+    calibration searches once a full evaluation has shown that this step meets the accuracy
+    nearby. Still a certified upper bound. Arguments must already be validated."""
+    if q == 1.0:
+        return _gaussian_eps(math.sqrt(steps) / sigma, target)[1]
+    eng = _Engine([(sigma, q, int(steps))], accuracy, None)
+    eng.set_delta_goal(target)
+    est = _eps_estimate(eng.schedule, target)
+    lo_e = 0.5 * est
+    up = _eps_bound(eng.grid(False, True, step, est, lo_e), target)
+    up_a = _eps_bound(eng.grid(True, True, 4 * step, est, lo_e), target)
+    if up_a > up:
+        up = max(up, _eps_bound(eng.grid(True, True, step, est, lo_e), target))
+    return min(up, eng._rdp().epsilon(target))
+
+
 def _delta_one(sigma, q, steps, eps, accuracy, grid_step):
     if steps == 0:
         return 0.0, 0.0
