@@ -142,3 +142,22 @@ def test_sweep_with_progress_matches_without():
     a = cal.calibrate_sigma(eps, 1e-5, 0.01, 1000, accountant="rdp", progress=False)
     b = cal.calibrate_sigma(eps, 1e-5, 0.01, 1000, accountant="rdp", progress=False)
     np.testing.assert_array_equal(a, b)
+
+
+def _dp_accounting_reference():
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).parent / "reference" / "dp_accounting_sigma.csv"
+    with open(path, newline="") as fh:
+        return [tuple(float(r[k]) for k in ("epsilon", "delta", "q", "steps", "sigma_dp_accounting"))
+                for r in csv.DictReader(fh)]
+
+
+@pytest.mark.parametrize("row", _dp_accounting_reference(), ids=lambda r: f"eps={r[0]:g},q={r[2]:.4g},T={int(r[3])}")
+def test_pld_sigma_agrees_with_dp_accounting_fine_grid(row):
+    """Issue #4: within 0.1 % of dp_accounting's PLD calibration on a 1e-4 loss grid
+    (tests/reference/make_dp_accounting_sigma.py, an independent implementation)."""
+    eps, delta, q, steps, ref = row
+    sigma = cal.calibrate_sigma(eps, delta, q, int(steps), accountant="pld")
+    assert sigma == pytest.approx(ref, rel=1e-3)
