@@ -470,3 +470,17 @@ def test_figure1_rejects_bad_grids():
         analysis.figure1_data(1e-5, steps=(0,), n_q=3)
     with pytest.raises(ValueError, match="n_q"):
         analysis.figure1_data(1e-5, n_q=0)
+
+
+def test_figure1_full_grid_sigma_eff_decreases_to_the_gaussian_asymptote():
+    """Issue #5 on the whole Figure 1 grid (2,400 points, ~45 s on two cores): sigma_eff is
+    non-increasing in q (up to the 1e-4 tolerance of each PLD calibration), never below
+    sigma(1, T) and equal to it at q = 1."""
+    f = analysis.figure1_data(1e-5, progress=False)
+    assert f.sigma.shape == (6, 4, 100)
+    se = f.sigma_eff
+    assert np.all(se[..., 1:] <= se[..., :-1] * (1 + 2e-4))
+    assert np.all(se >= f.sigma_gaussian[..., None] * (1 - 1e-4))
+    np.testing.assert_allclose(se[..., -1], f.sigma_gaussian, rtol=1e-11)
+    # strictly above the asymptote at the small-q end, by a factor that grows as T shrinks
+    assert np.all(se[..., 0] > 1.3 * f.sigma_gaussian)
