@@ -624,10 +624,32 @@ def _brent_min(lo, hi, x, fx, w, fw, v, fv, e0, qs, sigmas, counts, ns, W, H1, E
 
 
 @jit
+def _scan(grid, start, stop, stride, best, ib, qs, sigmas, counts, target, mode):
+    """Walk grid[start:stop:stride] from a best (value, index), stopping after 2 successive
+    rises; returns the best (value, index) seen. Orders proved worse than the best so far may
+    be evaluated only that far (``_objective_above``)."""
+    prev = best
+    rises = 0
+    for i in range(start, stop, stride):
+        v = _objective_above(grid[i], qs, sigmas, counts, target, mode, best)
+        if v < best:
+            best = v
+            ib = i
+        if v >= prev:
+            rises += 1
+            if rises >= 2:
+                break
+        else:
+            rises = 0
+        prev = v
+    return best, ib
+
+
+@jit
 def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     """Minimise the objective over real alpha > 1; returns (value, alpha).
 
-    1. Scan the integer grid upward, stopping once the objective has risen at 3 successive
+    1. Scan the integer grid upward, stopping once the objective has risen at 2 successive
        points (it is quasi-convex in practice; stopping early never costs soundness, since
        every order gives a valid bound). If the best is at 2, scan orders in (1, 2) downward.
     2. Between the best point's grid neighbours, golden-section search over integers
@@ -654,37 +676,11 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         i0 += 1
     best = _objective(grid[i0], qs, sigmas, counts, target, mode)
     ib = i0 if best < math.inf else -1
-    # Upward, stopping after 2 successive rises.
-    prev = best
-    rises = 0
-    for i in range(i0 + 1, n):
-        v = _objective_above(grid[i], qs, sigmas, counts, target, mode, best)
-        if v < best:
-            best = v
-            ib = i
-        if v >= prev:
-            rises += 1
-            if rises >= 2:
-                break
-        else:
-            rises = 0
-        prev = v
-    # Downward from the start, only while it improves (plus one look past a rise).
+    # Upward, stopping after 2 successive rises; then downward from the start if nothing
+    # above it was better, likewise.
+    best, ib = _scan(grid, i0 + 1, n, 1, best, ib, qs, sigmas, counts, target, mode)
     if ib == i0 or ib < 0:
-        prev = best if ib >= 0 else math.inf
-        rises = 0
-        for i in range(i0 - 1, -1, -1):
-            v = _objective(grid[i], qs, sigmas, counts, target, mode)
-            if v < best:
-                best = v
-                ib = i
-            if v >= prev:
-                rises += 1
-                if rises >= 2:
-                    break
-            else:
-                rises = 0
-            prev = v
+        best, ib = _scan(grid, i0 - 1, -1, -1, best, ib, qs, sigmas, counts, target, mode)
     if ib < 0:
         return math.inf, math.nan
     best_a = grid[ib]
