@@ -35,6 +35,10 @@ _TRAP_LOG_ERR = 42.0
 _TAIL_NATS = 50.0
 _MAX_NODES = 20_000_000
 _INV_FACT = np.array([1.0 / math.factorial(n) for n in range(20)])
+# log k! for k <= _LOG_FACT_MAX (lgamma is accurate to a few ulps): binomial coefficients of the
+# integer-order sums by three lookups instead of one log per term.
+_LOG_FACT_MAX = 5000
+_LOG_FACT = np.array([math.lgamma(k + 1.0) for k in range(_LOG_FACT_MAX + 1)])
 
 
 @jit
@@ -54,14 +58,18 @@ def log_a_int(q, sigma, alpha):
     log_q = math.log(q)
     log_1mq = math.log1p(-q)
     inv2s2 = 0.5 / (sigma * sigma)
-    # k = 1 binomial coefficient, then update incrementally. The sum is kept as m + log s
-    # with a running maximum m, one exp per term; log(e^x - 1) = x to within e^-40
-    # relative once x > 40, which spares two more transcendental calls per term.
+    # log C(n, k) from the log-factorial table (an incremental log per term above it). The
+    # sum is kept as m + log s with a running maximum m, one exp per term; log(e^x - 1) = x
+    # to within e^-40 relative once x > 40, which spares two more transcendental calls.
+    table = n <= _LOG_FACT_MAX
     log_binom = math.log(alpha)
     m = NEG_INF
     s = 0.0
     for k in range(2, n + 1):
-        log_binom += math.log((alpha - k + 1.0) / k)
+        if table:
+            log_binom = _LOG_FACT[n] - _LOG_FACT[k] - _LOG_FACT[n - k]
+        else:
+            log_binom += math.log((alpha - k + 1.0) / k)
         x = (k * k - k) * inv2s2
         t = log_binom + (alpha - k) * log_1mq + k * log_q + (x if x > 40.0 else log_expm1(x))
         if t > m:
@@ -413,10 +421,13 @@ def _log_a_int_lower(q, sigma, alpha, cap):
     log_q = math.log(q)
     log_1mq = math.log1p(-q)
     inv2s2 = 0.5 / (sigma * sigma)
+    table = n <= _LOG_FACT_MAX
     log_binom = 0.0  # C(alpha, alpha)
     m = NEG_INF
     s = 0.0
     for k in range(n, 1, -1):
+        if table:
+            log_binom = _LOG_FACT[n] - _LOG_FACT[k] - _LOG_FACT[n - k]
         x = (k * k - k) * inv2s2
         t = log_binom + (alpha - k) * log_1mq + k * log_q + (x if x > 40.0 else log_expm1(x))
         if t >= cap:
@@ -426,7 +437,8 @@ def _log_a_int_lower(q, sigma, alpha, cap):
             m = t
         else:
             s += math.exp(t - m)
-        log_binom += math.log(k / (alpha - k + 1.0))
+        if not table:
+            log_binom += math.log(k / (alpha - k + 1.0))
     acc = m + math.log(s)
     if acc > 0.0:
         return acc + math.log1p(math.exp(-acc))
@@ -555,6 +567,78 @@ def _objective_nodes(alpha, qs, sigmas, counts, ns, W, H1, E, L, target, mode):
     if mode == 0:
         return eps_from_rdp(alpha, r, target)
     return log_delta_from_rdp(alpha, r, target)
+
+
+@jit
+def _log_a_derivs(alpha, n, w, h1, e, ell):
+    """(log A, d/dalpha log A, d2/dalpha2 log A) from tabulated nodes (see ``prepare_nodes``).
+
+    With beta = alpha - 1, A - 1 = sum w (beta h1 + e h2(beta ell)), so
+    A' = sum w (h1 + e ell expm1(beta ell)) and A'' = sum w e ell^2 e^(beta ell): sums of
+    non-negative terms, no cancellation."""
+    beta = alpha - 1.0
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for k in range(n):
+        bl = beta * ell[k]
+        em = math.expm1(bl) if abs(bl) >= _SERIES_MAX else bl + _h2(bl)
+        s0 += w[k] * (beta * h1[k] + e[k] * _h2(bl))
+        s1 += w[k] * (h1[k] + e[k] * ell[k] * em)
+        s2 += w[k] * e[k] * ell[k] * ell[k] * (1.0 + em)
+    a = 1.0 + max(s0, 0.0)
+    d1 = s1 / a
+    return math.log1p(max(s0, 0.0)), d1, s2 / a - d1 * d1
+
+
+@jit
+def _newton_min(lo, hi, x, fx, count, n, w, h1, e, ell, target, mode, xtol):
+    """Minimise the objective of one mechanism over real alpha in (lo, hi) by safeguarded
+    Newton steps on its derivative (analytic from the nodes), starting from the best integer
+    x with value fx. Returns the best (value, alpha) evaluated; any alpha is a valid bound,
+    so the iteration only has to find a good one. mode 0: epsilon at log delta ``target``
+    (f' = r' + (target + log a)/(a - 1)^2); mode 1: log delta at epsilon ``target``
+    (f' = T (log A)' - target + log(1 - 1/a))."""
+    best_f = fx
+    best_x = x
+    a = x
+    for _ in range(12):
+        la, d1, d2 = _log_a_derivs(a, n, w, h1, e, ell)
+        am1 = a - 1.0
+        if mode == 0:
+            r = count * la / am1
+            f = eps_from_rdp(a, r, target)
+            c = target + math.log(a)
+            g = count * (d1 / am1 - la / (am1 * am1)) + c / (am1 * am1)
+            h = count * (d2 / am1 - 2.0 * d1 / (am1 * am1) + 2.0 * la / (am1 * am1 * am1)) \
+                + 1.0 / (a * am1 * am1) - 2.0 * c / (am1 * am1 * am1)
+        else:
+            f = log_delta_from_rdp(a, count * la / am1, target)
+            g = count * d1 - target + math.log1p(-1.0 / a)
+            h = count * d2 + 1.0 / (a * am1)
+        if f < best_f:
+            best_f = f
+            best_x = a
+        if g > 0.0:
+            hi = a
+        else:
+            lo = a
+        step = -g / h if h > 0.0 else 0.0
+        nxt = a + step
+        if not (h > 0.0 and lo < nxt < hi):
+            nxt = 0.5 * (lo + hi)  # bisection on the sign of f'
+        if abs(nxt - a) <= xtol * am1 or hi - lo <= xtol * am1:
+            # evaluate the final point too: it is what the step was heading for
+            if nxt != a:
+                la = log_a_from_nodes(nxt, n, w, h1, e, ell)
+                r = count * la / (nxt - 1.0)
+                f = eps_from_rdp(nxt, r, target) if mode == 0 else log_delta_from_rdp(nxt, r, target)
+                if f < best_f:
+                    best_f = f
+                    best_x = nxt
+            break
+        a = nxt
+    return best_f, best_x
 
 
 @jit
@@ -757,6 +841,19 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     if not refine:
         return best, best_a
     m = qs.shape[0]
+    if m == 1 and e0 > 0.0 and qs[0] < 1.0 and counts[0] > 0.0:
+        # one mechanism from a bracketing integer triple: Newton on the analytic derivative
+        cap = _node_cap(sigmas[0], hi)
+        w1 = np.empty(cap)
+        h11 = np.empty(cap)
+        e1 = np.empty(cap)
+        l1 = np.empty(cap)
+        n1 = prepare_nodes(qs[0], sigmas[0], hi, w1, h11, e1, l1)
+        if n1 >= 0:
+            fx, x = _newton_min(lo, hi, best_a, best, counts[0], n1, w1, h11, e1, l1, target, mode, xtol)
+            if fx < best:
+                return fx, x
+            return best, best_a
     ns = np.full(m, -1, dtype=np.int64)
     W = []
     H1 = []
