@@ -210,13 +210,19 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         j0 = sup_lo  # the whole support fits: no wrap-around at all
     else:
         mgf = _log_mgf_table(parts, step, sd)
-        lo_l = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
+        if pess:
+            # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
+            # tilted mass. (Mass that wraps around only adds non-negative mass: sound, and
+            # the 9-sd margin below keeps what wraps up from the bottom negligible.)
+            hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=theta, offset=log_scale))
+        else:
+            # Wrapped mass is subtracted at its worst effect: bound what wraps up from below
+            # the window and what wraps down from above it onto [eps_lo, ...).
+            lo_l = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
         j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
         a = j0 * step
-        # pessimistic: mass above b goes to +inf, untilted at most e^{S - theta b} times its
-        # tilted mass; optimistic: mass above b wraps to a and counts from eps_lo up
-        hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=theta, offset=log_scale),
-                   _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0) - max(eps_lo - a, 0.0))
+        if not pess:
+            hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0) - max(eps_lo - a, 0.0))
         j1 = min(sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
         n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
         if sup_hi - sup_lo + 1 <= n:
@@ -224,10 +230,12 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         else:
             j1 = j0 + n - 1
             b = (j1 + 1) * step
-            tail_up = _chernoff(mgf, b, mean, upper=True)
-            tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
-            if j0 > sup_lo:
-                tail_alias += _chernoff(mgf, a - step, mean, upper=False)
+            if pess:
+                tail_up = _chernoff(mgf, b, mean, upper=True)
+            else:
+                tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
+                if j0 > sup_lo:
+                    tail_alias += _chernoff(mgf, a - step, mean, upper=False)
     folded = []
     for j_lo, t, count in parts:
         f = np.zeros(n)
