@@ -246,6 +246,42 @@ def _zeroin_py(f, a, fa, b, fb, tol, max_iter=60):
     return (b, fb, c, fc) if b < c else (c, fc, b, fb)
 
 
+def _rdp_eps(sigma, q, steps, delta):
+    from . import rdp
+
+    return rdp.epsilon(float(sigma), float(q), float(steps), float(delta))
+
+
+def _predicted_bracket(f, x0, f0, eps, rdp_eps):
+    """Try to bracket the root of f(x) = eps_upper(e^x) - eps within ~PLD_TOL in three
+    evaluations: log eps_upper is close to linear in log sigma, so a step with RDP's local
+    slope, then a secant step through the two PLD values, land within ~1e-5 of the root;
+    f at +-0.45 PLD_TOL around the secant estimate then usually brackets it. Returns
+    (x_not_private, f, x_private, f) from every point evaluated, or None."""
+    pts = [(x0, f0)]
+    h = 0.01
+    k = (math.log(rdp_eps(x0)) - math.log(rdp_eps(x0 - h))) / h if rdp_eps(x0) > 0 else 0.0
+    e0 = f0 + eps
+    if k < 0 and e0 > 0:
+        x1 = x0 + (math.log(eps) - math.log(e0)) / k
+        f1 = f(x1)
+        pts.append((x1, f1))
+        e1 = f1 + eps
+        if e1 > 0 and e1 != e0:
+            k2 = (math.log(e1) - math.log(e0)) / (x1 - x0)
+            if k2 < 0:
+                x2 = x1 + (math.log(eps) - math.log(e1)) / k2
+                d = 0.45 * PLD_TOL
+                pts += [(x2 - d, f(x2 - d)), (x2 + d, f(x2 + d))]
+    above = [(x, v) for x, v in pts if v > 0]
+    below = [(x, v) for x, v in pts if v <= 0]
+    if not above or not below:
+        return None
+    xa, fa = max(above)
+    xb, fb = min(below)
+    return (xa, fa, xb, fb) if xa < xb else None
+
+
 def _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, start_ratio=None):
     """Refine the RDP sigma (private for PLD too) to the smallest PLD-private sigma.
 
@@ -260,7 +296,12 @@ def _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, start_ratio=None):
     x0 = x_rdp + math.log(start_ratio) if warm else x_rdp
     step = 2e-3 if warm else 0.05
     f0 = f(x0)
-    if f0 > 0:
+    bracket = _predicted_bracket(f, x0, f0, eps, lambda x: _rdp_eps(math.exp(x), q, steps, delta))
+    if bracket is not None:
+        xa, fa, xb, fb = bracket
+        if xb - xa <= PLD_TOL:
+            return math.exp(xb)  # private, and sigma (1 - PLD_TOL) is below xa: not private
+    elif f0 > 0:
         # Not private yet: upward, never past the RDP sigma, whose PLD epsilon (capped by
         # RDP's) is within the budget unless PLD > RDP, which the expansion handles.
         xa, fa = x0, f0
