@@ -473,7 +473,7 @@ def test_figure1_rejects_bad_grids():
 
 
 def test_figure1_full_grid_sigma_eff_decreases_to_the_gaussian_asymptote():
-    """Issue #5 on the whole Figure 1 grid (2,400 points, ~45 s on two cores): sigma_eff is
+    """Issue #5 on the whole Figure 1 grid (2,400 points, ~25 s on two cores): sigma_eff is
     non-increasing in q (up to the 1e-4 tolerance of each PLD calibration), never below
     sigma(1, T) and equal to it at q = 1."""
     f = analysis.figure1_data(1e-5, progress=False)
