@@ -2,7 +2,7 @@
 
 Run with ``pytest bench/test_bench_analysis.py --benchmark-only -s``. Figure 1 is 2,400 tight
 calibrations (q: 100 log values in [1e-3, 1]; epsilon in {0.125, ..., 4}; T in {1, 10, 100,
-1000}; delta = 1e-5), timed once (a round takes ~45 s). The paper produced it with
+1000}; delta = 1e-5), timed once (a round takes ~25 s). The paper produced it with
 dp_accounting's ``get_smallest_subsampled_gaussian_noise``; that function and sgmfast's PLD
 calibration are timed side by side on sample points of the same grid.
 """
