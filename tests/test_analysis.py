@@ -484,3 +484,18 @@ def test_figure1_full_grid_sigma_eff_decreases_to_the_gaussian_asymptote():
     np.testing.assert_allclose(se[..., -1], f.sigma_gaussian, rtol=1e-11)
     # strictly above the asymptote at the small-q end, by a factor that grows as T shrinks
     assert np.all(se[..., 0] > 1.3 * f.sigma_gaussian)
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 0.8), (0.1, 1.5), (1e-3, 0.6), (0.5, 3.0)])
+def test_one_step_delta_lies_in_the_pld_bounds_at_one_step(q, sigma):
+    """Issue #5: the exact one-step delta (eq. 45, both directions) equals the PLD
+    accountant's T = 1 answer: inside its certified bounds, which at the default accuracy are
+    within 1e-4 relative of each other (tests/test_pld.py checks the mpmath table on a fixed grid)."""
+    from sgmfast import pld
+    eps = np.array([0.0, 0.1, 0.5, 1.0, 2.0])
+    exact = analysis.one_step_delta(eps, q, sigma)
+    b = pld.delta(sigma, q, 1, eps)
+    assert np.all(b.lower <= exact * (1 + 1e-12) + 1e-300)
+    assert np.all(exact <= b.upper * (1 + 1e-12) + 1e-300)
+    np.testing.assert_allclose(b.upper, exact, rtol=1e-4, atol=1e-300)
+    np.testing.assert_allclose(b.lower, exact, rtol=1e-4, atol=1e-300)
