@@ -401,14 +401,20 @@ def log_delta_from_rdp(alpha, rdp, eps):
 
 
 @jit
-def _objective(alpha, qs, sigmas, counts, target, mode):
-    """mode 0: epsilon at log-delta ``target``; mode 1: log delta at epsilon ``target``."""
-    r = schedule_rdp(alpha, qs, sigmas, counts)
+def _from_rdp(alpha, r, target, mode):
+    """The objective at order alpha from its total RDP r: mode 0 epsilon at log delta
+    ``target``, mode 1 log delta at epsilon ``target``; +inf for a non-finite r."""
     if not r < math.inf:
         return math.inf
     if mode == 0:
         return eps_from_rdp(alpha, r, target)
     return log_delta_from_rdp(alpha, r, target)
+
+
+@jit
+def _objective(alpha, qs, sigmas, counts, target, mode):
+    """mode 0: epsilon at log-delta ``target``; mode 1: log delta at epsilon ``target``."""
+    return _from_rdp(alpha, schedule_rdp(alpha, qs, sigmas, counts), target, mode)
 
 
 @jit
@@ -467,8 +473,7 @@ def _objective_above(alpha, qs, sigmas, counts, target, mode, bound):
                     -math.log(-math.expm1(2.0 * bound)))
     cap = r_cap * am1 / counts[0]
     la = _log_a_int_lower(qs[0], sigmas[0], alpha, max(cap, 0.0) + 1e-9 * abs(cap) + 1e-300)
-    r = counts[0] * la / am1
-    v = eps_from_rdp(alpha, r, target) if mode == 0 else log_delta_from_rdp(alpha, r, target)
+    v = _from_rdp(alpha, counts[0] * la / am1, target, mode)
     if la >= cap:
         return max(v, bound)
     return v
@@ -561,12 +566,7 @@ def _objective_nodes(alpha, qs, sigmas, counts, ns, W, H1, E, L, target, mode):
         else:
             la = log_a(qs[i], sigmas[i], alpha)
         total += counts[i] * la
-    r = total / (alpha - 1.0)
-    if not r < math.inf:
-        return math.inf
-    if mode == 0:
-        return eps_from_rdp(alpha, r, target)
-    return log_delta_from_rdp(alpha, r, target)
+    return _from_rdp(alpha, total / (alpha - 1.0), target, mode)
 
 
 @jit
@@ -605,15 +605,13 @@ def _newton_min(lo, hi, x, fx, count, n, w, h1, e, ell, target, mode, xtol):
     for _ in range(12):
         la, d1, d2 = _log_a_derivs(a, n, w, h1, e, ell)
         am1 = a - 1.0
+        f = _from_rdp(a, count * la / am1, target, mode)
         if mode == 0:
-            r = count * la / am1
-            f = eps_from_rdp(a, r, target)
             c = target + math.log(a)
             g = count * (d1 / am1 - la / (am1 * am1)) + c / (am1 * am1)
             h = count * (d2 / am1 - 2.0 * d1 / (am1 * am1) + 2.0 * la / (am1 * am1 * am1)) \
                 + 1.0 / (a * am1 * am1) - 2.0 * c / (am1 * am1 * am1)
         else:
-            f = log_delta_from_rdp(a, count * la / am1, target)
             g = count * d1 - target + math.log1p(-1.0 / a)
             h = count * d2 + 1.0 / (a * am1)
         if f < best_f:
@@ -631,8 +629,7 @@ def _newton_min(lo, hi, x, fx, count, n, w, h1, e, ell, target, mode, xtol):
             # evaluate the final point too: it is what the step was heading for
             if nxt != a:
                 la = log_a_from_nodes(nxt, n, w, h1, e, ell)
-                r = count * la / (nxt - 1.0)
-                f = eps_from_rdp(nxt, r, target) if mode == 0 else log_delta_from_rdp(nxt, r, target)
+                f = _from_rdp(nxt, count * la / (nxt - 1.0), target, mode)
                 if f < best_f:
                     best_f = f
                     best_x = nxt
