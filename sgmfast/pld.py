@@ -129,10 +129,11 @@ def _single_step_raw(sigma: float, q: float, add: bool, step: float, tau: float 
     p_inf = _k.discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass)
     if not (np.isfinite(pess).all() and np.isfinite(opt).all() and math.isfinite(p_inf)):
         raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
+    out = (j_lo, pess, opt, p_inf)
     if len(_STEP_CACHE) > 64:
         _STEP_CACHE.clear()
-    _STEP_CACHE[key] = (j_lo, pess, opt, p_inf)
-    return _STEP_CACHE[key]
+    _STEP_CACHE[key] = out  # (return the local: another thread may clear the cache meanwhile)
+    return out
 
 
 def _fft_const(n: int) -> float:
@@ -359,9 +360,13 @@ _MOM_CACHE: dict = {}
 
 def _moments(sigma: float, q: float, add: bool):
     key = (sigma, q, add)
-    if key not in _MOM_CACHE:
-        _MOM_CACHE[key] = _k.loss_moments(sigma, q, add, 20001)
-    return _MOM_CACHE[key]
+    hit = _MOM_CACHE.get(key)
+    if hit is None:
+        hit = _k.loss_moments(sigma, q, add, 20001)
+        if len(_MOM_CACHE) > 4096:  # bounded: calibration sweeps visit many sigmas
+            _MOM_CACHE.clear()
+        _MOM_CACHE[key] = hit
+    return hit
 
 
 def _gauss_delta(eps, mean, var):
