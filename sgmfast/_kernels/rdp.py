@@ -55,33 +55,7 @@ def log_a_int(q, sigma, alpha):
         return 0.0
     if q == 1.0:
         return alpha * (alpha - 1.0) / (2.0 * sigma * sigma)
-    log_q = math.log(q)
-    log_1mq = math.log1p(-q)
-    inv2s2 = 0.5 / (sigma * sigma)
-    # log C(n, k) from the log-factorial table (an incremental log per term above it). The
-    # sum is kept as m + log s with a running maximum m, one exp per term; log(e^x - 1) = x
-    # to within e^-40 relative once x > 40, which spares two more transcendental calls.
-    table = n <= _LOG_FACT_MAX
-    log_binom = math.log(alpha)
-    m = NEG_INF
-    s = 0.0
-    for k in range(2, n + 1):
-        if table:
-            log_binom = _LOG_FACT[n] - _LOG_FACT[k] - _LOG_FACT[n - k]
-        else:
-            log_binom += math.log((alpha - k + 1.0) / k)
-        x = (k * k - k) * inv2s2
-        t = log_binom + (alpha - k) * log_1mq + k * log_q + (x if x > 40.0 else log_expm1(x))
-        if t > m:
-            s = s * math.exp(m - t) + 1.0
-            m = t
-        else:
-            s += math.exp(t - m)
-    acc = m + math.log(s)
-    # log A = log(1 + (A - 1)) = softplus(acc)
-    if acc > 0.0:
-        return acc + math.log1p(math.exp(-acc))
-    return math.log1p(math.exp(acc))
+    return _log_a_int_lower(q, sigma, alpha, math.inf)
 
 
 # Below this |argument| the cancelling closed forms of _h1/_h2 lose more than a few ulps, and
@@ -419,10 +393,15 @@ def _objective(alpha, qs, sigmas, counts, target, mode):
 
 @jit
 def _log_a_int_lower(q, sigma, alpha, cap):
-    """A lower bound on log A_alpha (integer alpha, 0 < q < 1) that is exact unless it is
-    at least ``cap``: the binomial sum of ``log_a_int`` taken from k = alpha downward (the
-    largest terms come first where A is large), stopping once one term's log reaches ``cap``,
-    since log A >= log(A - 1) >= the log of any term."""
+    """A lower bound on log A_alpha (integer alpha >= 2, 0 < q < 1) that is exact unless it
+    is at least ``cap`` (``cap = inf``: the exact sum of ``log_a_int``).
+
+    The binomial sum is taken from k = alpha downward (the largest terms come first where A
+    is large) and stops once one term's log reaches ``cap``, since log A >= log(A - 1) >= the
+    log of any term. log C(n, k) comes from the log-factorial table (an incremental log per
+    term above it); the sum is kept as m + log s with a running maximum m, one exp per term;
+    log(e^x - 1) = x to within e^-40 relative once x > 40.
+    """
     n = int(alpha)
     log_q = math.log(q)
     log_1mq = math.log1p(-q)
