@@ -2,7 +2,7 @@
 
 Pipeline (one function per stage):
 
-1. ``_single_step_raw`` — one step of the Poisson-subsampled Gaussian mechanism
+1. ``_one_step`` — one step of the Poisson-subsampled Gaussian mechanism
    discretised on the loss grid ``ell_k = k * grid_step`` twice: a pessimistic
    PLD (connect-the-dots, Doroshenko et al., PETS 2022, Thm 3.3) and an
    optimistic PLD (convex-order minorant of the bins), see ``sgmfast._kernels.pld``.
@@ -115,25 +115,84 @@ def _grid_range(sigma: float, q: float, add: bool, step: float, tau: float = _TA
     return j_lo, max(j_hi, j_lo + 1)
 
 
+class _OneStep:
+    """One direction of one SGM step on the grid: pessimistic masses from index ``j_lo`` and
+    +inf mass ``p_inf``; the optimistic masses are built on first use (upper-bound-only
+    evaluations never need them)."""
+
+    __slots__ = ("j_lo", "pess", "p_inf", "_step", "_frac", "_amass", "_top", "_opt")
+
+    def __init__(self, j_lo, pess, p_inf, step, frac, amass, top):
+        self.j_lo, self.pess, self.p_inf, self._step = j_lo, pess, p_inf, step
+        self._frac, self._amass, self._top, self._opt = frac, amass, top, None
+
+    @property
+    def opt(self) -> np.ndarray:
+        opt = self._opt
+        if opt is None:
+            opt = np.empty(self.pess.size)
+            _k.optimistic_step(self._step, self._frac, self._amass, self._top, opt)
+            if not np.isfinite(opt).all():
+                raise FloatingPointError("non-finite optimistic one-step masses")
+            self._opt = opt
+        return opt
+
+
 _STEP_CACHE: dict = {}
 
 
-def _single_step_raw(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_STEP):
-    key = (sigma, q, add, step, tau)
+def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int):
+    """The remove-loss bins k_lo..k_hi of ``_k.step_bins`` (log N(0)-mass, log mixture ratio), as
+    arrays starting at the returned index. Both directions read them (the add direction's bins
+    are the remove direction's, mirrored); a cached range is extended, never recomputed."""
+    key = ("bins", sigma, q, step, tau)
     hit = _STEP_CACHE.get(key)
-    if hit is not None:
+    if hit is not None and hit[0] <= k_lo and k_hi <= hit[0] + hit[1].size - 1:
         return hit
-    j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
-    n = j_hi - j_lo + 1
-    pess, opt, frac, amass = (np.empty(n) for _ in range(4))
-    p_inf = _k.discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass)
-    if not (np.isfinite(pess).all() and np.isfinite(opt).all() and math.isfinite(p_inf)):
-        raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
-    out = (j_lo, pess, opt, p_inf)
+    if hit is not None:
+        k_lo, k_hi = min(k_lo, hit[0]), max(k_hi, hit[0] + hit[1].size - 1)
+    if k_hi - k_lo + 1 > MAX_BINS:
+        raise ValueError(f"the loss grid would need {k_hi - k_lo + 1} bins (> {MAX_BINS}); raise accuracy or grid_step")
+    lm0 = np.empty(k_hi - k_lo + 1)
+    ls = np.empty_like(lm0)
+    if hit is None:
+        _k.step_bins(sigma, q, step, k_lo, lm0.size, lm0, ls)
+    else:
+        c_lo, c0, cs = hit
+        c_hi = c_lo + c0.size - 1
+        lm0[c_lo - k_lo : c_hi - k_lo + 1], ls[c_lo - k_lo : c_hi - k_lo + 1] = c0, cs
+        if c_lo > k_lo:
+            _k.step_bins(sigma, q, step, k_lo, c_lo - k_lo, lm0, ls)
+        if k_hi > c_hi:
+            _k.step_bins(sigma, q, step, c_hi + 1, k_hi - c_hi, lm0[c_hi - k_lo + 1 :], ls[c_hi - k_lo + 1 :])
+    out = (k_lo, lm0, ls)
+    _cache_put(key, out)
+    return out
+
+
+def _cache_put(key, value) -> None:
     if len(_STEP_CACHE) > 64:
         _STEP_CACHE.clear()
-    _STEP_CACHE[key] = out  # (return the local: another thread may clear the cache meanwhile)
-    return out
+    _STEP_CACHE[key] = value  # (callers use their local: another thread may clear the cache meanwhile)
+
+
+def _one_step(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_STEP) -> _OneStep:
+    """One direction of one step on the grid, cached per (sigma, q, direction, step, tau)."""
+    key = (sigma, q, add, step, tau)
+    hit = _STEP_CACHE.get(key)
+    if hit is None:
+        j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
+        # remove-loss bins needed: remove j_lo..j_hi-1, add -j_hi..-j_lo-1
+        k_lo, k_hi = (-j_hi, -j_lo - 1) if add else (j_lo, j_hi - 1)
+        b_lo, lm0, ls = _bins(sigma, q, step, tau, k_lo, k_hi)
+        n = j_hi - j_lo + 1
+        pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
+        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, j_lo, j_hi, add, pess, frac, amass)
+        if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
+            raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
+        hit = _OneStep(j_lo, pess, p_inf, step, frac, amass, top)
+        _cache_put(key, hit)
+    return hit
 
 
 def _fft_const(n: int) -> float:
@@ -173,8 +232,9 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     p_inf_log = 0.0  # log of the finite mass product (1 - p_inf) ^ T
     sup_lo = sup_hi = 0
     for sigma, q, count in schedule:
-        j_lo, p_pess, p_opt, p_inf = _single_step_raw(sigma, q, add, step, tau)
-        p = p_pess if pess else p_opt
+        one = _one_step(sigma, q, add, step, tau)
+        j_lo, p_inf = one.j_lo, one.p_inf
+        p = one.pess if pess else one.opt
         t = np.empty(p.size)
         s, mu, v, rho, dropped = _k.tilt(p, j_lo, 0.0, step, theta, pess, t)
         if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
@@ -409,7 +469,8 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     """
     parts = []
     for sigma, q, count in schedule:
-        j_lo, p, _, _ = _single_step_raw(sigma, q, add, step, tau)
+        one = _one_step(sigma, q, add, step, tau)
+        j_lo, p = one.j_lo, one.pess
         parts.append((count, j_lo, p))
 
     def moments(theta):

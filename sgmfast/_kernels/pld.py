@@ -45,16 +45,21 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .logmath import log_add, log_expm1, log_ndtr, log_ndtr_diff, log_normal_pdf
+from .logmath import LOG_SQRT_2PI, log_add, log_expm1, log_ndtr, log_ndtr_diff, log_normal_pdf
 
 NEG_INF = -math.inf
 EPS64 = 2.220446049250313e-16
-# Relative slack on each bin mass: covers the <1e-13 error of _normal_logmass.
+# Relative slack on each bin mass (plus 256 u |log mass|, see mass_slack): covers the errors
+# of _normal_logmass and step_bins.
 MASS_SLACK = 1e-12
+# Largest h (1 + |c|) (standardised half-width, centre) for the midpoint expansion.
+MIDPOINT_MAX = 0.02
 
 __all__ = [
     "remove_loss",
-    "discretise_step",
+    "step_bins",
+    "discretise_direction",
+    "optimistic_step",
     "suffix_sums",
     "delta_curve",
     "eps_search",
@@ -92,24 +97,27 @@ def _z_of_loss(x, sigma, q):
 
 
 @jit
-def _z_width(x, step, sigma, q):
-    """z(x + step) - z(x) without cancellation: sigma^2 log1p(e^x expm1(step) / (e^x - 1 + q))."""
-    ld = _log_d(x, q)
-    if ld == NEG_INF:
-        return math.inf
-    return sigma * sigma * math.log1p(math.exp(x + math.log(math.expm1(step)) - ld))
+def _midpoint_corr(c, h):
+    """Relative correction of the midpoint rule for the N(0, 1)-mass of [c - h, c + h]:
+    mass = 2 h phi(c) (1 + corr), corr = He2(c) h^2/3! + He4(c) h^4/5! + He6(c) h^6/7!
+    (He_k: Hermite polynomials).  The omitted terms are below 105 x^8 / 9! < 1e-17 for
+    x = h (1 + |c|) < MIDPOINT_MAX (|He_k(c)| <= k!! (1 + |c|)^k)."""
+    c2 = c * c
+    h2 = h * h
+    he2 = c2 - 1.0
+    he4 = c2 * c2 - 6.0 * c2 + 3.0
+    he6 = c2 * c2 * c2 - 15.0 * c2 * c2 + 45.0 * c2 - 15.0
+    return h2 * (he2 / 6.0 + h2 * (he4 / 120.0 + h2 * he6 / 5040.0))
 
 
 @jit
 def _normal_logmass(a, b, w, sigma):
     """log P(a <= Z <= b) for Z ~ N(0, sigma^2), given the width w = b - a computed accurately.
 
-    Narrow intervals use the midpoint expansion
-    2 h phi(c) [1 + (c^2 - 1) h^2 / 6 + (c^4 - 6 c^2 + 3) h^4 / 120] (standardised
-    half-width h, centre c), whose truncation error is below 1e-17 relative when
-    h (1 + |c|) < 1e-3; otherwise the difference of log-CDFs loses at most
-    ~1e3 ulps.  Either way the relative error stays below 1e-13, which
-    ``MASS_SLACK`` covers.
+    Narrow intervals (standardised half-width h, centre c, h (1 + |c|) < MIDPOINT_MAX) use
+    the midpoint expansion of ``_midpoint_corr``; others the difference of log-CDFs, whose
+    relative error is at most ~200 u |log mass| (the relative width of the difference is
+    then >= 0.01).  ``mass_slack`` covers both.
     """
     if not a < b:
         return NEG_INF
@@ -119,135 +127,182 @@ def _normal_logmass(a, b, w, sigma):
         return log_ndtr(-a / sigma)
     h = 0.5 * w / sigma
     c = a / sigma + h
-    if h * (1.0 + abs(c)) < 1e-3:
-        c2 = c * c
-        h2 = h * h
-        corr = (c2 - 1.0) * h2 / 6.0 + (c2 * c2 - 6.0 * c2 + 3.0) * h2 * h2 / 120.0
-        return math.log(2.0 * h) + log_normal_pdf(c) + math.log1p(corr)
+    if h * (1.0 + abs(c)) < MIDPOINT_MAX:
+        return math.log(2.0 * h * (1.0 + _midpoint_corr(c, h))) + log_normal_pdf(c)
     return log_ndtr_diff(a / sigma, b / sigma)
 
 
 @jit
-def _bin_logmasses(x, step, sigma, q, add):
-    """(log P-mass, log Q-mass) of the z-interval whose remove loss lies in [x, x + step].
+def mass_slack(lm):
+    """Relative error bound of a bin mass with log-mass lm (see ``_normal_logmass``); an empty
+    bin (lm = -inf) is exact."""
+    if lm == NEG_INF:
+        return MASS_SLACK
+    return MASS_SLACK + 256.0 * EPS64 * abs(lm)
 
-    remove: P = (1 - q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2);
-    add:    P = N(0, s^2), Q = the mixture.
-    x = -inf or step = inf denote half-infinite loss intervals.
-    """
+
+@jit
+def _tail_logmass(x, sigma, q, add):
+    """log P-mass of the z-interval whose remove loss is >= x (x = -inf: the whole line)."""
     if x == NEG_INF:
-        a = NEG_INF
-    else:
-        a = _z_of_loss(x, sigma, q)
-    if step == math.inf:
-        b = math.inf
-        w = math.inf
-    elif a == NEG_INF:
-        b = _z_of_loss(x + step, sigma, q)
-        w = math.inf
-    else:
-        w = _z_width(x, step, sigma, q)
-        b = a + w
-    lm0 = _normal_logmass(a, b, w, sigma)
-    lm1 = _normal_logmass(a - 1.0, b - 1.0, w, sigma)
-    if q >= 1.0:
-        lmix = lm1
-    else:
-        lmix = log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
+        return 0.0
+    a = _z_of_loss(x, sigma, q)
+    lm0 = _normal_logmass(a, math.inf, math.inf, sigma)
     if add:
-        return lm0, lmix
-    return lmix, lm0
+        return lm0
+    lm1 = _normal_logmass(a - 1.0, math.inf, math.inf, sigma)
+    return lm1 if q >= 1.0 else log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
 
 
 @jit
-def _bins(sigma, q, step, j_lo, n, add, em, up_slack, fp, frac, amass):
-    """Per-bin masses and split fractions (serial: a parallel loop measured slower on 2 cores).
+def _head_logmass(x, sigma, q, add):
+    """log P-mass of the z-interval whose remove loss is <= x (-inf below the support)."""
+    b = _z_of_loss(x, sigma, q)
+    if b == NEG_INF:
+        return NEG_INF
+    lm0 = _normal_logmass(NEG_INF, b, math.inf, sigma)
+    if add:
+        return lm0
+    lm1 = _normal_logmass(NEG_INF, b - 1.0, math.inf, sigma)
+    return lm1 if q >= 1.0 else log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
 
-    fp[i]: pessimistic fraction of bin i's mass sent up to point i+1 (rounded up);
-    frac[i]: loss offset of the optimistic atom above point i (rounded down);
-    amass[i]: the bin's P-mass deflated by the slack (0 for an empty bin).
+
+@jit
+def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
+    """Log-masses of the remove-loss bins [x_k, x_{k+1}], x_k = k * step, k = k_lo .. k_lo + nb - 1.
+
+    The bin is the z-interval [a_k, a_{k+1}], a_k = z(x_k) (inverse remove loss), and
+    lm0[i] = log N(0, s^2)-mass of it, ls[i] = log(mixture mass / N(0, s^2) mass), the
+    mixture being (1 - q) N(0, s^2) + q N(1, s^2).  Both directions read these arrays:
+    remove (P = mixture, Q = N(0, s^2), loss in [x_k, x_{k+1}]) and add (P = N(0, s^2),
+    Q = mixture, loss in [-x_{k+1}, -x_k]).  Adjacent bins share one floating-point edge,
+    so the intervals partition the line exactly.
+
+    Narrow bins (standardised half-width h with h (1 + |c|) < MIDPOINT_MAX at both centres c) use
+    the midpoint expansion of ``_normal_logmass`` for N(0, s^2) and the exact ratio
+    phi(c - 1/s) / phi(c) = exp((a + b - 1) / (2 s^2)) for the mixture: three
+    transcendentals per bin, relative errors below 1e-13 (the arguments are bounded by 450;
+    each exp/log of an argument x errs by a few u (1 + |x|)).  Other bins use
+    ``_normal_logmass`` twice.
     """
-    for i in range(n - 1):
-        ell = (j_lo + i) * step
-        if add:
-            x = -(ell + step)
-        else:
-            x = ell
-        lp, lq = _bin_logmasses(x, step, sigma, q, add)
-        if lp == NEG_INF:
+    s2 = sigma * sigma
+    inv_s = 1.0 / sigma
+    half_inv_s2 = 0.5 / s2
+    log_q = math.log(q)
+    l1q = math.log1p(-q) if q < 1.0 else NEG_INF
+    base = 1.0 / s2 + abs(log_q)
+    b = _z_of_loss(k_lo * step, sigma, q)
+    for i in range(nb):
+        a = b
+        b = _z_of_loss((k_lo + i + 1) * step, sigma, q)
+        if not a < b:
+            lm0[i] = NEG_INF
+            ls[i] = 0.0
             continue
-        m = math.exp(lp)
-        # r = log(e^{ell_j} * Q/P), in [-step, 0] in exact arithmetic
-        r = ell + lq - lp
-        if r > 0.0:
-            r = 0.0
-        if r < -step:
-            r = -step
-        f_up = -math.expm1(r) / em
-        # bound on the rounding error of r (relative mass errors <= 1e-13 each)
-        err_r = 4e-13 + 8.0 * EPS64 * (abs(ell) + abs(lp) + abs(lq) + 1.0)
-        fp[i] = min(1.0, f_up + err_r / em)
-        # optimistic atom at the conditional u-mean, moved down by the error bound
-        pos = -r - err_r
-        if pos < 0.0:
-            pos = 0.0
-        frac[i] = pos
-        amass[i] = m * (1.0 - up_slack)
+        if a > NEG_INF:
+            w = b - a
+            h = 0.5 * w * inv_s
+            c = a * inv_s + h
+            c1 = c - inv_s
+            arg = (a + b - 1.0) * half_inv_s2
+            c2 = c * c
+            if h * (1.0 + max(abs(c), abs(c1))) < MIDPOINT_MAX and c2 + base + abs(arg) < 450.0:
+                corr0 = _midpoint_corr(c, h)
+                corr1 = _midpoint_corr(c1, h)
+                lm0[i] = math.log(2.0 * h * (1.0 + corr0)) - 0.5 * c2 - LOG_SQRT_2PI
+                ratio = math.exp(arg) * ((1.0 + corr1) / (1.0 + corr0))
+                ls[i] = math.log(ratio) if q >= 1.0 else math.log((1.0 - q) + q * ratio)
+                continue
+        else:
+            w = math.inf
+        l0 = _normal_logmass(a, b, w, sigma)
+        l1 = _normal_logmass(a - 1.0, b - 1.0, w, sigma)
+        if l0 == NEG_INF:
+            lm0[i] = NEG_INF
+            ls[i] = 0.0
+            continue
+        lm0[i] = l0
+        ls[i] = (l1 if q >= 1.0 else log_add(l1q + l0, log_q + l1)) - l0
 
 
 @jit
-def discretise_step(sigma, q, step, j_lo, j_hi, add, pess, opt, frac, amass):
-    """One SGM step on the grid points j_lo..j_hi (inclusive), both rounding directions.
+def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, pess, frac, amass):
+    """One direction of one SGM step on the grid points j_lo..j_hi (inclusive), from ``step_bins``.
 
-    Fills ``pess`` (connect-the-dots masses) and ``opt`` (optimistic masses) of
-    length n = j_hi - j_lo + 1; ``frac``/``amass`` (length n) are work arrays
-    for the optimistic atoms.  Returns the pessimistic +inf mass (P-mass above
-    the top grid point).  Pessimistic: mass below the grid moves up to the
-    lowest point, mass above goes to +inf.  Optimistic: mass below is dropped,
-    mass above moves down to the top point.
+    Fills ``pess`` (connect-the-dots masses, length n = j_hi - j_lo + 1) and the optimistic
+    atoms ``frac``/``amass`` (see ``optimistic_step``); returns (p_inf, top): the
+    pessimistic +inf mass (P-mass above the top grid point) and the optimistic mass moved
+    down onto the top point.  Pessimistic: mass below the grid moves up to the lowest point,
+    mass above goes to +inf.  Optimistic: mass below is dropped, mass above moves down to
+    the top point.  Bin i (loss [ell_i, ell_i + step]) is remove-loss bin k = j_lo + i
+    (remove) or k = -(j_lo + i) - 1 (add) of the arrays starting at ``k_lo``.
+
+    Per bin: fp = pessimistic fraction of the mass sent up to point i+1 (rounded up);
+    frac = loss offset of the optimistic atom above point i (rounded down), -1 if empty;
+    amass = the bin's P-mass deflated by the slack (0 for an empty bin).
     """
     n = j_hi - j_lo + 1
     for i in range(n):
         pess[i] = 0.0
-        opt[i] = 0.0
         frac[i] = -1.0
         amass[i] = 0.0
-    em = -math.expm1(-step)  # e^{-ell_j} - e^{-ell_{j+1}}, relative to e^{-ell_j}
-    up_slack = MASS_SLACK
-    lo_loss = j_lo * step
-    hi_loss = j_hi * step
-    # tails (in remove-loss coordinates the add intervals are mirrored)
+    # tails, in remove-loss coordinates (add: loss < lo <=> remove loss > -lo); the edges are
+    # the same floating-point values as those of the bins
     if add:
-        # loss < lo  <=>  remove loss > -lo (P = N(0, s^2) in this direction)
-        lp_low, _ = _bin_logmasses(-lo_loss, math.inf, sigma, q, add)
-        # loss > hi  <=>  remove loss < -hi
-        a_end = _z_of_loss(-hi_loss, sigma, q)
-        if a_end == NEG_INF:
-            lp_high = NEG_INF
-        else:
-            lp_high = _normal_logmass(NEG_INF, a_end, math.inf, sigma)
+        lp_low = _tail_logmass(-(j_lo * step), sigma, q, True)
+        lp_high = _head_logmass(-(j_hi * step), sigma, q, True)
     else:
-        a_end = _z_of_loss(lo_loss, sigma, q)
-        if a_end == NEG_INF:
-            lp_low = NEG_INF
-        else:
-            lm0 = _normal_logmass(NEG_INF, a_end, math.inf, sigma)
-            lm1 = _normal_logmass(NEG_INF, a_end - 1.0, math.inf, sigma)
-            lp_low = lm1 if q >= 1.0 else log_add(math.log1p(-q) + lm0, math.log(q) + lm1)
-        lp_high, _ = _bin_logmasses(hi_loss, math.inf, sigma, q, add)
-    p_inf = math.exp(lp_high) * (1.0 + up_slack)
-    pess[0] += math.exp(lp_low) * (1.0 + up_slack)
-    opt[n - 1] += math.exp(lp_high) * (1.0 - up_slack)
-    fp = np.zeros(n)
-    _bins(sigma, q, step, j_lo, n, add, em, up_slack, fp, frac, amass)
+        lp_low = _head_logmass(j_lo * step, sigma, q, False)
+        lp_high = _tail_logmass(j_hi * step, sigma, q, False)
+    p_inf = math.exp(lp_high) * (1.0 + mass_slack(lp_high))
+    pess[0] += math.exp(lp_low) * (1.0 + mass_slack(lp_low))
+    top = math.exp(lp_high) * (1.0 - mass_slack(lp_high))
+    em = -math.expm1(-step)  # e^{-ell_j} - e^{-ell_{j+1}}, relative to e^{-ell_j}
+    err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
     for i in range(n - 1):
-        mp = amass[i] / (1.0 - up_slack) * (1.0 + up_slack)
-        if mp > 0.0:
-            pess[i] += mp * (1.0 - fp[i])
-            pess[i + 1] += mp * fp[i]
+        ell = (j_lo + i) * step
+        k = -(j_lo + i) - 1 if add else j_lo + i
+        l0 = lm0[k - k_lo]
+        if l0 == NEG_INF:
+            continue
+        s = ls[k - k_lo]
+        # r = log(e^{ell_j} * Q/P), in [-step, 0] in exact arithmetic
+        if add:
+            lp = l0
+            r = ell + s
+        else:
+            lp = l0 + s
+            r = ell - s
+        m = math.exp(lp)
+        slack = mass_slack(lp) + 256.0 * EPS64 * abs(l0)
+        if r > 0.0:
+            r = 0.0
+        if r < -step:
+            r = -step
+        # bound on the error of r: the masses' relative errors (the slack), the rounding of
+        # the edges (u |z| / s^2 in loss) and of ell
+        err_r = slack + 8.0 * EPS64 * (abs(ell) + 2.0 * abs(l0) + abs(s) + err0)
+        fp = min(1.0, -math.expm1(r) / em + err_r / em)
+        mp = m * (1.0 + slack)
+        pess[i] += mp * (1.0 - fp)
+        pess[i + 1] += mp * fp
+        # optimistic atom at the conditional u-mean, moved down by the error bound
+        pos = -r - err_r
+        frac[i] = pos if pos > 0.0 else 0.0
+        amass[i] = m * (1.0 - slack)
+    return p_inf, top
+
+
+@jit
+def optimistic_step(step, frac, amass, top, opt):
+    """The optimistic one-step masses from the atoms of ``discretise_direction``: the convex-order
+    minorant where it applies, else merging by contractions; ``top`` goes onto the top point."""
+    n = opt.shape[0]
+    for i in range(n):
+        opt[i] = 0.0
+    opt[n - 1] += top
     if not _minorant_to_grid(step, n, frac, amass, opt):
         _contract_to_grid(step, n, frac, amass, opt)
-    return p_inf
 
 
 @jit

@@ -1,0 +1,71 @@
+"""The shared one-step bin masses (``step_bins``) against mpmath on the same floating-point edges.
+
+The kernel's bins are the z-intervals between consecutive floating-point edges
+``_z_of_loss(k * step)``; the exact N(0, s^2) and mixture masses of those intervals are
+computed here with mpmath at 60 digits (upper tails where that avoids cancellation). The
+bound checked, 1e-13 + 200 u |log mass| absolute on the log-mass, is a tenth of the slack
+``mass_slack`` the discretisation adds to every bin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from sgmfast._kernels import pld as K
+
+U = np.finfo(float).eps
+CASES = [(0.75, 1e-3, 7.6e-5), (0.75, 1e-3, 3e-4), (0.4, 0.5, 0.01), (2.0, 0.01, 1e-4), (0.1, 1e-5, 1e-3),
+         (5.0, 0.3, 1e-5), (1.0, 1.0, 1e-3)]
+# bins around the bottom of the support, in the bulk, and far out in the tail
+OFFSETS = [-1, 0, 1, 2, 5, 30, 1000, 20_000, 200_000, 2_000_000]
+
+
+def _upper(x):
+    return mpmath.erfc(x / mpmath.sqrt(2)) / 2
+
+
+def _mass(a, b, sigma, shift):
+    """N(shift, sigma^2)-mass of [a, b] (a may be -inf)."""
+    s = mpmath.mpf(sigma)
+    a = mpmath.mpf(a) - shift
+    b = mpmath.mpf(b) - shift
+    if a == -mpmath.inf:
+        return 1 - _upper(b / s) if b > 0 else _upper(-b / s)
+    if b <= 0:
+        return _upper(-b / s) - _upper(-a / s)
+    return _upper(a / s) - _upper(b / s)
+
+
+@pytest.mark.parametrize("sigma,q,step", CASES)
+def test_step_bins_match_mpmath(sigma, q, step):
+    mpmath.mp.dps = 60
+    k0 = math.floor(math.log1p(-q) / step) if q < 1 else -3000
+    for off in OFFSETS:
+        k = k0 + off
+        lm0, ls = np.empty(1), np.empty(1)
+        K.step_bins(sigma, q, step, k, 1, lm0, ls)
+        a, b = K._z_of_loss(k * step, sigma, q), K._z_of_loss((k + 1) * step, sigma, q)
+        if not a < b:
+            assert lm0[0] == -math.inf
+            continue
+        m0, m1 = _mass(a, b, sigma, 0), _mass(a, b, sigma, 1)
+        e0 = float(mpmath.log(m0))
+        ep = float(mpmath.log((1 - mpmath.mpf(q)) * m0 + q * m1))
+        assert abs(lm0[0] - e0) <= 1e-13 + 200 * U * abs(e0), (k, lm0[0], e0)
+        assert abs(lm0[0] + ls[0] - ep) <= 1e-13 + 200 * U * abs(ep), (k, lm0[0] + ls[0], ep)
+
+
+def test_step_bins_range_is_consistent():
+    """Computing a range in two pieces gives the same arrays as in one (shared edges)."""
+    sigma, q, step = 0.9, 0.01, 1e-3
+    lm0, ls = np.empty(300), np.empty(300)
+    K.step_bins(sigma, q, step, -20, 300, lm0, ls)
+    a0, as_ = np.empty(300), np.empty(300)
+    K.step_bins(sigma, q, step, -20, 120, a0, as_)
+    K.step_bins(sigma, q, step, 100, 180, a0[120:], as_[120:])
+    np.testing.assert_array_equal(lm0, a0)
+    np.testing.assert_array_equal(ls, as_)
