@@ -86,7 +86,7 @@ class _Grid:
     log_scale: float
     err: float  # l1 bound on |t - exact| (same units as t)
     p_inf: float  # untilted mass at +inf
-    inf_err: float  # bound on the error of p_inf
+    inf_err: float  # absolute error bound: added to the upper bound (p_inf's), subtracted from the lower
     eta: float  # total (finite + inf) untilted mass <= 1 + eta
     floor: float = -math.inf  # the bound holds for eps >= floor (below: upper 1, lower 0)
     _sums: Any = field(default=None, repr=False)
@@ -207,6 +207,8 @@ def _fft_const(n: int) -> float:
 
 _WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
 _TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
+_PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the Chernoff edge
+_WRAP_LOG = 46.0  # windows with theta > 0: mass wrapped up from below weighs <= e^{-46} ~ 1e-20
 
 
 def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> _Grid:
@@ -260,8 +262,8 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     # bounds on the tilted composed MGF put less than _TAIL_GOAL of mass outside it -- far
     # beyond the sd scale when one-step tails are heavy (small q and sigma, few steps).
     lo_l = min(mean - _WINDOW_SDS * sd, eps_lo - 2 * sd - 2 * step)
-    hi_l = max(mean, eps_lo) + _WINDOW_SDS * sd
-    tail_up = tail_alias = 0.0
+    hi_l = max(mean, eps_lo) + (_PESS_UP_SDS if pess else _WINDOW_SDS) * sd
+    tail_up = tail_alias = wrap_up = 0.0
     j0 = max(sup_lo, math.floor(lo_l / step))
     j1 = min(sup_hi, math.ceil(hi_l / step))
     if j1 - j0 + 1 > MAX_BINS:
@@ -270,20 +272,32 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     if sup_hi - sup_lo + 1 <= n:
         j0 = sup_lo  # the whole support fits: no wrap-around at all
     else:
-        mgf = _log_mgf_table(parts, step, sd)
+        mgf = _log_mgf_table(parts, step, sd, lower=not pess)
+        a_max = eps_lo - 2 * sd - 2 * step  # the window must reach below every eps queried
         if pess:
             # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
-            # tilted mass. (Mass that wraps around only adds non-negative mass: sound, and
-            # the 9-sd margin below keeps what wraps up from the bottom negligible.)
+            # tilted mass; mass that wraps around only adds non-negative mass (sound).
             hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=theta, offset=log_scale))
         else:
-            # Wrapped mass is subtracted at its worst effect: bound what wraps up from below
-            # the window and what wraps down from above it onto [eps_lo, ...).
-            lo_l = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
+            # Wrapped mass is subtracted at its worst effect. What wraps down from above lands
+            # W lower: keep the tilted mass that lands on [eps_lo, ...) below _TAIL_GOAL.
+            edge_up = _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0)
+        # What wraps up from below lands >= one window length W higher, where its untilted
+        # weight is at most e^{-theta W} times its own (<= e^{-theta W} in all). For theta > 0 a
+        # window of _WRAP_LOG / theta suffices; otherwise the lower tail is cut by Chernoff.
+        # window length when what wraps up is bounded by e^{-theta W} (theta > 0 only)
+        w_min = _WRAP_LOG / theta if theta > 0 else math.inf
+        if pess:
+            lo_l = min(a_max, max(lo_l, hi_l - w_min))
+        else:
+            # either that, or a lower edge where Chernoff leaves < _TAIL_GOAL below: the shorter
+            lo_c = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
+            hi_c = max(hi_l, edge_up - max(eps_lo - lo_c, 0.0))
+            w = max(hi_l - a_max, w_min, edge_up - eps_lo)
+            wrap_by_theta = w < hi_c - lo_c
+            lo_l, hi_l = (a_max, a_max + w) if wrap_by_theta else (lo_c, hi_c)
         j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
         a = j0 * step
-        if not pess:
-            hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0) - max(eps_lo - a, 0.0))
         j1 = min(sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
         n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
         if sup_hi - sup_lo + 1 <= n:
@@ -296,7 +310,10 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
             else:
                 tail_alias = _chernoff(mgf, b + max(eps_lo - a, 0.0), mean, upper=True)
                 if j0 > sup_lo:
-                    tail_alias += _chernoff(mgf, a - step, mean, upper=False)
+                    if wrap_by_theta:
+                        wrap_up = math.exp(-theta * n * step) * (1 + 1e-9)
+                    else:
+                        tail_alias += _chernoff(mgf, a - step, mean, upper=False)
     folded = []
     for j_lo, t, count in parts:
         f = np.zeros(n)
@@ -332,8 +349,8 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     # wrapped mass: at most tail_hi + tail_lo (tilted), its effect on delta(eps) <= e^{S - theta eps} * that
     alias = tail_alias * (1 + 2 * grow) * math.exp(log_scale - ls)
     # the alias bound holds for eps >= eps_lo: below it the lower bound is 0
-    floor = eps_lo if alias > 0 else -math.inf
-    return _Grid(step, theta, False, j0, t, ls, alias, 0.0, 0.0, 0.0, floor=floor)
+    floor = eps_lo if alias > 0 or wrap_up > 0 else -math.inf
+    return _Grid(step, theta, False, j0, t, ls, alias, 0.0, wrap_up, 0.0, floor=floor)
 
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
@@ -342,10 +359,11 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
 _CHERNOFF_K = np.arange(-24, 17, 2)
 
 
-def _log_mgf_table(parts, step, sd):
-    """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up."""
+def _log_mgf_table(parts, step, sd, lower=True):
+    """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up
+    (lambda < 0, for lower tails, only when ``lower``)."""
     base = 2.0 ** (_CHERNOFF_K / 2.0) / max(sd, 1e-300)
-    lams = np.concatenate((base, -base))
+    lams = np.concatenate((base, -base)) if lower else base
     total = np.zeros(lams.size)
     out = np.empty(lams.size)
     for j_lo, t, count in parts:

@@ -505,7 +505,8 @@ def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err
     """Certified δ(eps) bound for each eps (upper or lower), written to out.
 
     upper: finite + p_inf + inf_err + e^{log_scale - theta eps} err_l1 + slack;
-    lower: max(0, finite - e^{log_scale - theta eps} err_l1 - slack).
+    lower: max(0, finite - inf_err - e^{log_scale - theta eps} err_l1 - slack)
+    (inf_err: an absolute error bound; err_l1: one in tilted units).
     The FFT term uses e^{-theta ell} f_eps(ell) <= e^{-theta eps} for ell >= eps, theta >= 0.
     """
     for i in range(eps.shape[0]):
@@ -516,7 +517,7 @@ def delta_curve(eps, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err
             # below ``floor`` the grid lacks part of the mass above eps: only the trivial bound holds
             out[i] = 1.0 if e < floor else min(1.0, val + p_inf + inf_err + fe + slack)
         else:
-            out[i] = 0.0 if e < floor else max(0.0, val - fe - slack)
+            out[i] = 0.0 if e < floor else max(0.0, val - inf_err - fe - slack)
 
 
 @jit
@@ -527,7 +528,7 @@ def _bound_at(e, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, er
     fe = math.exp(log_scale - theta * e) * err_l1
     if upper:
         return val + p_inf + inf_err + fe + slack
-    return val - fe - slack
+    return val - inf_err - fe - slack
 
 
 @jit
