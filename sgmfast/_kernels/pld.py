@@ -537,21 +537,28 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
 
     upper: returns some eps >= 0 with delta_upper(eps) <= target (inf if none on
     the grid); lower: some eps with delta_lower(eps) > target, or 0.
-    Scans grid points, then bisects inside the bracketing bin keeping the
-    invariant, so the answer is valid even where the bound is not monotone.
+    Bisects over grid points for a bracketing bin, then inside it, keeping the invariant
+    (bound > target at the low end, <= target at the high end); every answer is checked
+    at the value returned, so it is valid even where the bound is not monotone (it would
+    then only be less tight than the best grid point).
     """
     n = t.shape[0]
     j0 = max(0, -offset)  # first index with ell >= 0
     if upper:
         if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
             return 0.0
-        hi_j = -1
-        for j in range(j0, n):
-            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
-                hi_j = j
-                break
-        if hi_j < 0:
+        if j0 >= n or _bound_at((offset + n - 1) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf,
+                                inf_err, err_l1, True, floor) > target:
             return math.inf
+        lo_j = j0 - 1  # (eps = 0 stands for it: its bound is > target)
+        hi_j = n - 1
+        while hi_j - lo_j > 1:
+            mid_j = (lo_j + hi_j) // 2
+            if _bound_at((offset + mid_j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
+                         err_l1, True, floor) <= target:
+                hi_j = mid_j
+            else:
+                lo_j = mid_j
         hi = (offset + hi_j) * step
         lo = max(0.0, hi - step)
         for _ in range(64):
@@ -565,10 +572,25 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
         return hi
     else:
         lo_j = -1
-        for j in range(n - 1, j0 - 1, -1):
-            if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
-                lo_j = j
-                break
+        jf = j0  # first grid point at or above the floor (below it the lower bound is trivial)
+        if floor > -math.inf:
+            jf = max(j0, math.ceil(floor / step) - offset)
+            while jf < n and (offset + jf) * step < floor:
+                jf += 1
+        if jf < n and _bound_at((offset + jf) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
+                                err_l1, False, floor) > target:
+            lo_j = jf
+            hi_j = n  # (past the grid: the finite part is 0 there)
+            if _bound_at((offset + n - 1) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
+                         err_l1, False, floor) > target:
+                lo_j = n - 1
+            while hi_j - lo_j > 1:
+                mid_j = (lo_j + hi_j) // 2
+                if _bound_at((offset + mid_j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
+                             err_l1, False, floor) > target:
+                    lo_j = mid_j
+                else:
+                    hi_j = mid_j
         if lo_j < 0:
             if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
                 lo = 0.0
