@@ -74,6 +74,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="PLD only: target relative width of the certified interval (default 1e-3)")
     pe.add_argument("--orders", type=float, nargs="+",
                     help="RDP only: optimise over these orders instead of all real alpha > 1")
+    pe.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
+                    help="neighbouring relation (replace-one: PLD only; a replacement moves the sum by 2 norms)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (> 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
@@ -145,9 +147,12 @@ def _resolve_q_steps(args) -> tuple[float, float]:
 
 def _cmd_epsilon(args) -> None:
     q, steps = _resolve_q_steps(args)
+    relation = args.relation.replace("-", "_")
     if args.accountant == "rdp":
         from . import rdp
 
+        if relation != "add_remove":
+            raise ValueError("--relation replace-one needs --accountant pld (the RDP bound is for add/remove)")
         eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True)
         print(f"epsilon: {_fmt(eps, 'up')}")
         print(f"optimal order: {order:.6g}")
@@ -156,9 +161,10 @@ def _cmd_epsilon(args) -> None:
             raise ValueError("--orders applies to --accountant rdp only")
         from . import pld
 
-        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy)
+        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
+        print(f"relation: {args.relation}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps)}")

@@ -20,10 +20,12 @@ optimistic δ minus the round-off bound and minus the largest effect the wrapped
 mass can have.  Both directions of the add/remove relation are bounded and the
 larger δ (larger eps) is reported.
 
-Neighbouring relation: only ``"add_remove"`` is implemented (dominating pairs
-remove: P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped;
-Zhu, Dong & Wang, AISTATS 2022, Table 1 / Mironov et al. 2019).  The
-replace-one relation is not implemented yet.
+Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:
+P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped; Zhu, Dong &
+Wang, AISTATS 2022 / Mironov et al. 2019).  ``"replace_one"``: P = (1-q)N(0,s^2) +
+qN(-1,s^2), Q = (1-q)N(0,s^2) + qN(1,s^2) (clipped contributions of norm <= 1 on
+either side of the replacement, so the batch sum moves by up to 2; symmetric, so
+one direction suffices; no RDP cap applies to it).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ MAX_BINS = 1 << 24
 _U = np.finfo(np.float64).eps / 2  # unit round-off
 _TAU_STEP = 1e-30  # P-mass left outside the one-step grid (each tail)
 _X_TAU = float(-ndtri(_TAU_STEP))  # ~11.46 standard deviations
-_RELATIONS = ("add_remove",)
+_RELATIONS = ("add_remove", "replace_one")
+_REPLACE = "replace"  # direction code of the replace-one pair (add/remove: False = remove, True = add)
 _WORKERS = 1  # threads oversubscribe 2 cores for these sizes (measured)
 # Exponential tilting is implemented but off: its pessimistic lower-tail move is not yet
 # certified tightly enough (see the module notes); untilted results are sound.
@@ -58,8 +61,6 @@ _USE_TILT = True
 
 
 def _check_relation(relation: str) -> None:
-    if relation == "replace_one":
-        raise NotImplementedError("relation='replace_one' is not implemented yet in sgmfast.pld; use 'add_remove'")
     if relation not in _RELATIONS:
         raise ValueError(f"relation must be one of {_RELATIONS}; got {relation!r}")
 
@@ -103,9 +104,14 @@ def _grid_range(sigma: float, q: float, add: bool, step: float, tau: float = _TA
     """
     x = _X_TAU
     x_far = float(-ndtri(min(0.25, max(tau, _TAU_STEP) / q)))
-    if add:
+    x_near = float(-ndtri(min(0.25, max(tau, _TAU_STEP))))
+    if add == _REPLACE:
+        # P = (1-q) N(0, s^2) + q N(-1, s^2); the loss decreases in z
+        lo = _k.replace_loss(sigma * x, sigma, q)
+        hi = _k.replace_loss(min(-1.0 - sigma * x_far, -sigma * x_near), sigma, q)
+    elif add:
         hi = -_k.remove_loss(-sigma * x, sigma, q)
-        lo = -_k.remove_loss(1.0 + sigma * max(x_far, float(-ndtri(min(0.25, max(tau, _TAU_STEP))))), sigma, q)
+        lo = -_k.remove_loss(1.0 + sigma * max(x_far, x_near), sigma, q)
     else:
         hi = _k.remove_loss(1.0 + sigma * x_far, sigma, q)
         lo = _k.remove_loss(-sigma * x, sigma, q)
@@ -223,12 +229,22 @@ def _one_step(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_
     hit = _STEP_CACHE.get(key)
     if hit is None:
         j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
-        # remove-loss bins needed: remove j_lo..j_hi-1, add -j_hi..-j_lo-1
+        # loss bins as remove-loss bins: remove j_lo..j_hi-1, add (and replace) -j_hi..-j_lo-1
         k_lo, k_hi = (-j_hi, -j_lo - 1) if add else (j_lo, j_hi - 1)
-        b_lo, lm0, ls = _bins(sigma, q, step, tau, k_lo, k_hi)
+        err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
+        if add == _REPLACE:
+            b_lo = k_lo
+            lm0, ls = np.empty(k_hi - k_lo + 1), np.empty(k_hi - k_lo + 1)
+            _k.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls)
+            lp_low, lp_high = _k.replace_tails(sigma, q, step, j_lo, j_hi)
+            err0 *= 2.0  # the replace loss moves twice as fast in z
+        else:
+            b_lo, lm0, ls = _bins(sigma, q, step, tau, k_lo, k_hi)
+            lp_low, lp_high = _k.addremove_tails(sigma, q, step, j_lo, j_hi, add)
         n = j_hi - j_lo + 1
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
-        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, j_lo, j_hi, add, pess, frac, amass)
+        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, j_lo, j_hi, bool(add), lp_low, lp_high,
+                                             err0, pess, frac, amass)
         if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
             raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
         hit = _OneStep(j_lo, pess, p_inf, step, frac, amass, top)
@@ -481,7 +497,10 @@ def _moments(sigma: float, q: float, add: bool):
     key = (sigma, q, add)
     hit = _MOM_CACHE.get(key)
     if hit is None:
-        hit = _k.loss_moments(sigma, q, add, 20001)
+        if add == _REPLACE:
+            hit = _k.replace_loss_moments(sigma, q, 20001)
+        else:
+            hit = _k.loss_moments(sigma, q, add, 20001)
         if len(_MOM_CACHE) > 4096:  # bounded: calibration sweeps visit many sigmas
             _MOM_CACHE.clear()
         _MOM_CACHE[key] = hit
@@ -494,10 +513,10 @@ def _gauss_delta(eps, mean, var):
     return float(ndtr(x) - math.exp(eps - mean + var / 2 + log_ndtr(x - s)))
 
 
-def _eps_estimate(schedule, target_delta: float) -> float:
-    """Gaussian approximation of the composed PLD (mean and variance add over steps)."""
-    mean = sum(c * _moments(s, q, False)[0] for s, q, c in schedule)
-    var = sum(c * _moments(s, q, False)[1] for s, q, c in schedule)
+def _eps_estimate(schedule, target_delta: float, d=False) -> float:
+    """Gaussian approximation of the composed PLD of direction d (mean and variance add over steps)."""
+    mean = sum(c * _moments(s, q, d)[0] for s, q, c in schedule)
+    var = sum(c * _moments(s, q, d)[1] for s, q, c in schedule)
     if var <= 0 or _gauss_delta(0.0, mean, var) <= target_delta:
         return 0.0
     hi = mean + 50 * math.sqrt(var) + 50
@@ -509,9 +528,9 @@ def _eps_estimate(schedule, target_delta: float) -> float:
 _STEP_FACTOR = 0.8
 
 
-def _initial_step(schedule, accuracy: float, eps_est: float) -> float:
+def _initial_step(schedule, accuracy: float, eps_est: float, d=False) -> float:
     total = sum(c for _, _, c in schedule)
-    var = sum(c * _moments(s, q, False)[1] for s, q, c in schedule)
+    var = sum(c * _moments(s, q, d)[1] for s, q, c in schedule)
     # the certified gap grows like step^2 / (per-step loss variance); _STEP_FACTOR is set so that
     # the first grid usually meets the accuracy without a second round (measured, bench/README)
     d = _STEP_FACTOR * math.sqrt(3.0 * accuracy * var / total)
@@ -587,8 +606,10 @@ class _Engine:
     optimistic composition is skipped.
     """
 
-    def __init__(self, schedule, accuracy: float, grid_step: float | None):
+    def __init__(self, schedule, accuracy: float, grid_step: float | None, relation: str = "add_remove"):
         self.schedule = tuple(schedule)
+        self.replace = relation == "replace_one"
+        self.main = _REPLACE if self.replace else False  # the direction that sets the estimates
         self.accuracy = accuracy
         self.grid_step = grid_step
         self._grids: dict = {}
@@ -628,6 +649,10 @@ class _Engine:
             self._theta_cache[key] = th
         return th
 
+    def _rdp_eps(self, target: float) -> float:
+        """RDP's epsilon, also a valid upper bound for add/remove (none is used for replace-one)."""
+        return math.inf if self.replace else self._rdp().epsilon(target)
+
     def _rdp(self):
         """The RDP accountant of the same schedule: its epsilon is also a valid upper bound,
         so it caps the PLD upper bound (never above RDP)."""
@@ -641,6 +666,9 @@ class _Engine:
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
         lo_e = 0.5 * est
+        if self.replace:  # one symmetric pair: one direction
+            return (_eps_bound(self.grid(_REPLACE, False, step, est, lo_e), target),
+                    _eps_bound(self.grid(_REPLACE, True, step, est, lo_e), target))
         up_r = _eps_bound(self.grid(False, True, step, est, lo_e), target)
         lo = _eps_bound(self.grid(False, False, step, est, lo_e), target)
         # the add direction usually lies well below: a 4x coarser pessimistic grid often proves it
@@ -655,9 +683,9 @@ class _Engine:
         """(lower, upper) at delta = target; ``step0`` overrides the first grid step (the loop
         still refines until the accuracy is met). The last step used is kept in ``last_step``."""
         self.set_delta_goal(target)
-        est = _eps_estimate(self.schedule, target)
-        step = self.grid_step or step0 or _initial_step(self.schedule, self.accuracy, est)
-        cap = self._rdp().epsilon(target)
+        est = _eps_estimate(self.schedule, target, self.main)
+        step = self.grid_step or step0 or _initial_step(self.schedule, self.accuracy, est, self.main)
+        cap = self._rdp_eps(target)
         best = None
         while True:
             self.last_step = step
@@ -687,6 +715,9 @@ class _Engine:
 
     # --- δ(eps) ---------------------------------------------------------
     def _delta_at(self, step, eps, eps_c):
+        if self.replace:
+            return (_delta_bound(self.grid(_REPLACE, False, step, eps_c), eps),
+                    _delta_bound(self.grid(_REPLACE, True, step, eps_c), eps))
         up_r = _delta_bound(self.grid(False, True, step, eps_c), eps)
         lo = _delta_bound(self.grid(False, False, step, eps_c), eps)
         up_a = _delta_bound(self.grid(True, True, 4 * step, eps_c), eps)
@@ -698,12 +729,15 @@ class _Engine:
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.set_delta_goal(1e-16)
-        est = _eps_estimate(self.schedule, 1e-6)
-        step = self.grid_step or _initial_step(self.schedule, self.accuracy, max(float(eps.max()), est))
+        est = _eps_estimate(self.schedule, 1e-6, self.main)
+        step = self.grid_step or _initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
         h = self.accuracy * np.maximum(eps, 1e-2)
         keys = np.round(eps, 1)
-        rdp_acc = self._rdp()
-        cap = np.array([rdp_acc.delta(float(x)) for x in eps])
+        if self.replace:
+            cap = np.ones(eps.size)
+        else:
+            rdp_acc = self._rdp()
+            cap = np.array([rdp_acc.delta(float(x)) for x in eps])
         best = None
         while True:
             lo = np.empty(eps.size)
@@ -755,12 +789,17 @@ def _gaussian_eps(mu: float, target: float) -> tuple[float, float]:
     return lo, hi
 
 
-def _epsilon_one(sigma, q, steps, target, accuracy, grid_step):
+def _sensitivity(relation: str) -> float:
+    """Largest change of the batch sum: 1 clipping norm for add/remove, 2 for replace-one."""
+    return 2.0 if relation == "replace_one" else 1.0
+
+
+def _epsilon_one(sigma, q, steps, target, accuracy, grid_step, relation="add_remove"):
     if steps == 0:
         return 0.0, 0.0
     if q == 1.0:
-        return _gaussian_eps(math.sqrt(steps) / sigma, target)
-    return _Engine([(sigma, q, int(steps))], accuracy, grid_step).epsilon(target)
+        return _gaussian_eps(_sensitivity(relation) * math.sqrt(steps) / sigma, target)
+    return _Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).epsilon(target)
 
 
 def _epsilon_hinted(sigma, q, steps, target, accuracy, step0):
@@ -792,23 +831,23 @@ def _epsilon_upper_at(sigma, q, steps, target, accuracy, step):
     return min(up, eng._rdp().epsilon(target))
 
 
-def _delta_one(sigma, q, steps, eps, accuracy, grid_step):
+def _delta_one(sigma, q, steps, eps, accuracy, grid_step, relation="add_remove"):
     if steps == 0:
         return 0.0, 0.0
     if q == 1.0:
-        d = float(_exact_gaussian_delta(math.sqrt(steps) / sigma, np.array([eps]))[0])
+        d = float(_exact_gaussian_delta(_sensitivity(relation) * math.sqrt(steps) / sigma, np.array([eps]))[0])
         return max(0.0, d * (1 - 1e-12)), min(1.0, d * (1 + 1e-12))
-    lo, up = _Engine([(sigma, q, int(steps))], accuracy, grid_step).delta(np.array([eps], dtype=np.float64))
+    lo, up = _Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).delta(np.array([eps], dtype=np.float64))
     return float(lo[0]), float(up[0])
 
 
-def _broadcast_call(fn, sigma, q, steps, x, accuracy, grid_step):
+def _broadcast_call(fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove"):
     arrays = np.broadcast_arrays(sigma, q, steps, x)
     shape = arrays[0].shape
     lo = np.empty(shape)
     up = np.empty(shape)
     for idx in np.ndindex(shape):
-        lo[idx], up[idx] = fn(*(float(a[idx]) for a in arrays), accuracy, grid_step)
+        lo[idx], up[idx] = fn(*(float(a[idx]) for a in arrays), accuracy, grid_step, relation)
     if shape == ():
         return Bounds(float(lo), float(up))
     return Bounds(lo, up)
@@ -830,9 +869,17 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     accuracy : float, optional
         Target relative width of the certified interval, ``upper - lower <=
         accuracy * upper``; the loss grid is refined until it is met.
-    relation : {"add_remove"}
-        Neighbouring relation (both add and remove directions are composed,
-        the larger ε is reported).
+    relation : {"add_remove", "replace_one"}
+        Neighbouring relation. ``"add_remove"``: one record added or removed;
+        both directions are composed and the larger ε is reported.
+        ``"replace_one"``: one record replaced by another. Sensitivity
+        convention: every clipped per-example gradient has norm <= 1 (one
+        clipping norm), so a replacement moves the batch sum by up to 2; the
+        dominating pair is (1-q)N(0, σ²) + qN(-1, σ²) against
+        (1-q)N(0, σ²) + qN(1, σ²) (dp_accounting's REPLACE adjacency), and at
+        q = 1 it is the Gaussian mechanism with sensitivity 2. (Passing
+        "sensitivity 2" into an add/remove accountant instead is a different,
+        looser pair; treating replacement as sensitivity 1 under-reports ε.)
     grid_step : float, optional
         Expert override of the loss-grid step; disables the accuracy loop.
 
@@ -857,7 +904,7 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     acc = _check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
     gs = None if grid_step is None else float(check_sigma(grid_step, "grid_step"))
-    return _broadcast_call(_epsilon_one, s, qq, t, d, acc, gs)
+    return _broadcast_call(_epsilon_one, s, qq, t, d, acc, gs, relation)
 
 
 def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", grid_step=None) -> Bounds:
@@ -890,7 +937,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     acc = _check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
     gs = None if grid_step is None else float(check_sigma(grid_step, "grid_step"))
-    return _broadcast_call(_delta_one, s, qq, t, e, acc, gs)
+    return _broadcast_call(_delta_one, s, qq, t, e, acc, gs, relation)
 
 
 class PLDAccountant:
@@ -900,8 +947,8 @@ class PLDAccountant:
     ----------
     accuracy : float, optional
         As in :func:`epsilon`.
-    relation : {"add_remove"}
-        Neighbouring relation.
+    relation : {"add_remove", "replace_one"}
+        Neighbouring relation, as in :func:`epsilon`.
     grid_step : float, optional
         Expert override of the loss-grid step.
 
@@ -952,7 +999,7 @@ class PLDAccountant:
 
     def _get_engine(self):
         if self._engine is None:
-            self._engine = _Engine(self._schedule(), self.accuracy, self.grid_step)
+            self._engine = _Engine(self._schedule(), self.accuracy, self.grid_step, self.relation)
         return self._engine
 
     def epsilon(self, delta) -> Bounds:
@@ -962,7 +1009,8 @@ class PLDAccountant:
             return Bounds(np.zeros(d.shape), np.zeros(d.shape)) if d.ndim else Bounds(0.0, 0.0)
         sched = self._schedule()
         if len(sched) == 1 and sched[0][1] == 1.0:
-            fn = lambda x: _gaussian_eps(math.sqrt(sched[0][2]) / sched[0][0], x)  # noqa: E731
+            mu = _sensitivity(self.relation) * math.sqrt(sched[0][2]) / sched[0][0]
+            fn = lambda x: _gaussian_eps(mu, x)  # noqa: E731
         else:
             fn = self._get_engine().epsilon
         vals = [fn(float(x)) for x in d.ravel()]
@@ -978,7 +1026,7 @@ class PLDAccountant:
         sched = self._schedule()
         flat = e.ravel()
         if len(sched) == 1 and sched[0][1] == 1.0:
-            d = _exact_gaussian_delta(math.sqrt(sched[0][2]) / sched[0][0], flat)
+            d = _exact_gaussian_delta(_sensitivity(self.relation) * math.sqrt(sched[0][2]) / sched[0][0], flat)
             lo, up = np.maximum(0, d * (1 - 1e-12)), np.minimum(1, d * (1 + 1e-12))
         else:
             lo, up = self._get_engine().delta(flat)

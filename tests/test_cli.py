@@ -33,6 +33,20 @@ def test_epsilon_rdp(capsys):
     assert float(_field(out, "optimal order")) == pytest.approx(order, rel=1e-5)
 
 
+def test_epsilon_pld_replace_one(capsys):
+    from sgmfast import pld
+
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--q", "0.01", "--steps", "1000", "--delta", "1e-5",
+                           "--relation", "replace-one"], capsys)
+    assert code == 0 and err == ""
+    b = pld.epsilon(1.0, 0.01, 1000, 1e-5, relation="replace_one")
+    assert float(_field(out, "epsilon")) == pytest.approx(b.upper, rel=1e-5)
+    assert _field(out, "relation") == "replace-one"
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--q", "0.01", "--steps", "1000", "--delta", "1e-5",
+                           "--relation", "replace-one", "--accountant", "rdp"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--accountant pld" in err
+
+
 def test_batch_size_and_epochs(capsys):
     code, out, _ = _run(["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000",
                          "--epochs", "60", "--delta", "1e-5", "--accountant", "rdp"], capsys)

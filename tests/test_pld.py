@@ -241,8 +241,6 @@ def test_bad_options():
         pld.epsilon(1.0, 0.01, 10, 1e-5, accuracy=0.0)
     with pytest.raises(ValueError, match="relation"):
         pld.epsilon(1.0, 0.01, 10, 1e-5, relation="bogus")
-    with pytest.raises(NotImplementedError):
-        pld.epsilon(1.0, 0.01, 10, 1e-5, relation="replace_one")
     with pytest.raises(ValueError, match="epsilon"):
         pld.delta(1.0, 0.01, 10, -1.0)
 

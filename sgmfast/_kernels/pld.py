@@ -62,6 +62,11 @@ __all__ = [
     "step_bins",
     "discretise_direction",
     "optimistic_step",
+    "addremove_tails",
+    "replace_bins",
+    "replace_tails",
+    "replace_loss",
+    "replace_z",
     "suffix_sums",
     "delta_curve",
     "eps_search",
@@ -228,8 +233,19 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
 
 
 @jit
-def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, pess, frac, amass):
-    """One direction of one SGM step on the grid points j_lo..j_hi (inclusive), from ``step_bins``.
+def addremove_tails(sigma, q, step, j_lo, j_hi, add):
+    """(log P-mass below grid point j_lo, log P-mass above j_hi) of one add/remove direction, in
+    remove-loss coordinates (add: loss < lo <=> remove loss > -lo) on the same floating-point
+    edges as the bins."""
+    if add:
+        return _tail_logmass(-(j_lo * step), sigma, q, True), _head_logmass(-(j_hi * step), sigma, q, True)
+    return _head_logmass(j_lo * step, sigma, q, False), _tail_logmass(j_hi * step, sigma, q, False)
+
+
+@jit
+def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, lp_low, lp_high, err0, pess, frac, amass):
+    """One direction of one SGM step on the grid points j_lo..j_hi (inclusive), from ``step_bins``
+    (or, for the replace-one pair, ``replace_bins`` read with add=True).
 
     Fills ``pess`` (connect-the-dots masses, length n = j_hi - j_lo + 1) and the optimistic
     atoms ``frac``/``amass`` (see ``optimistic_step``); returns (p_inf, top): the
@@ -248,19 +264,12 @@ def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, pess, f
         pess[i] = 0.0
         frac[i] = -1.0
         amass[i] = 0.0
-    # tails, in remove-loss coordinates (add: loss < lo <=> remove loss > -lo); the edges are
-    # the same floating-point values as those of the bins
-    if add:
-        lp_low = _tail_logmass(-(j_lo * step), sigma, q, True)
-        lp_high = _head_logmass(-(j_hi * step), sigma, q, True)
-    else:
-        lp_low = _head_logmass(j_lo * step, sigma, q, False)
-        lp_high = _tail_logmass(j_hi * step, sigma, q, False)
+    # tails: lp_low / lp_high are the log P-masses below / above the grid
     p_inf = math.exp(lp_high) * (1.0 + mass_slack(lp_high))
     pess[0] += math.exp(lp_low) * (1.0 + mass_slack(lp_low))
     top = math.exp(lp_high) * (1.0 - mass_slack(lp_high))
     em = -math.expm1(-step)  # e^{-ell_j} - e^{-ell_{j+1}}, relative to e^{-ell_j}
-    err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
+    # err0: the edges' rounding in loss units is <= 8u err0 (see the caller)
     for i in range(n - 1):
         ell = (j_lo + i) * step
         k = -(j_lo + i) - 1 if add else j_lo + i
@@ -293,6 +302,108 @@ def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, pess, f
         frac[i] = pos if pos > 0.0 else 0.0
         amass[i] = m * (1.0 - slack)
     return p_inf, top
+
+
+# --- the replace-one pair --------------------------------------------------------------
+# P = (1 - q) N(0, s^2) + q N(-1, s^2), Q = (1 - q) N(0, s^2) + q N(1, s^2): a record whose
+# clipped contribution (norm <= 1) is replaced by another shifts the sum by up to 2, split as
+# -1 / +1 around the other records' sum.  The loss log(P/Q)(z) is decreasing in z and
+# symmetric (z -> -z swaps P and Q), so one direction describes the pair.
+
+
+@jit
+def replace_loss(z, sigma, q):
+    """log(P/Q)(z) of the replace-one pair, without overflow."""
+    s2 = sigma * sigma
+    lq = math.log(q)
+    if q >= 1.0:
+        return -2.0 * z / s2
+    l1q = math.log1p(-q)
+    return log_add(l1q, lq - (2.0 * z + 1.0) / (2.0 * s2)) - log_add(l1q, lq + (2.0 * z - 1.0) / (2.0 * s2))
+
+
+@jit
+def replace_z(ell, sigma, q):
+    """The z with replace_loss(z) = ell: z = s^2 log u, u the positive root of
+    e^ell q c u^2 + (1 - q)(e^ell - 1) u - q c = 0, c = e^{-1/(2 s^2)}, in a form free of
+    cancellation and overflow on either side of ell = 0."""
+    s2 = sigma * sigma
+    a = 1.0 - q
+    l2qc = math.log(2.0 * q) - 0.5 / s2  # log(2 q c)
+    if ell >= 0.0:
+        e = -math.expm1(-ell)  # 1 - e^{-ell}
+        rad = math.sqrt(a * a * e * e + math.exp(2.0 * l2qc - ell))
+        lu = l2qc - ell - math.log(a * e + rad)
+    else:
+        e = -math.expm1(ell)  # 1 - e^{ell}
+        rad = math.sqrt(a * a * e * e + math.exp(2.0 * l2qc + ell))
+        lu = math.log(a * e + rad) - ell - l2qc
+    return s2 * lu
+
+
+@jit
+def _replace_logmasses(lo, hi, sigma, q):
+    """(log P-mass, log Q-mass) of the z-interval [lo, hi] (either end may be infinite)."""
+    w = hi - lo
+    l0 = _normal_logmass(lo, hi, w, sigma)
+    lm = _normal_logmass(lo + 1.0, hi + 1.0, w, sigma)  # N(-1, s^2)
+    lp = _normal_logmass(lo - 1.0, hi - 1.0, w, sigma)  # N(+1, s^2)
+    if q >= 1.0:
+        return lm, lp
+    l1q = math.log1p(-q)
+    log_q = math.log(q)
+    return log_add(l1q + l0, log_q + lm), log_add(l1q + l0, log_q + lp)
+
+
+@jit
+def replace_bins(sigma, q, step, k_lo, nb, lm0, ls):
+    """The replace-one bins in the layout ``discretise_direction`` reads with add=True: entry
+    i <-> k = k_lo + i <-> loss bin [-(k+1) step, -k step]; lm0 = log P-mass, ls = log(Q/P) mass
+    ratio.  The loss is decreasing in z, so the bin is the z-interval between the edges at
+    its upper and lower loss; adjacent bins share one floating-point edge."""
+    hi_z = replace_z(-(k_lo * step), sigma, q)
+    for i in range(nb):
+        lo_z = hi_z
+        hi_z = replace_z(-((k_lo + i + 1) * step), sigma, q)
+        # loss in [-(k+1) step, -k step]  <=>  z in [z(-k step), z(-(k+1) step)]
+        lpm, lqm = _replace_logmasses(lo_z, hi_z, sigma, q)
+        if lpm == NEG_INF or not lo_z < hi_z:
+            lm0[i] = NEG_INF
+            ls[i] = 0.0
+        else:
+            lm0[i] = lpm
+            ls[i] = lqm - lpm
+
+
+@jit
+def replace_tails(sigma, q, step, j_lo, j_hi):
+    """(log P-mass with loss below grid point j_lo, log P-mass with loss above j_hi)."""
+    z_lo = replace_z(j_lo * step, sigma, q)  # loss < lo  <=>  z > z_lo
+    z_hi = replace_z(j_hi * step, sigma, q)  # loss > hi  <=>  z < z_hi
+    return _replace_logmasses(z_lo, math.inf, sigma, q)[0], _replace_logmasses(-math.inf, z_hi, sigma, q)[0]
+
+
+@jit
+def replace_loss_moments(sigma, q, npts):
+    """Mean and variance of the replace-one loss under P (trapezoid rule in z; heuristics only)."""
+    lo = -1.0 - 14.0 * sigma
+    hi = 14.0 * sigma
+    h = (hi - lo) / (npts - 1)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(npts):
+        z = lo + i * h
+        wt = 0.5 if (i == 0 or i == npts - 1) else 1.0
+        d0 = math.exp(log_normal_pdf(z / sigma))
+        dm = math.exp(log_normal_pdf((z + 1.0) / sigma))
+        dens = (1.0 - q) * d0 + q * dm
+        l = replace_loss(z, sigma, q)
+        s0 += wt * dens
+        s1 += wt * dens * l
+        s2 += wt * dens * l * l
+    m = s1 / s0
+    return m, max(s2 / s0 - m * m, 0.0)
 
 
 @jit
