@@ -150,9 +150,10 @@ _STEP_CACHE: dict = {}
 
 
 def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int):
-    """The remove-loss bins k_lo..k_hi of ``_k.step_bins`` (log N(0)-mass, log mixture ratio), as
-    arrays starting at the returned index. Both directions read them (the add direction's bins
-    are the remove direction's, mirrored); a cached range is extended, never recomputed."""
+    """The remove-loss bins k_lo..k_hi of ``_k.step_bins`` (log N(0)-mass, log mixture ratio, log
+    error bound), as arrays starting at the returned index. Both directions read them (the add
+    direction's bins are the remove direction's, mirrored); a cached range is extended, never
+    recomputed."""
     key = ("bins", sigma, q, step, tau)
     hit = _STEP_CACHE.get(key)
     if hit is not None and hit[0] <= k_lo and k_hi <= hit[0] + hit[1].size - 1:
@@ -161,19 +162,19 @@ def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int)
         k_lo, k_hi = min(k_lo, hit[0]), max(k_hi, hit[0] + hit[1].size - 1)
     if k_hi - k_lo + 1 > MAX_BINS:
         raise ValueError(f"the loss grid would need {k_hi - k_lo + 1} bins (> {MAX_BINS}); raise accuracy or grid_step")
-    lm0 = np.empty(k_hi - k_lo + 1)
-    ls = np.empty_like(lm0)
+    arrs = tuple(np.empty(k_hi - k_lo + 1) for _ in range(3))
     if hit is None:
-        _step_bins_split(sigma, q, step, k_lo, lm0, ls)
+        _step_bins_split(sigma, q, step, k_lo, arrs)
     else:
-        c_lo, c0, cs = hit
-        c_hi = c_lo + c0.size - 1
-        lm0[c_lo - k_lo : c_hi - k_lo + 1], ls[c_lo - k_lo : c_hi - k_lo + 1] = c0, cs
+        c_lo, cached = hit[0], hit[1:]
+        c_hi = c_lo + cached[0].size - 1
+        for a, c in zip(arrs, cached):
+            a[c_lo - k_lo : c_hi - k_lo + 1] = c
         if c_lo > k_lo:
-            _k.step_bins(sigma, q, step, k_lo, c_lo - k_lo, lm0, ls)
+            _k.step_bins(sigma, q, step, k_lo, c_lo - k_lo, *arrs)
         if k_hi > c_hi:
-            _k.step_bins(sigma, q, step, c_hi + 1, k_hi - c_hi, lm0[c_hi - k_lo + 1 :], ls[c_hi - k_lo + 1 :])
-    out = (k_lo, lm0, ls)
+            _k.step_bins(sigma, q, step, c_hi + 1, k_hi - c_hi, *(a[c_hi - k_lo + 1 :] for a in arrs))
+    out = (k_lo, *arrs)
     _cache_put(key, out)
     return out
 
@@ -190,16 +191,16 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _step_bins_split(sigma, q, step, k_lo, lm0, ls) -> None:
+def _step_bins_split(sigma, q, step, k_lo, arrs) -> None:
     """``_k.step_bins`` over the whole arrays, the upper half on a second thread (the kernels
     release the GIL; the edge between the halves is the same floating-point value either way)."""
-    nb = lm0.size
+    nb = arrs[0].size
     if nb < _SPLIT_MIN or (os.cpu_count() or 1) < 2:
-        _k.step_bins(sigma, q, step, k_lo, nb, lm0, ls)
+        _k.step_bins(sigma, q, step, k_lo, nb, *arrs)
         return
     h = nb // 2
-    fut = _pool().submit(_k.step_bins, sigma, q, step, k_lo + h, nb - h, lm0[h:], ls[h:])
-    _k.step_bins(sigma, q, step, k_lo, h, lm0, ls)
+    fut = _pool().submit(_k.step_bins, sigma, q, step, k_lo + h, nb - h, *(a[h:] for a in arrs))
+    _k.step_bins(sigma, q, step, k_lo, h, *arrs)
     fut.result()
 
 
@@ -234,16 +235,16 @@ def _one_step(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_
         err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
         if add == _REPLACE:
             b_lo = k_lo
-            lm0, ls = np.empty(k_hi - k_lo + 1), np.empty(k_hi - k_lo + 1)
-            _k.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls)
+            lm0, ls, le = (np.empty(k_hi - k_lo + 1) for _ in range(3))
+            _k.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls, le)
             lp_low, lp_high = _k.replace_tails(sigma, q, step, j_lo, j_hi)
             err0 *= 2.0  # the replace loss moves twice as fast in z
         else:
-            b_lo, lm0, ls = _bins(sigma, q, step, tau, k_lo, k_hi)
+            b_lo, lm0, ls, le = _bins(sigma, q, step, tau, k_lo, k_hi)
             lp_low, lp_high = _k.addremove_tails(sigma, q, step, j_lo, j_hi, add)
         n = j_hi - j_lo + 1
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
-        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, j_lo, j_hi, bool(add), lp_low, lp_high,
+        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, le, j_lo, j_hi, bool(add), lp_low, lp_high,
                                              err0, pess, frac, amass)
         if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
             raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
@@ -265,7 +266,6 @@ def _fft_const(n: int) -> float:
 _WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
 _TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
 _PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the Chernoff edge
-_WRAP_LOG = 46.0  # windows with theta > 0: mass wrapped up from below weighs <= e^{-46} ~ 1e-20
 
 
 def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> _Grid:
@@ -331,21 +331,33 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     else:
         mgf = _log_mgf_table(parts, step, sd, lower=not pess)
         a_max = eps_lo - 2 * sd - 2 * step  # the window must reach below every eps queried
+        # untilted mass the window may leave to +inf (upper) or let wrap (both), on the scale of
+        # the one-step tail cut: tau * T ~ 1e-4 * accuracy * delta (within [1e-15, 1e-6])
+        n_steps = sum(c for _, _, c in parts)
+        abs_goal = min(1e-6, max(tau * n_steps, _TAIL_GOAL))
         if pess:
             # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
             # tilted mass; mass that wraps around only adds non-negative mass (sound).
-            hi_l = max(hi_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=theta, offset=log_scale))
+            hi_l = max(hi_l, _chernoff_edge(mgf, abs_goal, upper=True, shift=theta, offset=log_scale))
         else:
             # Wrapped mass is subtracted at its worst effect. What wraps down from above lands
             # W lower: keep the tilted mass that lands on [eps_lo, ...) below _TAIL_GOAL.
             edge_up = _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0)
         # What wraps up from below lands >= one window length W higher, where its untilted
         # weight is at most e^{-theta W} times its own (<= e^{-theta W} in all). For theta > 0 a
-        # window of _WRAP_LOG / theta suffices; otherwise the lower tail is cut by Chernoff.
+        # window of -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
         # window length when what wraps up is bounded by e^{-theta W} (theta > 0 only)
-        w_min = _WRAP_LOG / theta if theta > 0 else math.inf
+        w_min = -math.log(abs_goal) / theta if theta > 0 else math.inf
         if pess:
-            lo_l = min(a_max, max(lo_l, hi_l - w_min))
+            if theta > 0:
+                # what wraps down from above lands W lower, weighing e^{theta W} times more
+                # there: keep the tilted mass that can land on [eps_lo, ...) at <= abs_goal
+                # untilted, i.e. the tilted mass above eps_lo + W at <= abs_goal e^{theta eps_lo - S}
+                lg_t = min(max(math.log(abs_goal) + theta * eps_lo - log_scale, -700.0), 0.0)
+                w_down = _chernoff_edge(mgf, math.exp(lg_t), upper=True, shift=0.0) - eps_lo
+                lo_l = min(a_max, max(lo_l, hi_l - max(w_min, w_down)))
+            else:
+                lo_l = min(a_max, lo_l)
         else:
             # either that, or a lower edge where Chernoff leaves < _TAIL_GOAL below: the shorter
             lo_c = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)

@@ -81,7 +81,7 @@ def test_tail_bin_masses_are_exact_in_log_space():
     sigma, q, x, step = 0.4, 0.5, 200.0, 0.01
     k = round(x / step)
     lm0, ls = np.empty(1), np.empty(1)
-    K.step_bins(sigma, q, step, k, 1, lm0, ls)
+    K.step_bins(sigma, q, step, k, 1, lm0, ls, np.empty(1))
     lp, lq = lm0[0] + ls[0], lm0[0]
     assert math.isfinite(lp) and lp < -700
     z = lambda ell: mpmath.mpf(sigma) ** 2 * mpmath.log((mpmath.exp(ell) - 1 + q) / q) + mpmath.mpf(1) / 2  # noqa: E731

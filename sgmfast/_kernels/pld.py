@@ -140,6 +140,13 @@ def _normal_logmass(a, b, w, sigma):
 
 
 @jit
+def _generic_log_err(l0, l1):
+    """Error bound of a (log N(0)-mass, log mixture ratio) pair from ``_normal_logmass`` twice
+    (each <= ~200 u (|log mass| + 1), see there), counted twice for the ratio."""
+    return 256.0 * EPS64 * (2.0 * abs(l0) + abs(l1) + 4.0) + 1e-15
+
+
+@jit
 def mass_slack(lm):
     """Relative error bound of a bin mass with log-mass lm (see ``_normal_logmass``); an empty
     bin (lm = -inf) is exact."""
@@ -175,7 +182,7 @@ def _head_logmass(x, sigma, q, add):
 
 
 @jit
-def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
+def step_bins(sigma, q, step, k_lo, nb, lm0, ls, le):
     """Log-masses of the remove-loss bins [x_k, x_{k+1}], x_k = k * step, k = k_lo .. k_lo + nb - 1.
 
     The bin is the z-interval [a_k, a_{k+1}], a_k = z(x_k) (inverse remove loss), and
@@ -184,6 +191,8 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
     remove (P = mixture, Q = N(0, s^2), loss in [x_k, x_{k+1}]) and add (P = N(0, s^2),
     Q = mixture, loss in [-x_{k+1}, -x_k]).  Adjacent bins share one floating-point edge,
     so the intervals partition the line exactly.
+
+    le[i] bounds the rounding error of lm0[i] plus that of ls[i] (absolute, in log units).
 
     Narrow bins (standardised half-width h with h (1 + |c|) < MIDPOINT_MAX at both centres c) use
     the midpoint expansion of ``_normal_logmass`` for N(0, s^2) and the exact ratio
@@ -205,6 +214,7 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
         if not a < b:
             lm0[i] = NEG_INF
             ls[i] = 0.0
+            le[i] = 0.0
             continue
         if a > NEG_INF:
             w = b - a
@@ -216,9 +226,12 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
             if h * (1.0 + max(abs(c), abs(c1))) < MIDPOINT_MAX and c2 + base + abs(arg) < 450.0:
                 corr0 = _midpoint_corr(c, h)
                 corr1 = _midpoint_corr(c1, h)
-                lm0[i] = math.log(2.0 * h * (1.0 + corr0)) - 0.5 * c2 - LOG_SQRT_2PI
+                l2h = math.log(2.0 * h * (1.0 + corr0))
+                lm0[i] = l2h - 0.5 * c2 - LOG_SQRT_2PI
                 ratio = math.exp(arg) * ((1.0 + corr1) / (1.0 + corr0))
                 ls[i] = math.log(ratio) if q >= 1.0 else math.log((1.0 - q) + q * ratio)
+                # h, c from exact-width edges (2u each), c^2 / 2, the logs and the exp:
+                le[i] = 8.0 * EPS64 * (c2 + abs(l2h) + abs(arg) + abs(ls[i]) + 6.0)
                 continue
         else:
             w = math.inf
@@ -227,9 +240,11 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls):
         if l0 == NEG_INF:
             lm0[i] = NEG_INF
             ls[i] = 0.0
+            le[i] = 0.0
             continue
         lm0[i] = l0
         ls[i] = (l1 if q >= 1.0 else log_add(l1q + l0, log_q + l1)) - l0
+        le[i] = _generic_log_err(l0, l1)
 
 
 @jit
@@ -243,7 +258,7 @@ def addremove_tails(sigma, q, step, j_lo, j_hi, add):
 
 
 @jit
-def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, lp_low, lp_high, err0, pess, frac, amass):
+def discretise_direction(sigma, q, step, k_lo, lm0, ls, le, j_lo, j_hi, add, lp_low, lp_high, err0, pess, frac, amass):
     """One direction of one SGM step on the grid points j_lo..j_hi (inclusive), from ``step_bins``
     (or, for the replace-one pair, ``replace_bins`` read with add=True).
 
@@ -285,14 +300,16 @@ def discretise_direction(sigma, q, step, k_lo, lm0, ls, j_lo, j_hi, add, lp_low,
             lp = l0 + s
             r = ell - s
         m = math.exp(lp)
-        slack = mass_slack(lp) + 256.0 * EPS64 * abs(l0)
+        # relative mass error: the bin's log-error bound (it also bounds the error of s), plus
+        # the exp; MASS_SLACK on top
+        slack = MASS_SLACK + le[k - k_lo] + 4.0 * EPS64 * (abs(lp) + 1.0)
         if r > 0.0:
             r = 0.0
         if r < -step:
             r = -step
-        # bound on the error of r: the masses' relative errors (the slack), the rounding of
-        # the edges (u |z| / s^2 in loss) and of ell
-        err_r = slack + 8.0 * EPS64 * (abs(ell) + 2.0 * abs(l0) + abs(s) + err0)
+        # bound on the error of r = ell +- s: that of s (within the bin's log-error bound), the
+        # rounding of the edges (<= 8u err0 in loss) and of ell and r
+        err_r = le[k - k_lo] + 8.0 * EPS64 * (abs(ell) + abs(s) + err0 + 1.0)
         fp = min(1.0, -math.expm1(r) / em + err_r / em)
         mp = m * (1.0 + slack)
         pess[i] += mp * (1.0 - fp)
@@ -356,7 +373,7 @@ def _replace_logmasses(lo, hi, sigma, q):
 
 
 @jit
-def replace_bins(sigma, q, step, k_lo, nb, lm0, ls):
+def replace_bins(sigma, q, step, k_lo, nb, lm0, ls, le):
     """The replace-one bins in the layout ``discretise_direction`` reads with add=True: entry
     i <-> k = k_lo + i <-> loss bin [-(k+1) step, -k step]; lm0 = log P-mass, ls = log(Q/P) mass
     ratio.  The loss is decreasing in z, so the bin is the z-interval between the edges at
@@ -370,9 +387,11 @@ def replace_bins(sigma, q, step, k_lo, nb, lm0, ls):
         if lpm == NEG_INF or not lo_z < hi_z:
             lm0[i] = NEG_INF
             ls[i] = 0.0
+            le[i] = 0.0
         else:
             lm0[i] = lpm
             ls[i] = lqm - lpm
+            le[i] = _generic_log_err(lpm, lqm) * 1.5  # three normal masses per side
 
 
 @jit
@@ -650,10 +669,11 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
 
     upper: returns some eps >= 0 with delta_upper(eps) <= target (inf if none on
     the grid); lower: some eps with delta_lower(eps) > target, or 0.
-    Bisects over grid points for a bracketing bin, then inside it, keeping the invariant
-    (bound > target at the low end, <= target at the high end); every answer is checked
-    at the value returned, so it is valid even where the bound is not monotone (it would
-    then only be less tight than the best grid point).
+    Finds a bracketing bin over grid points (upper: by bisection, the upper curve is a sum of
+    non-increasing terms; lower: a strided scan from the top, then bisection), then bisects
+    inside it, keeping the invariant (bound > target at the low end, <= target at the high
+    end). Every answer is checked at the value returned, so it is valid even where a curve
+    is not monotone (it would then only be less tight than the best grid point).
     """
     n = t.shape[0]
     j0 = max(0, -offset)  # first index with ell >= 0
@@ -690,13 +710,24 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
             jf = max(j0, math.ceil(floor / step) - offset)
             while jf < n and (offset + jf) * step < floor:
                 jf += 1
-        if jf < n and _bound_at((offset + jf) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
-                                err_l1, False, floor) > target:
-            lo_j = jf
-            hi_j = n  # (past the grid: the finite part is 0 there)
-            if _bound_at((offset + n - 1) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
-                         err_l1, False, floor) > target:
-                lo_j = n - 1
+        # The lower curve is not monotone (its error term falls like e^{-theta eps}, so it can be
+        # negative low down): scan from the top with a stride for the first point above the
+        # target, then bisect between it and the point above it (n: past the grid, where the
+        # finite part is 0).
+        hi_j = n
+        if jf < n:
+            stride = max(1, (n - jf) // 2048)
+            j = n - 1
+            while True:
+                if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
+                             err_l1, False, floor) > target:
+                    lo_j = j
+                    break
+                if j == jf:
+                    break
+                hi_j = j
+                j = max(jf, j - stride)
+        if lo_j >= 0:
             while hi_j - lo_j > 1:
                 mid_j = (lo_j + hi_j) // 2
                 if _bound_at((offset + mid_j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
@@ -779,7 +810,7 @@ def _tilt_normaliser(p, j_lo, base, step, theta, work):
         acc = 0.0
         g = 1.0
         for i in range(m):
-            if i % MGF_ANCHOR == 0:
+            if i % MGF_ANCHOR == 0 or g < 1e-280:
                 g = math.exp(theta * (base + (j_lo + i) * step - top))
             acc += p[i] * g
             g *= r
@@ -829,7 +860,7 @@ def tilt(p, j_lo, base, step, theta, pess, t_out):
         ell = base + (j_lo + i) * step
         x = theta * ell - s
         if rec:
-            if i % MGF_ANCHOR == 0:
+            if i % MGF_ANCHOR == 0 or g < 1e-280:
                 g = math.exp(x)
             else:
                 g *= r
@@ -893,7 +924,7 @@ def log_mgf_multi(t, j_lo, step, lams, out):
         acc = 0.0
         g = 1.0
         for i in range(m):
-            if i % MGF_ANCHOR == 0:
+            if i % MGF_ANCHOR == 0 or g < 1e-280:
                 g = math.exp(lam * (j_lo + i - jref) * step)
             acc += t[i] * g
             g *= r
@@ -1014,7 +1045,7 @@ def tilted_moments(p, j_lo, step, theta):
     r = math.exp(theta * step)
     g = 1.0
     for i in range(p.shape[0]):
-        if i % 32 == 0:
+        if i % 32 == 0 or g < 1e-280:
             g = math.exp(theta * (j_lo + i) * step - mx)
         if p[i] > 0.0:
             w = p[i] * g
