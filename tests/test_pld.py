@@ -169,6 +169,22 @@ def test_default_accuracy_met_typical():
     assert b.upper - b.lower <= 1e-3 * b.upper
 
 
+@pytest.mark.parametrize(
+    "sigma,q,steps,delta",
+    [
+        (0.4, 0.1, 1000, 1e-3),  # theta * step ~ 8: recurrences must re-anchor when a factor underflows
+        (2.0, 0.1, 10**6, 1e-12),  # the lower curve is negative low down (not monotone)
+        (2.0, 1e-5, 10**6, 1e-3),  # tiny eps over 1e6 steps: per-bin split errors add up T times
+    ],
+)
+def test_default_accuracy_met_at_hard_corners(sigma, q, steps, delta):
+    from sgmfast import rdp
+
+    b = pld.epsilon(sigma, q, steps, delta)
+    assert 0 < b.lower <= b.upper <= rdp.epsilon(sigma, q, steps, delta)
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
 def test_vectorised_delta_and_broadcast():
     eps = np.array([0.5, 1.0, 2.0])
     b = pld.delta(1.0, 0.01, 1000, eps)
