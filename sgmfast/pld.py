@@ -509,10 +509,7 @@ def _moments(sigma: float, q: float, add: bool):
     key = (sigma, q, add)
     hit = _MOM_CACHE.get(key)
     if hit is None:
-        if add == _REPLACE:
-            hit = _k.replace_loss_moments(sigma, q, 20001)
-        else:
-            hit = _k.loss_moments(sigma, q, add, 20001)
+        hit = _k.loss_moments(sigma, q, 2 if add == _REPLACE else int(add), 20001)
         if len(_MOM_CACHE) > 4096:  # bounded: calibration sweeps visit many sigmas
             _MOM_CACHE.clear()
         _MOM_CACHE[key] = hit

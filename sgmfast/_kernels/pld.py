@@ -34,10 +34,13 @@ is again a contraction); whatever cannot be merged is rounded *down* in loss
 Every function h(u) = E_Y[(1 - e^{eps} u Y)_+] is convex and non-increasing,
 so the inequality survives composition with any other PLD.
 
-Floating point: bin masses are computed with a relative error below 1e-13
-(see ``_normal_logmass``); the pessimistic masses are inflated by ``MASS_SLACK``
-and the split moved up by a bound on its rounding error, the optimistic masses
-deflated and atoms moved down, so rounding never breaks the inequalities.
+Floating point: the bins are the z-intervals between shared floating-point edges,
+so they partition the line exactly; ``step_bins`` returns with every bin's log-masses
+a bound on their rounding error (midpoint expansion: a few u (c^2 + |log 2h| + 1);
+log-CDF differences: ~200 u |log mass|).  The pessimistic masses are inflated by that
+bound plus ``MASS_SLACK`` and the split moved up by a bound on its rounding error, the
+optimistic masses deflated and atoms moved down, so rounding never breaks the
+inequalities.
 """
 
 import math
@@ -403,29 +406,6 @@ def replace_tails(sigma, q, step, j_lo, j_hi):
 
 
 @jit
-def replace_loss_moments(sigma, q, npts):
-    """Mean and variance of the replace-one loss under P (trapezoid rule in z; heuristics only)."""
-    lo = -1.0 - 14.0 * sigma
-    hi = 14.0 * sigma
-    h = (hi - lo) / (npts - 1)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    for i in range(npts):
-        z = lo + i * h
-        wt = 0.5 if (i == 0 or i == npts - 1) else 1.0
-        d0 = math.exp(log_normal_pdf(z / sigma))
-        dm = math.exp(log_normal_pdf((z + 1.0) / sigma))
-        dens = (1.0 - q) * d0 + q * dm
-        l = replace_loss(z, sigma, q)
-        s0 += wt * dens
-        s1 += wt * dens * l
-        s2 += wt * dens * l * l
-    m = s1 / s0
-    return m, max(s2 / s0 - m * m, 0.0)
-
-
-@jit
 def optimistic_step(step, frac, amass, top, opt):
     """The optimistic one-step masses from the atoms of ``discretise_direction``: the convex-order
     minorant where it applies, else merging by contractions; ``top`` goes onto the top point."""
@@ -756,13 +736,15 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
 
 
 @jit
-def loss_moments(sigma, q, add, npts):
-    """Mean and variance of the one-step loss under P by the trapezoid rule in z.
+def loss_moments(sigma, q, kind, npts):
+    """Mean and variance of the one-step loss under P by the trapezoid rule in z, for the
+    remove (kind 0), add (1) or replace-one (2) pair.
 
     Only used to choose the grid step and the FFT window (never for a bound).
     """
-    lo = -14.0 * sigma
-    hi = 1.0 + 14.0 * sigma
+    shift = -1.0 if kind == 2 else 0.0  # the replace-one P is centred at 0 and -1
+    lo = shift - 14.0 * sigma
+    hi = shift + 1.0 + 14.0 * sigma
     h = (hi - lo) / (npts - 1)
     s0 = 0.0
     s1 = 0.0
@@ -770,14 +752,14 @@ def loss_moments(sigma, q, add, npts):
     for i in range(npts):
         z = lo + i * h
         wt = 0.5 if (i == 0 or i == npts - 1) else 1.0
-        l = remove_loss(z, sigma, q)
-        d0 = math.exp(log_normal_pdf(z / sigma)) / sigma
-        if add:
+        d0 = math.exp(log_normal_pdf(z / sigma))
+        if kind == 1:
             dens = d0
-            l = -l
+            l = -remove_loss(z, sigma, q)
         else:
-            d1 = math.exp(log_normal_pdf((z - 1.0) / sigma)) / sigma
+            d1 = math.exp(log_normal_pdf((z - 1.0 - 2.0 * shift) / sigma))  # N(1) or N(-1)
             dens = (1.0 - q) * d0 + q * d1
+            l = replace_loss(z, sigma, q) if kind == 2 else remove_loss(z, sigma, q)
         s0 += wt * dens
         s1 += wt * dens * l
         s2 += wt * dens * l * l
