@@ -341,8 +341,11 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
             hi_l = max(hi_l, _chernoff_edge(mgf, abs_goal, upper=True, shift=theta, offset=log_scale))
         else:
             # Wrapped mass is subtracted at its worst effect. What wraps down from above lands
-            # W lower: keep the tilted mass that lands on [eps_lo, ...) below _TAIL_GOAL.
-            edge_up = _chernoff_edge(mgf, _TAIL_GOAL, upper=True, shift=0.0)
+            # W lower; its effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times
+            # its tilted mass: keep that below abs_goal (and the tilted mass never above
+            # _TAIL_GOAL's worth when that is the stricter).
+            lg_a = min(max(math.log(abs_goal) + theta * eps_lo - log_scale, math.log(_TAIL_GOAL)), 0.0)
+            edge_up = _chernoff_edge(mgf, math.exp(lg_a), upper=True, shift=0.0)
         # What wraps up from below lands >= one window length W higher, where its untilted
         # weight is at most e^{-theta W} times its own (<= e^{-theta W} in all). For theta > 0 a
         # window of -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
