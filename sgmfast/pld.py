@@ -20,6 +20,15 @@ optimistic δ minus the round-off bound and minus the largest effect the wrapped
 mass can have.  Both directions of the add/remove relation are bounded and the
 larger δ (larger eps) is reported.
 
+Windows.  Wrapped-around mass only adds to the pessimistic PLD (sound as it is) and is
+subtracted from the optimistic one.  With tilt theta > 0, mass that wraps up from below
+lands a window length W higher, where its untilted weight is at most e^{-theta W} times
+its own; mass that wraps down from above weighs e^{theta W} times more where it lands,
+so its tilted mass is kept small by a Chernoff edge.  Window lengths are chosen so that
+both effects stay below ~tau * T (~1e-4 * accuracy * δ, the scale of the one-step tail
+cut): the pessimistic effects then cost at most that much tightness, and the optimistic
+ones are subtracted exactly as bounded.
+
 Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:
 P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped; Zhu, Dong &
 Wang, AISTATS 2022 / Mironov et al. 2019).  ``"replace_one"``: P = (1-q)N(0,s^2) +
