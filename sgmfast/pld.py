@@ -344,37 +344,30 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         # the one-step tail cut: tau * T ~ 1e-4 * accuracy * delta (within [1e-15, 1e-6])
         n_steps = sum(c for _, _, c in parts)
         abs_goal = min(1e-6, max(tau * n_steps, _TAIL_GOAL))
+        # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
+        # effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times its tilted mass.
+        # Keep that below abs_goal: the tilted mass that can land on [eps_lo, ...), i.e. that
+        # above eps_lo + W, below abs_goal e^{theta eps_lo - S} (never asking for less than
+        # _TAIL_GOAL: a wider window costs more FFT round-off than it saves).
+        lg_down = min(max(math.log(abs_goal) + theta * eps_lo - log_scale, math.log(_TAIL_GOAL)), 0.0)
+        w_down = _chernoff_edge(mgf, math.exp(lg_down), upper=True, shift=0.0) - eps_lo
+        # What wraps up from below lands >= W higher, where its untilted weight is at most
+        # e^{-theta W} times its own (<= e^{-theta W} in all): for theta > 0 a window of
+        # -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
+        w_min = -math.log(abs_goal) / theta if theta > 0 else math.inf
         if pess:
             # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
             # tilted mass; mass that wraps around only adds non-negative mass (sound).
             hi_l = max(hi_l, _chernoff_edge(mgf, abs_goal, upper=True, shift=theta, offset=log_scale))
-        else:
-            # Wrapped mass is subtracted at its worst effect. What wraps down from above lands
-            # W lower; its effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times
-            # its tilted mass: keep that below abs_goal (and the tilted mass never above
-            # _TAIL_GOAL's worth when that is the stricter).
-            lg_a = min(max(math.log(abs_goal) + theta * eps_lo - log_scale, math.log(_TAIL_GOAL)), 0.0)
-            edge_up = _chernoff_edge(mgf, math.exp(lg_a), upper=True, shift=0.0)
-        # What wraps up from below lands >= one window length W higher, where its untilted
-        # weight is at most e^{-theta W} times its own (<= e^{-theta W} in all). For theta > 0 a
-        # window of -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
-        # window length when what wraps up is bounded by e^{-theta W} (theta > 0 only)
-        w_min = -math.log(abs_goal) / theta if theta > 0 else math.inf
-        if pess:
             if theta > 0:
-                # what wraps down from above lands W lower, weighing e^{theta W} times more
-                # there: keep the tilted mass that can land on [eps_lo, ...) at <= abs_goal
-                # untilted, i.e. the tilted mass above eps_lo + W at <= abs_goal e^{theta eps_lo - S}
-                lg_t = min(max(math.log(abs_goal) + theta * eps_lo - log_scale, -700.0), 0.0)
-                w_down = _chernoff_edge(mgf, math.exp(lg_t), upper=True, shift=0.0) - eps_lo
-                lo_l = min(a_max, max(lo_l, hi_l - max(w_min, w_down)))
-            else:
-                lo_l = min(a_max, lo_l)
+                lo_l = max(lo_l, hi_l - max(w_min, w_down))
+            lo_l = min(a_max, lo_l)
         else:
-            # either that, or a lower edge where Chernoff leaves < _TAIL_GOAL below: the shorter
+            # wrapped mass is subtracted at its worst effect; the lower edge either by the
+            # e^{-theta W} rule or where Chernoff leaves < _TAIL_GOAL below: the shorter window
             lo_c = min(lo_l, _chernoff_edge(mgf, _TAIL_GOAL, upper=False, shift=0.0) + step)
-            hi_c = max(hi_l, edge_up - max(eps_lo - lo_c, 0.0))
-            w = max(hi_l - a_max, w_min, edge_up - eps_lo)
+            hi_c = max(hi_l, w_down + eps_lo - max(eps_lo - lo_c, 0.0))
+            w = max(hi_l - a_max, w_min, w_down)
             wrap_by_theta = w < hi_c - lo_c
             lo_l, hi_l = (a_max, a_max + w) if wrap_by_theta else (lo_c, hi_c)
         j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
