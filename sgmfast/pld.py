@@ -239,27 +239,37 @@ def _one_step(sigma: float, q: float, add: bool, step: float, tau: float = _TAU_
     hit = _STEP_CACHE.get(key)
     if hit is None:
         j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
-        # loss bins as remove-loss bins: remove j_lo..j_hi-1, add (and replace) -j_hi..-j_lo-1
-        k_lo, k_hi = (-j_hi, -j_lo - 1) if add else (j_lo, j_hi - 1)
-        err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
-        if add == _REPLACE:
-            b_lo = k_lo
-            lm0, ls, le = (np.empty(k_hi - k_lo + 1) for _ in range(3))
-            _k.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls, le)
-            lp_low, lp_high = _k.replace_tails(sigma, q, step, j_lo, j_hi)
-            err0 *= 2.0  # the replace loss moves twice as fast in z
-        else:
-            b_lo, lm0, ls, le = _bins(sigma, q, step, tau, k_lo, k_hi)
-            lp_low, lp_high = _k.addremove_tails(sigma, q, step, j_lo, j_hi, add)
-        n = j_hi - j_lo + 1
-        pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
-        p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, le, j_lo, j_hi, bool(add), lp_low, lp_high,
-                                             err0, pess, frac, amass)
-        if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
-            raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
-        hit = _OneStep(j_lo, pess, p_inf, step, frac, amass, top)
+        hit = _discretise(sigma, q, add, step, tau, j_lo, j_hi)
         _cache_put(key, hit)
     return hit
+
+
+def _discretise(sigma, q, add, step, tau, j_lo, j_hi, keep_low=True, keep_high=True) -> _OneStep:
+    """One direction on the grid points j_lo..j_hi. The P-mass beyond the grid is accounted
+    (pessimistic: below moved up to j_lo, above to +inf; optimistic: below dropped, above moved
+    down to j_hi) unless ``keep_low`` / ``keep_high`` is False: then it belongs to another
+    piece of the same step (``_hybrid_step``) and is left out here."""
+    # loss bins as remove-loss bins: remove j_lo..j_hi-1, add (and replace) -j_hi..-j_lo-1
+    k_lo, k_hi = (-j_hi, -j_lo - 1) if add else (j_lo, j_hi - 1)
+    err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
+    if add == _REPLACE:
+        b_lo = k_lo
+        lm0, ls, le = (np.empty(k_hi - k_lo + 1) for _ in range(3))
+        _k.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls, le)
+        lp_low, lp_high = _k.replace_tails(sigma, q, step, j_lo, j_hi)
+        err0 *= 2.0  # the replace loss moves twice as fast in z
+    else:
+        b_lo, lm0, ls, le = _bins(sigma, q, step, tau, k_lo, k_hi)
+        lp_low, lp_high = _k.addremove_tails(sigma, q, step, j_lo, j_hi, add)
+    lp_low = lp_low if keep_low else -math.inf
+    lp_high = lp_high if keep_high else -math.inf
+    n = j_hi - j_lo + 1
+    pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
+    p_inf, top = _k.discretise_direction(sigma, q, step, b_lo, lm0, ls, le, j_lo, j_hi, bool(add), lp_low, lp_high,
+                                         err0, pess, frac, amass)
+    if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
+        raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
+    return _OneStep(j_lo, pess, p_inf, step, frac, amass, top)
 
 
 def _fft_const(n: int) -> float:
@@ -270,6 +280,31 @@ def _fft_const(n: int) -> float:
     (25 log2 n + 5) u to cover the mixed-radix real transforms of pocketfft.
     """
     return (25.0 * math.log2(max(n, 2)) + 5.0) * _U
+
+
+class _ArrayPart:
+    """A tilted array t from grid point j_lo, composed ``count`` times."""
+
+    __slots__ = ("j_lo", "t", "count")
+
+    def __init__(self, j_lo, t, count):
+        self.j_lo, self.t, self.count = j_lo, t, count
+
+    @property
+    def sup(self):
+        return self.j_lo, self.j_lo + self.t.size - 1
+
+    def log_mgf(self, step, lams):
+        out = np.empty(lams.size)
+        _k.log_mgf_multi(self.t, self.j_lo, step, lams, out)
+        return out
+
+    def spectrum(self, n, c_n):
+        """(half spectrum of the array folded modulo n, bound on its l2 error over the full spectrum)."""
+        f = np.zeros(n)
+        _k.fold(self.t, self.j_lo, n, f)
+        # Parseval: |F f|_2 = sqrt(n) |f|_2
+        return scipy.fft.rfft(f, workers=_WORKERS), c_n * math.sqrt(n * _k.sumsq(f)) * 1.01
 
 
 _WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
@@ -293,6 +328,12 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     entry (see ``_k.power_product``) and added to (pessimistic) or subtracted
     from (optimistic) every entry.
     """
+    plan = _two_stage_plan(schedule, step)
+    if plan is not None:
+        try:
+            return _compose_two_stage(*schedule[0], add, step, *plan, theta, pess, eps_lo, tau)
+        except _NoTwoStage:
+            pass
     parts = []
     mean = var = 0.0
     log_scale = 0.0
@@ -308,7 +349,7 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
             raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
         p_inf_step = (p_inf + dropped) * (1 + 1e-12) if pess else 0.0
-        parts.append((j_lo, t, int(count)))
+        parts.append(_ArrayPart(j_lo, t, int(count)))
         mean += count * mu
         var += count * v
         log_scale += count * s
@@ -317,12 +358,25 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         sup_lo += count * j_lo
         sup_hi += count * (j_lo + p.size - 1)
     p_inf = -math.expm1(p_inf_log) * (1 + 1e-12) if pess else 0.0
-    if len(parts) == 1 and parts[0][2] == 1:
+    if len(parts) == 1 and parts[0].count == 1:
         # a single step: the tilted array itself, no transform and no round-off to bound
-        j_lo, t, _ = parts[0]
+        j_lo, t = parts[0].j_lo, parts[0].t
         grow = math.expm1(rho_n * (1 + 1e-9))
         ls = log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
         return _Grid(step, theta, pess, j_lo, t, ls, 0.0, p_inf, 0.0, 0.0)
+    n_steps = sum(p.count for p in parts)
+    return _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, log_scale, rho_n, p_inf,
+                          sup_lo, sup_hi)
+
+
+def _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, log_scale, rho_n, p_inf,
+                   sup_lo, sup_hi, err_rel=0.0):
+    """The composition of ``parts`` (``_ArrayPart``, ``_BlockPart``) by one FFT power (see
+    ``_compose``): mean/var of the composed tilted loss, log_scale, rho_n (relative rounding of
+    the tilted entries, summed over the count), the +inf mass, the support [sup_lo, sup_hi]
+    and n_steps (the SGM steps composed, for the window goals).  ``err_rel`` (optimistic only)
+    bounds the tilted l1 mass, relative to e^{log_scale}, that the arrays may carry in excess
+    of an optimistic PLD; it is subtracted at its worst effect like the wrapped mass."""
     sd = math.sqrt(var)
     # The window: mean +- _WINDOW_SDS sd (and room below eps_lo), widened to where Chernoff
     # bounds on the tilted composed MGF put less than _TAIL_GOAL of mass outside it -- far
@@ -342,7 +396,6 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
         a_max = eps_lo - 2 * sd - 2 * step  # the window must reach below every eps queried
         # untilted mass the window may leave to +inf (upper) or let wrap (both), on the scale of
         # the one-step tail cut: tau * T ~ 1e-4 * accuracy * delta (within [1e-15, 1e-6])
-        n_steps = sum(c for _, _, c in parts)
         abs_goal = min(1e-6, max(tau * n_steps, _TAIL_GOAL))
         # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
         # effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times its tilted mass.
@@ -388,18 +441,12 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
                         wrap_up = math.exp(-theta * n * step) * (1 + 1e-9)
                     else:
                         tail_alias += _chernoff(mgf, a - step, mean, upper=False)
-    folded = []
-    for j_lo, t, count in parts:
-        f = np.zeros(n)
-        _k.fold(t, j_lo, n, f)
-        folded.append(f)
     c_n = _fft_const(n)
     spectra = np.empty((len(parts), n // 2 + 1), dtype=np.complex128)
     e2 = np.empty(len(parts))
-    for i, f in enumerate(folded):
-        spectra[i] = scipy.fft.rfft(f, workers=_WORKERS)
-        e2[i] = c_n * math.sqrt(n * _k.sumsq(f)) * 1.01  # Parseval: |F f|_2 = sqrt(n) |f|_2
-    counts = np.array([c for _, _, c in parts], dtype=np.int64)
+    for i, part in enumerate(parts):
+        spectra[i], e2[i] = part.spectrum(n, c_n)
+    counts = np.array([p.count for p in parts], dtype=np.int64)
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     err_sum, z2 = _power_product(spectra, counts, e2, z)
     x = scipy.fft.irfft(z, n, workers=_WORKERS)
@@ -424,7 +471,331 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     alias = tail_alias * (1 + 2 * grow) * math.exp(log_scale - ls)
     # the alias bound holds for eps >= eps_lo: below it the lower bound is 0
     floor = eps_lo if alias > 0 or wrap_up > 0 else -math.inf
+    # excess mass carried in (any eps: untilted <= e^{S - theta eps} times tilted at losses >= eps)
+    alias += err_rel * (1 + 2 * grow) * math.exp(log_scale - ls) * (1 + 1e-9)
     return _Grid(step, theta, False, j0, t, ls, alias, 0.0, wrap_up, 0.0, floor=floor)
+
+
+# ----------------------------------------------------------------------------
+# two-stage composition for many steps: fine grid for blocks of T1 steps, coarse grid for the rest
+# ----------------------------------------------------------------------------
+
+_TWO_STAGE_MIN = 4096  # fewest steps of one schedule entry for the two-stage composition
+_CORE_TAIL = 1e-4  # one-step P-mass per block of T1 steps left to the coarse tail pieces
+_STAGE1_GOAL = 1e-18  # tilted mass (relative) the fine windows leave outside (Chernoff)
+_MAX_TAIL_EVENTS = 16  # most tail events per block composed exactly (else: one stage)
+
+
+class _NoTwoStage(Exception):
+    """The two-stage composition does not apply here (the caller falls back to one stage)."""
+
+
+class _Hybrid:
+    """One direction of one SGM step in three pieces partitioning its loss line: the core on the
+    fine grid (spacing step), the low and high tails on the coarse grid (spacing m * step, m a
+    power of two, so that shared edges are the same floating-point values); +inf mass p_inf."""
+
+    __slots__ = ("core", "low", "high", "p_inf", "m", "big_lo", "big_hi")
+
+    def tail(self, pess: bool):
+        """The two tails as one coarse array from coarse point big_lo (zeros between them)."""
+        r = np.zeros(self.big_hi - self.big_lo + 1)
+        for piece in (self.low, self.high):
+            if piece is not None:
+                p = piece.pess if pess else piece.opt
+                r[piece.j_lo - self.big_lo : piece.j_lo - self.big_lo + p.size] += p
+        return r
+
+
+def _hybrid_step(sigma, q, add, step, m, tau, r_tail) -> _Hybrid:
+    """The pieces of one step: the tails hold at most about r_tail of P-mass each."""
+    key = ("hybrid", sigma, q, add, step, m, tau, r_tail)
+    hit = _STEP_CACHE.get(key)
+    if hit is not None:
+        return hit
+    big = m * step
+    if big / m != step:
+        raise FloatingPointError("coarse grid step is not an exact multiple of the fine one")
+    b_lo, b_hi = _grid_range(sigma, q, add, big, tau)
+    whole = _discretise(sigma, q, add, big, tau, b_lo, b_hi)
+    cum_up = np.cumsum(whole.pess[::-1])[::-1]  # mass at or above each coarse point
+    cum_dn = np.cumsum(whole.pess)
+    above = np.nonzero(cum_up > r_tail)[0]
+    below = np.nonzero(cum_dn > r_tail)[0]
+    c_hi = b_lo + int(above[-1]) if above.size else b_hi
+    c_lo = b_lo + int(below[0]) if below.size else b_lo
+    c_hi = max(c_hi, c_lo + 1)
+    h = _Hybrid()
+    h.m, h.big_lo, h.big_hi = m, b_lo, b_hi
+    h.low = _discretise(sigma, q, add, big, tau, b_lo, c_lo, True, False) if c_lo > b_lo else None
+    h.high = _discretise(sigma, q, add, big, tau, c_hi, b_hi, False, True) if c_hi < b_hi else None
+    # without a tail piece the core ends where a one-step grid would (its end bins occupied)
+    f_lo, f_hi = _grid_range(sigma, q, add, step, tau)
+    j_lo = c_lo * m if h.low is not None else max(c_lo * m, f_lo)
+    j_hi = c_hi * m if h.high is not None else min(c_hi * m, f_hi)
+    h.core = _discretise(sigma, q, add, step, tau, j_lo, max(j_hi, j_lo + 1), h.low is None, h.high is None)
+    h.p_inf = (h.high or h.core).p_inf
+    _cache_put(key, h)
+    return h
+
+
+def _two_stage_plan(schedule, step):
+    """(T1, m) for the two-stage composition, or None when a single stage is better."""
+    if len(schedule) != 1 or schedule[0][2] < _TWO_STAGE_MIN:
+        return None
+    count = schedule[0][2]
+    t1 = max(2, int(round(math.sqrt(count))))
+    # a divisor of the count near sqrt(count) saves the remainder block
+    for i in range(t1):
+        if count % (t1 + i) == 0 or (t1 - i >= max(2, t1 // 2) and count % (t1 - i) == 0):
+            t1 = t1 + i if count % (t1 + i) == 0 else t1 - i
+            break
+    m = 2 ** max(1, int(round(math.log2(math.sqrt(t1) * _M_FACTOR))))
+    return t1, m
+
+
+_M_FACTOR = 1.0
+
+
+def _log_binom(n, k):
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def _chernoff_n(mgf, n, b, upper):
+    """Chernoff bound on the tilted mass of the n-fold composition at or above (below) b."""
+    lams, total = mgf
+    sel = lams > 0 if upper else lams < 0
+    return float(min(1.0, math.exp(min(float(np.min(n * total[sel] - lams[sel] * b)), 0.0))))
+
+
+class _BlockPart:
+    """coarsen(P^{*n}) for a hybrid one-step P = C + R, as sum_k e^{lw_k} D_k * R^{*k}
+    (D_k: the coarsened fine-grid power C^{*(n-k)}, tilted; R the coarse tail, tilted), composed
+    ``count`` times.  Never materialised: its spectrum is formed from those of D_k and R."""
+
+    __slots__ = ("terms", "jr", "tr", "count")
+
+    def __init__(self, terms, jr, tr, count):
+        self.terms, self.jr, self.tr, self.count = terms, jr, tr, count
+
+    @property
+    def sup(self):
+        jr_hi = self.jr + self.tr.size - 1 if self.tr is not None else 0
+        lo = min(bj + k * self.jr for bj, d, lw, k in self.terms)
+        hi = max(bj + d.size - 1 + k * jr_hi for bj, d, lw, k in self.terms)
+        return lo, hi
+
+    def mass(self):
+        r = float(self.tr.sum()) if self.tr is not None else 0.0
+        return sum(math.exp(lw) * float(d.sum()) * r**k for _, d, lw, k in self.terms) * (1 + 1e-12)
+
+    def log_mgf(self, step, lams):
+        """Upper bounds on log E e^{lam L}: log sum_k e^{lw_k + Lambda_Dk + k Lambda_R}."""
+        out = np.empty(lams.size)
+        if self.tr is not None:
+            lr = np.empty(lams.size)
+            _k.log_mgf_multi(self.tr, self.jr, step, lams, lr)
+        vals = []
+        for bj, d, lw, k in self.terms:
+            _k.log_mgf_multi(d, bj, step, lams, out)
+            vals.append(lw + out + (k * lr if k else 0.0))
+        tot = np.logaddexp.reduce(np.array(vals), axis=0)
+        return tot + 1e-12 * (1.0 + np.abs(tot))
+
+    def spectrum(self, n, c_n):
+        """The half spectrum sum_k e^{lw_k} F(D_k) F(R)^k (each folded modulo n) and a bound on
+        its l2 error over the full spectrum (the l1 bound of ``_k.power_product`` per term, plus
+        the rounding of the sum)."""
+        h = n // 2 + 1
+        if self.tr is not None:
+            f = np.zeros(n)
+            _k.fold(self.tr, self.jr, n, f)
+            spec_r = scipy.fft.rfft(f, workers=_WORKERS)
+            e2_r = c_n * math.sqrt(n * _k.sumsq(f)) * 1.01
+        else:
+            spec_r, e2_r = np.ones(h, dtype=np.complex128), 0.0
+        spec_d = np.empty((len(self.terms), h), dtype=np.complex128)
+        e2_d = np.empty(len(self.terms))
+        for i, (bj, d, _, _) in enumerate(self.terms):
+            f = np.zeros(n)
+            _k.fold(d, bj, n, f)
+            spec_d[i] = scipy.fft.rfft(f, workers=_WORKERS)
+            e2_d[i] = c_n * math.sqrt(n * _k.sumsq(f)) * 1.01
+        ks = np.array([k for _, _, _, k in self.terms], dtype=np.int64)
+        w = np.exp(np.array([lw for _, _, lw, _ in self.terms])) * (1 + 1e-15)
+        out = np.empty(h, dtype=np.complex128)
+        err = _k.block_spectrum(spec_d, e2_d, spec_r, e2_r, ks, w, out)
+        return out, err * (1 + 1e-9)
+
+
+def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pess, abs_goal):
+    """One block of n steps: ``_BlockPart`` terms for P~^{*n} = sum_k binom(n, k) a^{n-k} b^k
+    tc^{*(n-k)} * tr^{*k} (tilted core tc from fine point jc with log normaliser sc; tilted tail
+    tr from coarse point jr, log normaliser sr; a = e^{sc} / (e^{sc} + e^{sr}), b = 1 - a;
+    untilted masses cu, ru).  The core powers are FFT powers on the fine grid, bounded for
+    round-off like ``_compose_parts``, then coarsened (``_k.coarsen_pess`` / ``coarsen_opt``).
+    Blocks with more than K tail events go to +inf (pessimistic: their untilted mass is at
+    most binom(n, K+1) ru^{K+1} (cu + ru)^{n-K-1}) or are dropped (optimistic); K keeps that
+    below 1e-3 abs_goal over the ``blocks`` blocks.  Mass outside the fine windows: above goes
+    to +inf (pessimistic); optimistic, all of it may wrap in, an excess bounded in tilted l1.
+
+    Returns (terms, log_scale, p_inf, err): terms [(coarse point, D_k, log weight, k)], the log
+    normaliser n log(e^{sc} + e^{sr}), the block's untilted +inf mass (beyond the one-step
+    one), and the optimistic excess in tilted l1, relative to e^{log_scale}."""
+    has_tail = tr is not None and ru > 0
+    log_m = float(np.logaddexp(sc, sr)) if has_tail else sc
+    la = sc - log_m
+    lb = sr - log_m if has_tail else -math.inf
+    k_max, rem_log = 0, -math.inf
+    if has_tail:
+        lr = math.log(ru)
+        lcr = max(math.log(cu + ru), 0.0)
+        budget = math.log(1e-3 * abs_goal / max(blocks, 1))
+        while k_max < n:
+            kk = k_max + 1
+            rem_log = _log_binom(n, kk) + kk * lr + (n - kk) * lcr
+            if rem_log <= budget:
+                break
+            k_max += 1
+            if k_max > _MAX_TAIL_EVENTS:
+                raise _NoTwoStage
+        if k_max == n:
+            rem_log = -math.inf
+    p_inf = math.exp(rem_log) * (1 + 1e-9) if pess else 0.0
+    counts = [n - k for k in range(k_max + 1) if n - k > 0]
+    # the fine window: Chernoff edges of every power, from the tilted core's MGF
+    var_c = float(_k.tilted_moments(tc, jc, step, 0.0)[1])
+    base = 2.0 ** (_CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
+    lams = np.concatenate((base, -base))
+    lm = np.empty(lams.size)
+    _k.log_mgf_multi(tc, jc, step, lams, lm)
+    mgf = (lams, lm)
+    up = lams > 0
+    lg = math.log(_STAGE1_GOAL)
+    b = max(float(np.min((c * lm[up] - lg) / lams[up])) for c in counts)
+    a = min(float(np.max((c * lm[~up] - lg) / lams[~up])) for c in counts)
+    sup_lo, sup_hi = min(counts) * jc, max(counts) * (jc + tc.size - 1)
+    j0 = max(sup_lo, math.floor(a / step) - 1)
+    j1 = min(sup_hi, math.ceil(b / step) + 1)
+    if j1 - j0 + 1 > MAX_BINS // 4:
+        raise _NoTwoStage
+    n1 = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    wrap = sup_hi - sup_lo + 1 > n1
+    if not wrap:
+        j0 = sup_lo
+    c_n = _fft_const(n1)
+    spectra, e2 = _ArrayPart(jc, tc, 1).spectrum(n1, c_n)
+    spectra, e2 = spectra[None, :], np.array([e2])
+    terms = []
+    err = 0.0
+    big_lo = j0 // m
+    nc = (j0 + n1 - 1) // m - big_lo + 2
+    c_lo = min(counts)
+    zs = np.empty((max(counts) - c_lo + 1, n1 // 2 + 1), dtype=np.complex128)
+    err_s, z2_s = _k.power_series(spectra[0], e2[0], c_lo, zs)
+    for k in range(k_max + 1):
+        nk = n - k
+        lb_k = _log_binom(n, k)
+        lw = lb_k + nk * la + (k * lb if k else 0.0)
+        # rounding of lgamma, of la, lb and of the sum (a few u of each magnitude): rounded out
+        lw_err = 1e-13 * (1.0 + abs(lb_k) + nk * (abs(la) + abs(sc)) + (k * (abs(lb) + abs(sr)) if k else 0.0))
+        lw = lw + lw_err if pess else lw - lw_err
+        if nk == 0:
+            terms.append((0, np.ones(1), lw, k))  # no core step: the atom at loss 0
+            continue
+        err_sum, z2 = err_s[nk - c_lo], z2_s[nk - c_lo]
+        x = scipy.fft.irfft(zs[nk - c_lo], n1, workers=_WORKERS)
+        e_inf = err_sum / n1 + c_n * math.sqrt(z2 / n1) * 1.01
+        if not (np.isfinite(x).all() and math.isfinite(e_inf)):
+            raise FloatingPointError("non-finite values in the FFT composition of the PLD")
+        x = np.roll(x, -(j0 % n1))
+        grow = math.expm1(nk * rho_c * (1 + 1e-9))
+        if pess:
+            x = (np.maximum(x, 0.0) + e_inf) * (1 + grow)
+        else:
+            x = np.maximum(x - e_inf, 0.0) * (1 - min(grow, 0.5))
+        # outside the exact support of tc^{*nk} the exact value is 0
+        x[: max(nk * jc - j0, 0)] = 0.0
+        x[max(nk * (jc + tc.size - 1) - j0 + 1, 0) :] = 0.0
+        if wrap:
+            top = (j0 + n1) * step
+            up_m = _chernoff_n(mgf, nk, top, True)
+            if pess:  # untilted mass above: <= e^{nk sc - theta top} * tilted, times ru^k binom(n, k)
+                p_inf += math.exp(_log_binom(n, k) + nk * sc + (k * math.log(ru) if k else 0.0)
+                                  - theta * top) * up_m * (1 + 1e-9)
+            else:
+                lo_m = _chernoff_n(mgf, nk, j0 * step, False) if j0 > sup_lo else 0.0
+                # coarsening moves tilted mass by at most e^{theta m step}
+                err += math.exp(lw + theta * m * step) * (up_m + lo_m) * (1 + 1e-9)
+        d = np.empty(nc)
+        if pess:
+            _k.coarsen_pess(x, j0, m, step, theta, big_lo, d)
+        elif not _k.coarsen_opt(x, j0, m, step, theta, big_lo, d):
+            raise _NoTwoStage
+        terms.append((big_lo, d, lw, k))
+    return terms, n * log_m, p_inf, err
+
+
+def _compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, tau) -> _Grid:
+    """T-fold composition of one SGM step by blocks: coarsen(P^{*T1}) (``_block``) composed
+    T // T1 times with coarsen(P^{*(T mod T1)}) on the coarse grid of spacing m * step.
+
+    The one-step PLD P (``_hybrid_step``) is a fine-grid core C and coarse-grid tails R, and
+    P^{*n} = sum_k binom(n, k) C^{*(n-k)} * R^{*k} (k tail events among n steps).  The coarse
+    grid's edges are fine-grid edges, and coarsening commutes with shifts by coarse steps, so
+    coarsen(P^{*n}) = sum_k binom(n, k) coarsen(C^{*(n-k)}) * R^{*k}.  Coarsening is a
+    mean-preserving spread (pessimistic) or contraction (optimistic) in u = e^{-loss}, so
+    the bounds stay bounds; it adds about (T / T1) (m step)^2 / 6 to the loss variance, which
+    m ~ sqrt(T1) keeps at the order of the fine grid's T step^2 / 6."""
+    hyb = _hybrid_step(sigma, q, add, step, m, tau, _CORE_TAIL / t1)
+    big = m * step
+    core = hyb.core
+    pc = core.pess if pess else core.opt
+    tc = np.empty(pc.size)
+    sc, mc, vc, rho_c, drop_c = _k.tilt(pc, core.j_lo, 0.0, step, theta, pess, tc)
+    pr = hyb.tail(pess)
+    if pr.any():
+        tr = np.empty(pr.size)
+        sr, mr, vr, rho_r, drop_r = _k.tilt(pr, hyb.big_lo, 0.0, big, theta, pess, tr)
+        ru = float(pr.sum()) * (1 + 1e-12)
+    else:
+        tr, sr, mr, vr, rho_r, drop_r, ru = None, -math.inf, 0.0, 0.0, 0.0, 0.0, 0.0
+    if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, mr, vr)):
+        raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+    cu = float(pc.sum()) * (1 + 1e-12)
+    p_inf1 = min((hyb.p_inf + drop_c + drop_r) * (1 + 1e-12), 0.5) if pess else 0.0
+    # moments of the tilted one-step mixture (window heuristics)
+    wb = 1.0 / (1.0 + math.exp(sc - sr)) if tr is not None else 0.0
+    mean1 = (1 - wb) * mc + wb * mr
+    var1 = (1 - wb) * (vc + mc * mc) + wb * (vr + mr * mr) - mean1 * mean1
+    abs_goal = min(1e-6, max(tau * count, _TAIL_GOAL))
+    t2, t_rem = divmod(count, t1)
+    parts = []
+    log_scale = 0.0
+    p_inf_log = 0.0
+    err_log = 0.0
+    mass_log = 0.0
+    sup_lo = sup_hi = 0
+    for nb, times in [(t1, t2)] + ([(t_rem, 1)] if t_rem else []):
+        terms, ls, pinf_b, err_b = _block(tc, core.j_lo, sc, rho_c, tr, hyb.big_lo, sr, cu, ru, nb, t2 + 1,
+                                          step, m, theta, pess, abs_goal)
+        part = _BlockPart(terms, hyb.big_lo, tr, times)
+        parts.append(part)
+        log_scale += times * ls
+        p_one = -math.expm1(nb * math.log1p(-p_inf1)) + pinf_b if pess else 0.0
+        p_inf_log += times * math.log1p(-p_one) if p_one < 1.0 else -math.inf
+        mass = part.mass()
+        mass_log += times * math.log(max(mass, 1e-300))
+        err_log += times * math.log1p(err_b / max(mass, 1e-300))
+        lo, hi = part.sup
+        sup_lo += times * lo
+        sup_hi += times * hi
+    p_inf = -math.expm1(p_inf_log) * (1 + 1e-12) if pess else 0.0
+    # rho_r (rounding of the tilted tail entries) enters at most K times per block
+    # the excess composes to at most prod (|B| (1 + e_B))^{times} - prod |B|^{times}
+    err_rel = math.exp(mass_log) * math.expm1(err_log * (1 + 1e-9)) if not pess else 0.0
+    return _compose_parts(parts, big, theta, pess, eps_lo, tau, count, count * mean1, count * var1, log_scale,
+                          _MAX_TAIL_EVENTS * (t2 + 1) * rho_r, p_inf, sup_lo, sup_hi, err_rel)
 
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
@@ -439,10 +810,8 @@ def _log_mgf_table(parts, step, sd, lower=True):
     base = 2.0 ** (_CHERNOFF_K / 2.0) / max(sd, 1e-300)
     lams = np.concatenate((base, -base)) if lower else base
     total = np.zeros(lams.size)
-    out = np.empty(lams.size)
-    for j_lo, t, count in parts:
-        _k.log_mgf_multi(t, j_lo, step, lams, out)
-        total += count * out
+    for part in parts:
+        total += part.count * part.log_mgf(step, lams)
     return lams, total
 
 
@@ -560,15 +929,30 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     small relative to the mass near eps_target.
     """
     parts = []
+    plan = _two_stage_plan(schedule, step)
     for sigma, q, count in schedule:
-        one = _one_step(sigma, q, add, step, tau)
-        j_lo, p = one.j_lo, one.pess
-        parts.append((count, j_lo, p))
+        if plan is not None:
+            t1, m = plan
+            hyb = _hybrid_step(sigma, q, add, step, m, tau, _CORE_TAIL / t1)
+            pieces = [(hyb.core.j_lo, hyb.core.pess, step)]
+            pieces += [(x.j_lo, x.pess, m * step) for x in (hyb.low, hyb.high) if x is not None]
+        else:
+            one = _one_step(sigma, q, add, step, tau)
+            pieces = [(one.j_lo, one.pess, step)]
+        parts.append((count, pieces))
 
     def moments(theta):
         m = v = 0.0
-        for count, j_lo, p in parts:
-            mu, var = _k.tilted_moments(p, j_lo, step, theta)
+        for count, pieces in parts:
+            if len(pieces) == 1:
+                j_lo, p, st = pieces[0]
+                mu, var = _k.tilted_moments(p, j_lo, st, theta)
+            else:  # a mixture of pieces
+                st = np.array([_k.tilted_stats(p, j_lo, st, theta) for j_lo, p, st in pieces])
+                w = np.exp(st[:, 0] - np.max(st[:, 0]))
+                w /= w.sum()
+                mu = float(w @ st[:, 1])
+                var = float(w @ (st[:, 2] + st[:, 1] ** 2)) - mu * mu
             m += count * mu
             v += count * var
         return m, v

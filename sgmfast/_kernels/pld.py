@@ -1079,3 +1079,242 @@ def tilted_moments(p, j_lo, step, theta):
         g *= r
     m = s1 / s0
     return m, max(s2 / s0 - m * m, 0.0)
+
+
+@jit
+def tilted_stats(p, j_lo, step, theta):
+    """(log sum_i p_i e^{theta ell_i}, mean, variance) of the loss under those tilted masses,
+    ell_i = (j_lo + i) step (heuristics only: the saddle point of a mixture of arrays)."""
+    mx = -math.inf
+    for i in range(p.shape[0]):
+        if p[i] > 0.0:
+            v = theta * (j_lo + i) * step
+            if v > mx:
+                mx = v
+    if mx == -math.inf:
+        return -math.inf, 0.0, 0.0
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(p.shape[0]):
+        if p[i] > 0.0:
+            w = p[i] * math.exp(max(theta * (j_lo + i) * step - mx, -745.0))
+            ell = (j_lo + i) * step
+            s0 += w
+            s1 += w * ell
+            s2 += w * ell * ell
+    if not s0 > 0.0:
+        return -math.inf, 0.0, 0.0
+    m = s1 / s0
+    return mx + math.log(s0), m, max(s2 / s0 - m * m, 0.0)
+
+
+@jit
+def coarsen_pess(x, j0, m, step, theta, big_lo, out):
+    """Pessimistic coarsening of tilted masses x_i at fine grid points j0 + i (spacing ``step``)
+    onto the coarse grid of spacing H = m step (m a power of two): out[J - big_lo] for coarse
+    point J (loss J H).
+
+    An atom at loss ell = J H + r step (0 < r < m) is split between J H and (J + 1) H so that
+    its untilted mass and its u-mass (u = e^{-ell}) are kept: the upper share is
+    g_r = (1 - e^{-r step}) / (1 - e^{-H}) (connect-the-dots on atoms, a mean-preserving spread
+    in u, so every δ(eps), also after composition, can only grow).  Tilted, the shares pick up
+    e^{-theta r step} and e^{theta (H - r step)}.  Both shares are rounded up, and the sums by
+    (m + 8) u, so the output bounds that exact split entry by entry.
+    """
+    big_h = m * step
+    emh = -math.expm1(-big_h)
+    lo_f = np.empty(m)
+    hi_f = np.empty(m)
+    up = 1.0 + 16.0 * EPS64 * (1.0 + theta * big_h)
+    for r in range(m):
+        if r == 0:
+            lo_f[0] = 1.0
+            hi_f[0] = 0.0
+            continue
+        g = -math.expm1(-r * step) / emh
+        g1 = -math.exp(-r * step) * math.expm1(-(m - r) * step) / emh
+        lo_f[r] = g1 * math.exp(-theta * r * step) * up
+        hi_f[r] = g * math.exp(theta * (big_h - r * step)) * up
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v == 0.0:
+            continue
+        j = j0 + i
+        big = j // m
+        r = j - big * m
+        if r == 0:
+            out[big - big_lo] += v
+        else:
+            out[big - big_lo] += v * lo_f[r]
+            out[big + 1 - big_lo] += v * hi_f[r]
+    fin = 1.0 + (m + 8.0) * EPS64
+    for i in range(out.shape[0]):
+        out[i] *= fin
+
+
+@jit
+def coarsen_opt(x, j0, m, step, theta, big_lo, out):
+    """Optimistic coarsening (the converse of ``coarsen_pess``): tilted masses x_i at fine points
+    j0 + i onto coarse points big_lo .. big_lo + len(out) - 1 (spacing H = m step), so that the
+    result is dominated in convex order in u by the input (every δ(eps) can only shrink).
+
+    The atoms of each coarse cell [J H, (J + 1) H) are collapsed to their u-mean (a contraction)
+    and the cell atoms are put on the grid by ``optimistic_step`` (convex-order minorant, else
+    merging by contractions).  That works on untilted masses: they are carried relative to
+    the bottom point, e^{-theta (ell - big_lo H)} x, which the caller keeps in range
+    (theta * window < 600), and retilted after.  Masses are deflated and atoms moved down by
+    bounds on their rounding.  Returns False when the window is too long to untilt.
+    """
+    nc = out.shape[0]
+    big_h = m * step
+    if theta * nc * big_h > 600.0:
+        return False
+    frac = np.full(nc, -1.0)
+    amass = np.zeros(nc)
+    u_sum = np.zeros(nc)
+    top = 0.0
+    wt = np.empty(m)
+    wu = np.empty(m)
+    for r in range(m):
+        wt[r] = math.exp(-theta * r * step)
+        wu[r] = math.exp(-(theta + 1.0) * r * step)
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v == 0.0:
+            continue
+        j = j0 + i
+        big = j // m
+        r = j - big * m
+        b = big - big_lo
+        if b == nc - 1:
+            top += v  # r == 0: the top point itself
+            continue
+        amass[b] += v * wt[r]
+        u_sum[b] += v * wu[r]
+    # per-cell factor e^{-theta (J H - big_lo H)}; sums of <= m terms err by <= (m + 4) u relative
+    defl = 1.0 - (m + 16.0 + 4.0 * theta * big_h) * EPS64
+    for b in range(nc - 1):
+        if amass[b] > 0.0:
+            e = math.exp(-theta * b * big_h)
+            pos = -math.log(u_sum[b] / amass[b]) - 4.0 * (m + 8.0) * EPS64 * (1.0 + big_h)
+            frac[b] = min(max(pos, 0.0), big_h)
+            amass[b] *= e * defl * (1.0 - 4.0 * EPS64 * (theta * b * big_h + 2.0))
+    top *= math.exp(-theta * (nc - 1) * big_h) * defl
+    # the grid from the first to one past the last occupied cell (the minorant pins its end knots)
+    b0 = 0
+    while b0 < nc - 1 and amass[b0] == 0.0:
+        b0 += 1
+    b1 = nc - 1
+    if top == 0.0:
+        while b1 > b0 + 1 and amass[b1 - 1] == 0.0:
+            b1 -= 1
+    for b in range(nc):
+        out[b] = 0.0
+    optimistic_step(big_h, frac[b0:b1 + 1], amass[b0:b1 + 1], top, out[b0:b1 + 1])
+    for b in range(nc):
+        if out[b] > 0.0:
+            arg = theta * b * big_h
+            out[b] *= math.exp(arg) * (1.0 - 4.0 * EPS64 * (arg + 2.0))
+    return True
+
+
+@jit
+def block_spectrum(spec_d, e2_d, spec_r, e2_r, ks, w, out):
+    """out_f = sum_j w_j spec_d[j, f] spec_r[f]^ks[j] over half-spectrum frequencies f.
+
+    ``e2_d[j]`` / ``e2_r`` bound the l2 norms (full spectrum) of the errors of spec_d[j] and
+    spec_r.  With rd = |spec_d[j, f]| + e2_d[j] and rr = |spec_r[f]| + e2_r (bounds on the
+    exact and computed moduli), the error of a term is at most e_d rr^k + rd k rr^(k-1) e_r;
+    summed over the full spectrum with Cauchy-Schwarz that is
+    e2_d sqrt(sum rr^2k) + k e2_r sqrt(sum (rd rr^(k-1))^2).  The k + 1 complex products err by
+    <= 3u each (Higham 2002, 3.6) and the weighted sum by <= (terms + 2) u, relative to
+    w_j rd rr^k.  Returns a bound on the full-spectrum l1 norm of the error of ``out``.
+    """
+    nt = spec_d.shape[0]
+    h = spec_d.shape[1]
+    ws_d = np.zeros(nt)
+    ws_r = np.zeros(nt)
+    rnd = 0.0
+    for f in range(h):
+        wk = 1.0 if (f == 0 or f == h - 1) else 2.0
+        sr = spec_r[f]
+        rr = abs(sr) + e2_r
+        acc = complex(0.0, 0.0)
+        for j in range(nt):
+            k = ks[j]
+            p = spec_d[j, f]
+            rd = abs(p) + e2_d[j]
+            rrk1 = 1.0
+            for _ in range(k):
+                p = p * sr
+            for _ in range(k - 1):
+                rrk1 *= rr
+            rrk = rrk1 * rr if k > 0 else 1.0
+            ws_d[j] += wk * rrk * rrk
+            if k > 0:
+                v = rd * rrk1
+                ws_r[j] += wk * v * v
+            acc += w[j] * p
+            rnd += wk * w[j] * rd * rrk * (3.0 * (k + 2) + nt + 2.0) * EPS64
+        out[f] = acc
+    err = rnd * (1.0 + 1e-12) + 1e-300 * h
+    for j in range(nt):
+        e = e2_d[j] * math.sqrt(ws_d[j])
+        if ks[j] > 0:
+            e += ks[j] * e2_r * math.sqrt(ws_r[j])
+        err += w[j] * e * (1.0 + 1e-12)
+    return err
+
+
+@jit
+def power_series(spec, e2, c0, out):
+    """out[j, f] = spec[f]^(c0 + j) for j = 0 .. out.shape[0] - 1 (c0 >= 1): the first by
+    squaring, the others by one more product each; error bounds as ``power_product`` with one
+    part (at most c0 + j complex products for power c0 + j).  Returns (err, z2): per power,
+    a bound on the full-spectrum l1 norm of its error and its squared full-spectrum l2 norm."""
+    nt = out.shape[0]
+    h = spec.shape[0]
+    err = np.zeros(nt)
+    z2 = np.zeros(nt)
+    wsum = np.zeros(nt)
+    rel = np.empty(nt)
+    for j in range(nt):
+        rel[j] = math.expm1((c0 + j) * math.log1p(3.0 * EPS64))
+    for f in range(h):
+        wk = 1.0 if (f == 0 or f == h - 1) else 2.0
+        s = spec[f]
+        r = abs(s) + e2
+        lr = math.log(r) if r > 0.0 else -math.inf
+        b = s
+        c = c0
+        acc = complex(1.0, 0.0)
+        while c > 0:
+            if c & 1:
+                acc = acc * b
+            c >>= 1
+            if c > 0:
+                b = b * b
+        # r^(c0 - 1) rounded up (the 1e-12 margin covers the few products that follow)
+        if lr > -math.inf:
+            a1 = (c0 - 1) * lr
+            w = math.exp(a1 + 1e-12 * (1.0 + abs(a1)))
+        else:
+            w = 1.0 if c0 == 1 else 0.0
+        for j in range(nt):
+            mag = w * r * (1.0 + 4.0 * EPS64)  # >= r^(c0 + j)
+            wsum[j] += wk * w * w
+            if mag < 1e-300:
+                out[j, f] = 0.0
+                err[j] += wk * (mag + 1e-300)
+            else:
+                out[j, f] = acc
+                err[j] += wk * (rel[j] * mag + 1e-300 * (c0 + j))
+                z2[j] += wk * (acc.real * acc.real + acc.imag * acc.imag)
+            acc = acc * s
+            w = mag
+    for j in range(nt):
+        err[j] += (c0 + j) * e2 * math.sqrt(wsum[j]) * (1.0 + 1e-12)
+    return err, z2
