@@ -192,6 +192,18 @@ _POOL = None
 _SPLIT_MIN = 16384  # array size below which one thread does it all
 
 
+_GRID_POOL = None
+
+
+def _grid_pool() -> ThreadPoolExecutor:
+    """One thread for building an optimistic grid while the caller builds the pessimistic one
+    (separate from ``_pool``, which the grid builders themselves use)."""
+    global _GRID_POOL
+    if _GRID_POOL is None:
+        _GRID_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sgmfast-grid")
+    return _GRID_POOL
+
+
 def _pool() -> ThreadPoolExecutor:
     """One helper thread for splitting large kernels in two (they release the GIL)."""
     global _POOL
@@ -328,7 +340,7 @@ def _compose(schedule, add: bool, step: float, theta: float, pess: bool, eps_lo:
     entry (see ``_k.power_product``) and added to (pessimistic) or subtracted
     from (optimistic) every entry.
     """
-    plan = _two_stage_plan(schedule, step)
+    plan = _two_stage_plan(schedule, step, add, tau)
     if plan is not None:
         try:
             return _compose_two_stage(*schedule[0], add, step, *plan, theta, pess, eps_lo, tau)
@@ -481,6 +493,8 @@ def _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, lo
 # ----------------------------------------------------------------------------
 
 _TWO_STAGE_MIN = 4096  # fewest steps of one schedule entry for the two-stage composition
+_TWO_STAGE_ONE = 4000  # ... fewest fine bins of its one-step grid
+_TWO_STAGE_BINS = 80000  # ... fewest bins of one-step grid plus composed spread (18 sd)
 _CORE_TAIL = 1e-4  # one-step P-mass per block of T1 steps left to the coarse tail pieces
 _STAGE1_GOAL = 1e-18  # tilted mass (relative) the fine windows leave outside (Chernoff)
 _MAX_TAIL_EVENTS = 16  # most tail events per block composed exactly (else: one stage)
@@ -539,11 +553,17 @@ def _hybrid_step(sigma, q, add, step, m, tau, r_tail) -> _Hybrid:
     return h
 
 
-def _two_stage_plan(schedule, step):
-    """(T1, m) for the two-stage composition, or None when a single stage is better."""
+def _two_stage_plan(schedule, step, add, tau):
+    """(T1, m) for the two-stage composition, or None when a single stage is better: for one
+    schedule entry of many steps whose one-step grid (heavy tails) and composed spread are
+    both long on the fine grid (thresholds measured, bench/README)."""
     if len(schedule) != 1 or schedule[0][2] < _TWO_STAGE_MIN:
         return None
-    count = schedule[0][2]
+    sigma, q, count = schedule[0]
+    j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
+    spread = 18.0 * math.sqrt(count * _moments(sigma, q, add)[1]) / step
+    if j_hi - j_lo < _TWO_STAGE_ONE or j_hi - j_lo + spread < _TWO_STAGE_BINS:
+        return None
     t1 = max(2, int(round(math.sqrt(count))))
     # a divisor of the count near sqrt(count) saves the remainder block
     for i in range(t1):
@@ -929,7 +949,7 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     small relative to the mass near eps_target.
     """
     parts = []
-    plan = _two_stage_plan(schedule, step)
+    plan = _two_stage_plan(schedule, step, add, tau)
     for sigma, q, count in schedule:
         if plan is not None:
             t1, m = plan
@@ -1037,6 +1057,20 @@ class _Engine:
             self._grids[key] = g
         return g
 
+    def grid_pair(self, add: bool, step: float, eps_c: float, eps_lo: float | None = None):
+        """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
+        FFTs release the GIL, and on two cores the pair takes little more than one of them."""
+        theta = self._theta(add, step, eps_c)  # builds the one-step pieces both need
+        key = (add, False, step, theta, eps_c if eps_lo is None else eps_lo)
+        if key in self._grids or (os.cpu_count() or 1) < 2:
+            return self.grid(add, True, step, eps_c, eps_lo), self.grid(add, False, step, eps_c, eps_lo)
+        fut = _grid_pool().submit(self.grid, add, False, step, eps_c, eps_lo)
+        try:
+            pess = self.grid(add, True, step, eps_c, eps_lo)
+        finally:
+            opt = fut.result()
+        return pess, opt
+
     def _theta(self, add, step, eps_c):
         key = (add, step, round(eps_c, 6))
         th = self._theta_cache.get(key)
@@ -1065,10 +1099,10 @@ class _Engine:
     def _eps_at(self, step, target, est):
         lo_e = 0.5 * est
         if self.replace:  # one symmetric pair: one direction
-            return (_eps_bound(self.grid(_REPLACE, False, step, est, lo_e), target),
-                    _eps_bound(self.grid(_REPLACE, True, step, est, lo_e), target))
-        up_r = _eps_bound(self.grid(False, True, step, est, lo_e), target)
-        lo = _eps_bound(self.grid(False, False, step, est, lo_e), target)
+            g_up, g_lo = self.grid_pair(_REPLACE, step, est, lo_e)
+            return _eps_bound(g_lo, target), _eps_bound(g_up, target)
+        g_up, g_lo = self.grid_pair(False, step, est, lo_e)
+        up_r, lo = _eps_bound(g_up, target), _eps_bound(g_lo, target)
         # the add direction usually lies well below: a 4x coarser pessimistic grid often proves it
         up_a = _eps_bound(self.grid(True, True, 4 * step, est, lo_e), target)
         if up_a > up_r:
