@@ -13,6 +13,21 @@ Pipeline (one function per stage):
    coefficient by exponentiation by squaring, one inverse FFT.
 3. Queries: δ(eps) and eps(δ) with upper and lower bounds (``Bounds``).
 
+Many steps (``_compose_two_stage``).  When the fine grid would be long -- heavy one-step
+tails (small q and sigma) and a wide composed spread (large T) -- the T-fold composition
+is done in two stages.  The one-step PLD is cut into a core on the fine grid and its
+tails on a coarse grid of spacing m * step (m a power of two, so the shared bin edges are
+the same floating-point numbers).  A block of T1 ~ sqrt(T) steps is
+sum_k binom(T1, k) C^{*(T1-k)} * R^{*k} (k tail events): the core powers are FFT powers on
+the fine grid, coarsened -- pessimistically by splitting every atom between its two coarse
+neighbours so that mass and E e^{-loss} are kept (connect-the-dots applied to atoms),
+optimistically by the convex-order minorant of the collapsed cells -- and the block's
+spectrum on the coarse grid is sum_k w_k F(D_k) F(R)^k.  The blocks are then composed
+T / T1 times like single steps.  Blocks with more tail events than kept go to +inf
+(upper bound) or are dropped (lower bound); the fine windows are bounded like the final
+one.  With m ~ sqrt(T1) the coarsening adds about as much loss variance as the fine grid,
+and both FFT lengths are ~T^(1/4) times shorter than one fine-grid transform of all T steps.
+
 Soundness.  Upper bound = pessimistic δ + a per-entry bound on the FFT round-off
 (Higham 2002 Thm 24.2 with a conservative constant, propagated through the power)
 + the Chernoff-bounded tilted mass outside the FFT window (to +inf); lower bound =
