@@ -510,6 +510,7 @@ def _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, lo
 _TWO_STAGE_MIN = 4096  # fewest steps of one schedule entry for the two-stage composition
 _TWO_STAGE_ONE = 4000  # ... fewest fine bins of its one-step grid
 _TWO_STAGE_BINS = 80000  # ... fewest bins of one-step grid plus composed spread (18 sd)
+_TWO_STAGE_TAU = 1e-15  # ... or at most this tail cut over all steps (δ below ~1e-8)
 _CORE_TAIL = 1e-4  # one-step P-mass per block of T1 steps left to the coarse tail pieces
 _STAGE1_GOAL = 1e-18  # tilted mass (relative) the fine windows leave outside (Chernoff)
 _MAX_TAIL_EVENTS = 16  # most tail events per block composed exactly (else: one stage)
@@ -571,13 +572,16 @@ def _hybrid_step(sigma, q, add, step, m, tau, r_tail) -> _Hybrid:
 def _two_stage_plan(schedule, step, add, tau):
     """(T1, m) for the two-stage composition, or None when a single stage is better: for one
     schedule entry of many steps whose one-step grid (heavy tails) and composed spread are
-    both long on the fine grid (thresholds measured, bench/README)."""
+    both long on the fine grid (thresholds measured, bench/README), or when δ is small: the
+    first-order FFT round-off of a T-th power grows like T times that of one step, and two
+    stages take powers of ~sqrt(T) only."""
     if len(schedule) != 1 or schedule[0][2] < _TWO_STAGE_MIN:
         return None
     sigma, q, count = schedule[0]
     j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
     spread = 18.0 * math.sqrt(count * _moments(sigma, q, add)[1]) / step
-    if j_hi - j_lo < _TWO_STAGE_ONE or j_hi - j_lo + spread < _TWO_STAGE_BINS:
+    small_delta = tau * count <= _TWO_STAGE_TAU  # FFT round-off grows with the power taken
+    if not small_delta and (j_hi - j_lo < _TWO_STAGE_ONE or j_hi - j_lo + spread < _TWO_STAGE_BINS):
         return None
     t1 = max(2, int(round(math.sqrt(count))))
     # a divisor of the count near sqrt(count) saves the remainder block
@@ -957,6 +961,9 @@ def _initial_step(schedule, accuracy: float, eps_est: float, d=False) -> float:
     return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
 
 
+_THETA_MAX = 1e5
+
+
 def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float) -> float:
     """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD (Newton on the cumulant).
 
@@ -997,9 +1004,11 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
         return 0.0
     v0 = v
     theta = 0.0
-    for _ in range(8):
-        new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 2 * theta + 1.0, 64.0)
-        if abs(new - theta) < 1e-3:
+    # e^{theta * loss} must stay far inside the float range over the composed window
+    cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
+    for _ in range(12):
+        new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 8 * theta + 1.0, cap)
+        if abs(new - theta) < 1e-3 * max(1.0, theta):
             break
         m_new, v_new = moments(new)
         halvings = 0
