@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -578,7 +579,10 @@ def _two_stage_plan(schedule, step, add, tau):
     if len(schedule) != 1 or schedule[0][2] < _TWO_STAGE_MIN:
         return None
     sigma, q, count = schedule[0]
-    j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
+    try:
+        j_lo, j_hi = _grid_range(sigma, q, add, step, tau)
+    except ValueError:  # too long for one stage
+        j_lo, j_hi = 0, MAX_BINS
     spread = 18.0 * math.sqrt(count * _moments(sigma, q, add)[1]) / step
     small_delta = tau * count <= _TWO_STAGE_TAU  # FFT round-off grows with the power taken
     if not small_delta and (j_hi - j_lo < _TWO_STAGE_ONE or j_hi - j_lo + spread < _TWO_STAGE_BINS):
@@ -661,7 +665,8 @@ class _BlockPart:
             spec_d[i] = scipy.fft.rfft(f, workers=_WORKERS)
             e2_d[i] = c_n * math.sqrt(n * _k.sumsq(f)) * 1.01
         ks = np.array([k for _, _, _, k in self.terms], dtype=np.int64)
-        w = np.exp(np.array([lw for _, _, lw, _ in self.terms])) * (1 + 1e-15)
+        # (the log weights carry a rounding margin far above exp's own error)
+        w = np.exp(np.array([lw for _, _, lw, _ in self.terms]))
         out = np.empty(h, dtype=np.complex128)
         err = _k.block_spectrum(spec_d, e2_d, spec_r, e2_r, ks, w, out)
         return out, err * (1 + 1e-9)
@@ -802,7 +807,9 @@ def _compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, t
     if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, mr, vr)):
         raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
     cu = float(pc.sum()) * (1 + 1e-12)
-    p_inf1 = min((hyb.p_inf + drop_c + drop_r) * (1 + 1e-12), 0.5) if pess else 0.0
+    p_inf1 = (hyb.p_inf + drop_c + drop_r) * (1 + 1e-12) if pess else 0.0
+    if p_inf1 >= 0.5:
+        raise _NoTwoStage
     # moments of the tilted one-step mixture (window heuristics)
     wb = 1.0 / (1.0 + math.exp(sc - sr)) if tr is not None else 0.0
     mean1 = (1 - wb) * mc + wb * mr
@@ -1055,6 +1062,7 @@ class _Engine:
         self.accuracy = accuracy
         self.grid_step = grid_step
         self._grids: dict = {}
+        self._lock = threading.Lock()
         self._theta_cache: dict = {}
         self.tau = _TAU_STEP
         self.total = sum(c for _, _, c in self.schedule)
@@ -1076,9 +1084,10 @@ class _Engine:
         g = self._grids.get(key)
         if g is None:
             g = _compose(self.schedule, add, step, theta, pess, eps_lo, self.tau)
-            if len(self._grids) > 16:
-                self._grids.pop(next(iter(self._grids)))
-            self._grids[key] = g
+            with self._lock:  # grid_pair builds two grids on two threads
+                if len(self._grids) > 16:
+                    self._grids.pop(next(iter(self._grids)))
+                self._grids[key] = g
         return g
 
     def grid_pair(self, add: bool, step: float, eps_c: float, eps_lo: float | None = None):
