@@ -969,6 +969,8 @@ def _initial_step(schedule, accuracy: float, eps_est: float, d=False) -> float:
 
 
 _THETA_MAX = 1e5
+_VAR_GROWTH = 4.0  # the tilted variance may grow this much (FFT window length) ...
+_VAR_GROWTH_SMALL = 100.0  # ... or this much when delta is small (tail cut tau * T <= 1e-15)
 
 
 def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float) -> float:
@@ -1010,23 +1012,35 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     if m >= eps_target or v <= 0:
         return 0.0
     v0 = v
-    theta = 0.0
-    # e^{theta * loss} must stay far inside the float range over the composed window
+    # The tilted mean m(theta) is increasing (its derivative is the tilted variance): safeguarded
+    # Newton inside a bracket [lo, hi] with m(lo) < eps_target <= m(hi).  A theta whose tilted
+    # variance exceeds _VAR_GROWTH * v0 (heavy one-step tails: a long FFT window) is not taken
+    # and bounds the bracket.  e^{theta * loss} must stay far inside the float range, hence cap.
     cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
-    for _ in range(12):
-        new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 8 * theta + 1.0, cap)
-        if abs(new - theta) < 1e-3 * max(1.0, theta):
-            break
+    # at small delta the mass near eps is far below the bulk's FFT round-off unless the tilt
+    # reaches it, which is worth a longer window (measured: bench/README)
+    growth = _VAR_GROWTH_SMALL if tau * sum(c for _, _, c in schedule) <= _TWO_STAGE_TAU else _VAR_GROWTH
+    lo, hi = 0.0, cap
+    theta = 0.0
+    for _ in range(24):
+        new = theta + (eps_target - m) / v if v > 0 else math.inf
+        if not lo < new < hi:
+            new = math.sqrt(lo * hi) if lo > 0 and hi > 4 * lo else (0.5 * (lo + hi) if lo > 0 else min(hi / 8, 1.0))
         m_new, v_new = moments(new)
-        halvings = 0
-        # heavy one-step tails make the tilted variance explode (a wide FFT window): stay where it is moderate
-        while v_new > 4.0 * v0 and halvings < 6:
-            new = 0.5 * (theta + new)
-            m_new, v_new = moments(new)
-            halvings += 1
-        theta, m, v = new, m_new, v_new
-        if halvings or abs(m - eps_target) < 0.05 * math.sqrt(v):
+        if not (math.isfinite(m_new) and math.isfinite(v_new)) or v_new > growth * v0:
+            hi = new
+        else:
+            theta, m, v = new, m_new, v_new
+            if m >= eps_target:
+                hi = new
+            else:
+                lo = new
+            if abs(m - eps_target) < 0.05 * math.sqrt(v):
+                break
+        if hi - lo <= 1e-3 * hi:
             break
+    if m > eps_target + 3.0 * math.sqrt(v):
+        theta = lo  # never far past the saddle point (all tilted mass in the far tail)
     return max(theta, 0.0)
 
 
