@@ -970,10 +970,11 @@ def _initial_step(schedule, accuracy: float, eps_est: float, d=False) -> float:
 
 _THETA_MAX = 1e5
 _VAR_GROWTH = 4.0  # the tilted variance may grow this much (FFT window length) ...
-_VAR_GROWTH_SMALL = 100.0  # ... or this much when delta is small (tail cut tau * T <= 1e-15)
+_VAR_GROWTH_SMALL = 1000.0  # ... or this much in a second try when delta is small (_Engine._eps_at)
 
 
-def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float) -> float:
+def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float,
+                  growth: float = _VAR_GROWTH) -> float:
     """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD (Newton on the cumulant).
 
     Any theta >= 0 gives valid bounds; the saddle point only makes FFT round-off
@@ -1014,12 +1015,9 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     v0 = v
     # The tilted mean m(theta) is increasing (its derivative is the tilted variance): safeguarded
     # Newton inside a bracket [lo, hi] with m(lo) < eps_target <= m(hi).  A theta whose tilted
-    # variance exceeds _VAR_GROWTH * v0 (heavy one-step tails: a long FFT window) is not taken
+    # variance exceeds growth * v0 (heavy one-step tails: a long FFT window) is not taken
     # and bounds the bracket.  e^{theta * loss} must stay far inside the float range, hence cap.
     cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
-    # at small delta the mass near eps is far below the bulk's FFT round-off unless the tilt
-    # reaches it, which is worth a longer window (measured: bench/README)
-    growth = _VAR_GROWTH_SMALL if tau * sum(c for _, _, c in schedule) <= _TWO_STAGE_TAU else _VAR_GROWTH
     lo, hi = 0.0, cap
     theta = 0.0
     for _ in range(24):
@@ -1077,6 +1075,7 @@ class _Engine:
         self.grid_step = grid_step
         self._grids: dict = {}
         self._lock = threading.Lock()
+        self.growth = _VAR_GROWTH  # how far the tilted variance may grow (see _saddle_theta)
         self._theta_cache: dict = {}
         self.tau = _TAU_STEP
         self.total = sum(c for _, _, c in self.schedule)
@@ -1119,12 +1118,13 @@ class _Engine:
         return pess, opt
 
     def _theta(self, add, step, eps_c):
-        key = (add, step, round(eps_c, 6))
+        key = (add, step, round(eps_c, 6), self.growth)
         th = self._theta_cache.get(key)
         if th is None:
             single = len(self.schedule) == 1 and self.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
-            th = _saddle_theta(self.schedule, add, step, eps_c, self.tau) if _USE_TILT and not single else 0.0
+            th = (_saddle_theta(self.schedule, add, step, eps_c, self.tau, self.growth)
+                  if _USE_TILT and not single else 0.0)
             self._theta_cache[key] = th
         return th
 
@@ -1144,6 +1144,19 @@ class _Engine:
 
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
+        lo, up = self._eps_at_tilt(step, target, est)
+        if up - lo > self.accuracy * up and self.tau * self.total <= _TWO_STAGE_TAU and self.growth == _VAR_GROWTH:
+            # small delta: a tilt that lets the window grow further may resolve what FFT round-off
+            # hid; both intervals are certified, so their intersection is
+            self.growth = _VAR_GROWTH_SMALL
+            try:
+                lo2, up2 = self._eps_at_tilt(step, target, est)
+            finally:
+                self.growth = _VAR_GROWTH
+            lo, up = max(lo, lo2), min(up, up2)
+        return lo, up
+
+    def _eps_at_tilt(self, step, target, est):
         lo_e = 0.5 * est
         if self.replace:  # one symmetric pair: one direction
             g_up, g_lo = self.grid_pair(_REPLACE, step, est, lo_e)
