@@ -175,6 +175,15 @@ def test_default_accuracy_met_typical():
         (0.4, 0.1, 1000, 1e-3),  # theta * step ~ 8: recurrences must re-anchor when a factor underflows
         (2.0, 0.1, 10**6, 1e-12),  # the lower curve is negative low down (not monotone)
         (2.0, 1e-5, 10**6, 1e-3),  # tiny eps over 1e6 steps: per-bin split errors add up T times
+        # delta = 1e-12 set by one or two sampled steps far in the N(1) tail: the saddle-point
+        # tilt must get there (window growth, second tilt) or FFT round-off hides it
+        (0.4, 1e-3, 1000, 1e-12),
+        (0.4, 1e-5, 10**6, 1e-12),
+        (0.4, 1e-5, 1000, 1e-12),
+        (1.2, 0.013219411484660293, 10, 1e-12),
+        # tiny eps at delta = 1e-12: the saddle point is at theta ~ 1e3 (a cap at 64 left the mass
+        # near eps below the bulk's round-off)
+        (50.0, 1e-3, 10**6, 1e-12),
     ],
 )
 def test_default_accuracy_met_at_hard_corners(sigma, q, steps, delta):
@@ -323,3 +332,14 @@ def test_fft_engine_small_delta(delta):
     assert _gaussian_delta_exact(mu, e_up) <= delta * (1 + 1e-9)
     assert _gaussian_delta_exact(mu, e_lo) >= delta * (1 - 1e-9)
     assert e_up - e_lo <= 1e-3 * e_up
+
+
+def test_saddle_theta_matches_the_gaussian_closed_form_beyond_the_old_cap():
+    # q = 1: the composed loss is N(mu, 2 mu), mu = T / (2 sigma^2); tilting by theta moves its
+    # mean to mu + 2 mu theta, so the saddle point of eps is (eps - mu) / (2 mu) (here ~660)
+    sigma, steps = 3000.0, 1000
+    mu = steps / (2 * sigma**2)
+    eps = mu + 7 * math.sqrt(2 * mu)
+    step = 1e-6
+    theta = pld._saddle_theta([(sigma, 1.0, steps)], False, step, eps, 1e-20)
+    assert theta == pytest.approx((eps - mu) / (2 * mu), rel=0.02)
