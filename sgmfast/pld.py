@@ -138,7 +138,8 @@ def _grid_range(sigma: float, q: float, add: bool, step: float, tau: float = _TA
         hi = -_k.remove_loss(-sigma * x, sigma, q)
         lo = -_k.remove_loss(1.0 + sigma * max(x_far, x_near), sigma, q)
     else:
-        hi = _k.remove_loss(1.0 + sigma * x_far, sigma, q)
+        # both components' tails: at large sigma the (1 - q) N(0) tail outweighs q N(1)'s
+        hi = _k.remove_loss(max(1.0 + sigma * x_far, sigma * x_near), sigma, q)
         lo = _k.remove_loss(-sigma * x, sigma, q)
     j_lo, j_hi = math.floor(lo / step), math.ceil(hi / step)
     if j_hi - j_lo + 1 > MAX_BINS:

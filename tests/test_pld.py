@@ -184,6 +184,8 @@ def test_default_accuracy_met_typical():
         # tiny eps at delta = 1e-12: the saddle point is at theta ~ 1e3 (a cap at 64 left the mass
         # near eps below the bulk's round-off)
         (50.0, 1e-3, 10**6, 1e-12),
+        # large sigma, tiny q: the one-step grid must also cover the (1 - q) N(0) tail
+        (13.51, 3.755e-5, 366_897, 5.14e-4),
     ],
 )
 def test_default_accuracy_met_at_hard_corners(sigma, q, steps, delta):
@@ -343,3 +345,11 @@ def test_saddle_theta_matches_the_gaussian_closed_form_beyond_the_old_cap():
     step = 1e-6
     theta = pld._saddle_theta([(sigma, 1.0, steps)], False, step, eps, 1e-20)
     assert theta == pytest.approx((eps - mu) / (2 * mu), rel=0.02)
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_one_step_tail_cut_covers_both_components(add):
+    # at sigma = 13.5 the N(0) and N(1) tails are alike and (1 - q) N(0) carries almost all of
+    # the mass beyond the grid: the cut must still leave only ~tau there
+    one = pld._one_step(13.51, 3.755e-5, add, 2.6e-8, 1e-16)
+    assert one.p_inf <= 2e-16
