@@ -1014,29 +1014,64 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     if m >= eps_target or v <= 0:
         return 0.0
     v0 = v
-    # The tilted mean m(theta) is increasing (its derivative is the tilted variance): safeguarded
-    # Newton inside a bracket [lo, hi] with m(lo) < eps_target <= m(hi).  A theta whose tilted
-    # variance exceeds growth * v0 (heavy one-step tails: a long FFT window) is not taken
-    # and bounds the bracket.  e^{theta * loss} must stay far inside the float range, hence cap.
+    # Newton on the tilted mean m(theta) (increasing: its derivative is the tilted variance),
+    # at most doubling each time; a theta whose tilted variance exceeds growth * v0 (heavy one-step
+    # tails: a long FFT window) is halved back towards the last one taken, and the search stops
+    # there.  e^{theta * loss} must stay far inside the float range, hence cap; tiny eps needs
+    # theta ~ eps / var, far beyond the unit scale (16 doublings reach 6.5e4).
     cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
+    if growth > _VAR_GROWTH:
+        return _saddle_bracket(moments, m, v, eps_target, cap, growth * v0)
+    theta = 0.0
+    for _ in range(16):
+        new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 2 * theta + 1.0, cap)
+        if abs(new - theta) < 1e-3 * max(1.0, theta):
+            break
+        m_new, v_new = moments(new)
+        halvings = 0
+        while not (math.isfinite(m_new) and v_new <= growth * v0) and halvings < 8:
+            new = 0.5 * (theta + new)
+            m_new, v_new = moments(new)
+            halvings += 1
+        if not (math.isfinite(m_new) and v_new <= growth * v0):
+            break
+        if m_new > eps_target + 3.0 * math.sqrt(v_new):
+            # far past the saddle point (all tilted mass in the far tail): back towards it
+            new = 0.5 * (theta + new)
+            m_new, v_new = moments(new)
+            if not (math.isfinite(m_new) and v_new <= growth * v0) or m_new > eps_target + 3.0 * math.sqrt(v_new):
+                break
+        theta, m, v = new, m_new, v_new
+        if halvings or abs(m - eps_target) < 0.05 * math.sqrt(v):
+            break
+    return max(theta, 0.0)
+
+
+def _saddle_bracket(moments, m, v, eps_target, cap, v_max):
+    """The saddle point for a long-window tilt (``_saddle_theta`` with a large growth): safeguarded
+    Newton in a bracket [lo, hi] with m(lo) < eps_target <= m(hi); a theta whose tilted variance
+    exceeds v_max bounds the bracket instead.  Slower than the doubling search, but it gets
+    close to the window limit, which small-delta heavy-tail points need (bench/README)."""
     lo, hi = 0.0, cap
     theta = 0.0
+    too_wide = 0
     for _ in range(24):
-        new = theta + (eps_target - m) / v if v > 0 else math.inf
+        new = min(theta + (eps_target - m) / v, 4 * theta + 1) if v > 0 and not too_wide else math.inf
         if not lo < new < hi:
             new = math.sqrt(lo * hi) if lo > 0 and hi > 4 * lo else (0.5 * (lo + hi) if lo > 0 else min(hi / 8, 1.0))
         m_new, v_new = moments(new)
-        if not (math.isfinite(m_new) and math.isfinite(v_new)) or v_new > growth * v0:
+        if not (math.isfinite(m_new) and math.isfinite(v_new)) or v_new > v_max:
             hi = new
+            too_wide += 1
         else:
             theta, m, v = new, m_new, v_new
             if m >= eps_target:
                 hi = new
             else:
                 lo = new
-            if abs(m - eps_target) < 0.05 * math.sqrt(v):
+            if abs(m - eps_target) < 0.05 * math.sqrt(v) or (too_wide and hi - lo <= 0.25 * hi):
                 break
-        if hi - lo <= 1e-3 * hi:
+        if hi - lo <= 0.05 * hi:  # any theta gives valid bounds: 5 % is close enough
             break
     if m > eps_target + 3.0 * math.sqrt(v):
         theta = lo  # never far past the saddle point (all tilted mass in the far tail)
@@ -1097,7 +1132,18 @@ class _Engine:
         key = (add, pess, step, theta, eps_lo)
         g = self._grids.get(key)
         if g is None:
-            g = _compose(self.schedule, add, step, theta, pess, eps_lo, self.tau)
+            for _ in range(4):
+                try:
+                    g = _compose(self.schedule, add, step, theta, pess, eps_lo, self.tau)
+                    break
+                except ValueError:
+                    # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
+                    # where a weaker one fits (the tilt only decides tightness)
+                    if theta <= 0:
+                        raise
+                    theta = 0.5 * theta if theta > 1e-3 else 0.0
+            if g is None:
+                g = _compose(self.schedule, add, step, 0.0, pess, eps_lo, self.tau)
             with self._lock:  # grid_pair builds two grids on two threads
                 if len(self._grids) > 16:
                     self._grids.pop(next(iter(self._grids)))
