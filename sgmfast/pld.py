@@ -719,7 +719,9 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
     lg = math.log(_STAGE1_GOAL)
     b = max(float(np.min((c * lm[up] - lg) / lams[up])) for c in counts)
     a = min(float(np.max((c * lm[~up] - lg) / lams[~up])) for c in counts)
-    sup_lo, sup_hi = min(counts) * jc, max(counts) * (jc + tc.size - 1)
+    # the supports of the powers: n jc .. n (jc + size - 1) for every n in counts (jc may be < 0)
+    sup_lo = min(c * jc for c in counts)
+    sup_hi = max(c * (jc + tc.size - 1) for c in counts)
     j0 = max(sup_lo, math.floor(a / step) - 1)
     j1 = min(sup_hi, math.ceil(b / step) + 1)
     if j1 - j0 + 1 > MAX_BINS // 4:
