@@ -977,7 +977,7 @@ _VAR_GROWTH_SMALL = 1000.0  # ... or this much in a second try when delta is sma
 
 
 def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: float,
-                  growth: float = _VAR_GROWTH) -> float:
+                  growth: float = _VAR_GROWTH, bracket: bool = False) -> float:
     """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD (Newton on the cumulant).
 
     Any theta >= 0 gives valid bounds; the saddle point only makes FFT round-off
@@ -1022,7 +1022,7 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     # there.  e^{theta * loss} must stay far inside the float range, hence cap; tiny eps needs
     # theta ~ eps / var, far beyond the unit scale (16 doublings reach 6.5e4).
     cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
-    if growth > _VAR_GROWTH:
+    if bracket:
         return _saddle_bracket(moments, m, v, eps_target, cap, growth * v0)
     theta = 0.0
     for _ in range(16):
@@ -1050,10 +1050,10 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
 
 
 def _saddle_bracket(moments, m, v, eps_target, cap, v_max):
-    """The saddle point for a long-window tilt (``_saddle_theta`` with a large growth): safeguarded
+    """The saddle point by a bracket search (``_saddle_theta`` with ``bracket``): safeguarded
     Newton in a bracket [lo, hi] with m(lo) < eps_target <= m(hi); a theta whose tilted variance
     exceeds v_max bounds the bracket instead.  Slower than the doubling search, but it gets
-    close to the window limit, which small-delta heavy-tail points need (bench/README)."""
+    close to the window limit, which some small-delta heavy-tail points need (bench/README)."""
     lo, hi = 0.0, cap
     theta = 0.0
     too_wide = 0
@@ -1113,7 +1113,7 @@ class _Engine:
         self.grid_step = grid_step
         self._grids: dict = {}
         self._lock = threading.Lock()
-        self.growth = _VAR_GROWTH  # how far the tilted variance may grow (see _saddle_theta)
+        self.tilt_mode = (_VAR_GROWTH, False)  # (variance growth, bracket search): see _saddle_theta
         self._theta_cache: dict = {}
         self.tau = _TAU_STEP
         self.total = sum(c for _, _, c in self.schedule)
@@ -1167,12 +1167,12 @@ class _Engine:
         return pess, opt
 
     def _theta(self, add, step, eps_c):
-        key = (add, step, round(eps_c, 6), self.growth)
+        key = (add, step, round(eps_c, 6), self.tilt_mode)
         th = self._theta_cache.get(key)
         if th is None:
             single = len(self.schedule) == 1 and self.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
-            th = (_saddle_theta(self.schedule, add, step, eps_c, self.tau, self.growth)
+            th = (_saddle_theta(self.schedule, add, step, eps_c, self.tau, *self.tilt_mode)
                   if _USE_TILT and not single else 0.0)
             self._theta_cache[key] = th
         return th
@@ -1194,15 +1194,19 @@ class _Engine:
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
         lo, up = self._eps_at_tilt(step, target, est)
-        if up - lo > self.accuracy * up and self.tau * self.total <= _TWO_STAGE_TAU and self.growth == _VAR_GROWTH:
-            # small delta: a tilt that lets the window grow further may resolve what FFT round-off
-            # hid; both intervals are certified, so their intersection is
-            self.growth = _VAR_GROWTH_SMALL
-            try:
-                lo2, up2 = self._eps_at_tilt(step, target, est)
-            finally:
-                self.growth = _VAR_GROWTH
-            lo, up = max(lo, lo2), min(up, up2)
+        if self.tau * self.total <= _TWO_STAGE_TAU and self.tilt_mode == (_VAR_GROWTH, False):
+            # small delta: a tilt found by the bracket search, then one that lets the window grow
+            # further, may resolve what FFT round-off hid; all the intervals are certified, so
+            # their intersection is
+            for mode in ((_VAR_GROWTH, True), (_VAR_GROWTH_SMALL, True)):
+                if up - lo <= self.accuracy * up:
+                    break
+                self.tilt_mode = mode
+                try:
+                    lo2, up2 = self._eps_at_tilt(step, target, est)
+                finally:
+                    self.tilt_mode = (_VAR_GROWTH, False)
+                lo, up = max(lo, lo2), min(up, up2)
         return lo, up
 
     def _eps_at_tilt(self, step, target, est):
