@@ -6,7 +6,6 @@ import ast
 import csv
 import math
 import pathlib
-import time
 
 import mpmath
 import numpy as np
@@ -246,13 +245,10 @@ def test_conjecture_6_3_on_a_reduced_figure_2_grid():
         assert f.argmax_q[i] == f.q[np.argmax(ab)]
 
 
-def test_figure_2_full_grid_is_fast():
-    analysis.figure2_data(PAPER_DELTA, PAPER_C, n_eps=8, n_q=8)  # compile / load cache
-    t0 = time.perf_counter()
+def test_figure_2_full_grid_below_zero():
+    # its speed is tracked in bench/test_bench_analysis.py::test_figure2_full, not here
     f = analysis.figure2_data(PAPER_DELTA, PAPER_C, n_eps=1000, n_q=100)
-    elapsed = time.perf_counter() - t0
     assert (f.max_a_minus_b < 0).all()
-    assert elapsed < 10.0
 
 
 # ---------------------------------------------------------------------------------------------
