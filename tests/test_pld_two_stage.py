@@ -227,3 +227,43 @@ def test_remainder_block_against_dp_accounting():
     theirs = acc.get_epsilon(delta)
     ours = pld.epsilon(sigma, q, steps, delta)
     assert ours.lower <= theirs <= ours.upper * 1.01
+
+
+@pytest.mark.parametrize("n,theta", [(3, 2.0), (5, 0.0), (4, 6.0)])
+def test_pessimistic_block_equals_the_coarsened_direct_composition(n, theta):
+    # coarsen(P^{*n}) = sum_k binom(n, k) coarsen(C^{*(n-k)}) * R^{*k}: the block against P^{*n}
+    # formed directly (core and upsampled tail on the fine grid, one FFT power in numpy) and
+    # coarsened by the same kernel
+    sigma, q, step, m = 1.0, 1e-3, 1e-4, 8
+    hyb = pld._hybrid_step(sigma, q, False, step, m, 1e-20, 1e-6)
+    pc, pr = hyb.core.pess, hyb.tail(True)
+    tc, tr = np.empty(pc.size), np.empty(pr.size)
+    sc = K.tilt(pc, hyb.core.j_lo, 0.0, step, theta, True, tc)[0]
+    sr = K.tilt(pr, hyb.big_lo, 0.0, m * step, theta, True, tr)[0]
+    terms, _, _, _ = pld._block(tc, hyb.core.j_lo, sc, 0.0, tr, hyb.big_lo, sr, float(pc.sum()), float(pr.sum()),
+                                n, 1, step, m, theta, True, 1e-12)
+    lm = np.logaddexp(sc, sr)
+    lo = min(hyb.core.j_lo, hyb.big_lo * m)
+    hi = max(hyb.core.j_lo + tc.size - 1, hyb.big_hi * m)
+    one = np.zeros(hi - lo + 1)
+    one[hyb.core.j_lo - lo : hyb.core.j_lo - lo + tc.size] += math.exp(sc - lm) * tc
+    one[hyb.big_lo * m - lo :: m][: tr.size] += math.exp(sr - lm) * tr
+    direct = np.fft.irfft(np.fft.rfft(one, 2 * n * one.size) ** n, 2 * n * one.size)[: n * (one.size - 1) + 1]
+    j0 = n * lo
+    big_lo = j0 // m
+    nc = (j0 + direct.size - 1) // m - big_lo + 2
+    ref = np.zeros(nc)
+    K.coarsen_pess(np.maximum(direct, 0.0), j0, m, step, theta, big_lo, ref)
+    pad = 8 * n
+    blk = np.zeros(nc + 2 * pad)
+    for bj, d, lw, k in terms:
+        arr = d * math.exp(lw)
+        for _ in range(k):
+            arr = np.convolve(arr, tr)
+        off = bj + k * hyb.big_lo - big_lo + pad
+        blk[off : off + arr.size] += arr
+    assert not blk[:pad].any() and not blk[pad + nc :].any()
+    blk = blk[pad : pad + nc]
+    assert blk.sum() == pytest.approx(ref.sum(), rel=1e-9)
+    assert np.all(blk >= ref - 1e-13 * ref.max())  # an upper bound entry by entry (round-off aside)
+    assert np.abs(blk - ref).max() <= 1e-9 * ref.max()
