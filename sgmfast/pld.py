@@ -594,11 +594,9 @@ def _two_stage_plan(schedule, step, add, tau):
         if count % (t1 + i) == 0 or (t1 - i >= max(2, t1 // 2) and count % (t1 - i) == 0):
             t1 = t1 + i if count % (t1 + i) == 0 else t1 - i
             break
-    m = 2 ** max(1, int(round(math.log2(math.sqrt(t1) * _M_FACTOR))))
+    m = 2 ** max(1, int(round(math.log2(math.sqrt(t1)))))  # H^2 T / T1 ~ step^2 T (module notes)
     return t1, m
 
-
-_M_FACTOR = 1.0
 
 
 def _log_binom(n, k):

@@ -1110,6 +1110,13 @@ def tilted_stats(p, j_lo, step, theta):
 
 
 @jit
+def _cell(j, m):
+    """(coarse point J, fine offset r) with fine point j = J m + r, 0 <= r < m (floor division)."""
+    big = j // m
+    return big, j - big * m
+
+
+@jit
 def coarsen_pess(x, j0, m, step, theta, big_lo, out):
     """Pessimistic coarsening of tilted masses x_i at fine grid points j0 + i (spacing ``step``)
     onto the coarse grid of spacing H = m step (m a power of two): out[J - big_lo] for coarse
@@ -1142,9 +1149,7 @@ def coarsen_pess(x, j0, m, step, theta, big_lo, out):
         v = x[i]
         if v == 0.0:
             continue
-        j = j0 + i
-        big = j // m
-        r = j - big * m
+        big, r = _cell(j0 + i, m)
         if r == 0:
             out[big - big_lo] += v
         else:
@@ -1185,9 +1190,7 @@ def coarsen_opt(x, j0, m, step, theta, big_lo, out):
         v = x[i]
         if v == 0.0:
             continue
-        j = j0 + i
-        big = j // m
-        r = j - big * m
+        big, r = _cell(j0 + i, m)
         b = big - big_lo
         if b == nc - 1:
             top += v  # r == 0: the top point itself
