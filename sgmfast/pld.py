@@ -539,9 +539,10 @@ class _Hybrid:
         return r
 
 
-def _hybrid_step(sigma, q, add, step, m, tau, r_tail) -> _Hybrid:
-    """The pieces of one step: the tails hold at most about r_tail of P-mass each."""
-    key = ("hybrid", sigma, q, add, step, m, tau, r_tail)
+def _hybrid_step(sigma, q, add, step, m, tau, r_tail, hi_cut=None) -> _Hybrid:
+    """The pieces of one step: the tails hold at most about r_tail of P-mass each; or, given
+    ``hi_cut`` (a coarse grid index), the high tail is everything from that point up."""
+    key = ("hybrid", sigma, q, add, step, m, tau, r_tail, hi_cut)
     hit = _STEP_CACHE.get(key)
     if hit is not None:
         return hit
@@ -556,6 +557,8 @@ def _hybrid_step(sigma, q, add, step, m, tau, r_tail) -> _Hybrid:
     below = np.nonzero(cum_dn > r_tail)[0]
     c_hi = b_lo + int(above[-1]) if above.size else b_hi
     c_lo = b_lo + int(below[0]) if below.size else b_lo
+    if hi_cut is not None:
+        c_hi = min(max(hi_cut, b_lo), b_hi)
     c_hi = max(c_hi, c_lo + 1)
     h = _Hybrid()
     h.m, h.big_lo, h.big_hi = m, b_lo, b_hi
@@ -671,7 +674,7 @@ class _BlockPart:
         return out, err * (1 + 1e-9)
 
 
-def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pess, abs_goal):
+def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pess, abs_goal, ks=None):
     """One block of n steps: ``_BlockPart`` terms for P~^{*n} = sum_k binom(n, k) a^{n-k} b^k
     tc^{*(n-k)} * tr^{*k} (tilted core tc from fine point jc with log normaliser sc; tilted tail
     tr from coarse point jr, log normaliser sr; a = e^{sc} / (e^{sc} + e^{sr}), b = 1 - a;
@@ -684,13 +687,20 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
 
     Returns (terms, log_scale, p_inf, err): terms [(coarse point, D_k, log weight, k)], the log
     normaliser n log(e^{sc} + e^{sr}), the block's untilted +inf mass (beyond the one-step
-    one), and the optimistic excess in tilted l1, relative to e^{log_scale}."""
+    one), and the optimistic excess in tilted l1, relative to e^{log_scale}.
+
+    Given ``ks`` (numbers of tail events), only those terms are built and the blocks with other
+    numbers of tail events are left to the caller (``_event_grids``): p_inf and err then cover
+    the built terms only."""
     has_tail = tr is not None and ru > 0
     log_m = float(np.logaddexp(sc, sr)) if has_tail else sc
     la = sc - log_m
     lb = sr - log_m if has_tail else -math.inf
     k_max, rem_log = 0, -math.inf
-    if has_tail:
+    rel_all = ks is None
+    if ks is not None:
+        k_max = max(ks)
+    elif has_tail:
         lr = math.log(ru)
         lcr = max(math.log(cu + ru), 0.0)
         budget = math.log(1e-3 * abs_goal / max(blocks, 1))
@@ -705,7 +715,8 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
         if k_max == n:
             rem_log = -math.inf
     p_inf = math.exp(rem_log) * (1 + 1e-9) if pess else 0.0
-    counts = [n - k for k in range(k_max + 1) if n - k > 0]
+    ks = range(k_max + 1) if ks is None else ks
+    counts = [n - k for k in ks if n - k > 0] or [1]
     # the fine window: Chernoff edges of every power, from the tilted core's MGF
     var_c = float(_k.tilted_moments(tc, jc, step, 0.0)[1])
     base = 2.0 ** (_CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
@@ -738,7 +749,7 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
     c_lo = min(counts)
     zs = np.empty((max(counts) - c_lo + 1, n1 // 2 + 1), dtype=np.complex128)
     err_s, z2_s = _k.power_series(spectra[0], e2[0], c_lo, zs)
-    for k in range(k_max + 1):
+    for k in ks:
         nk = n - k
         lb_k = _log_binom(n, k)
         lw = lb_k + nk * la + (k * lb if k else 0.0)
@@ -771,7 +782,8 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
             else:
                 lo_m = _chernoff_n(mgf, nk, j0 * step, False) if j0 > sup_lo else 0.0
                 # coarsening moves tilted mass by at most e^{theta m step}
-                err += math.exp(lw + theta * m * step) * (up_m + lo_m) * (1 + 1e-9)
+                # (one term asked for: relative to its own weight, which may be far out of range)
+                err += math.exp((lw if rel_all else 0.0) + theta * m * step) * (up_m + lo_m) * (1 + 1e-9)
         d = np.empty(nc)
         if pess:
             _k.coarsen_pess(x, j0, m, step, theta, big_lo, d)
@@ -843,6 +855,113 @@ def _compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, t
     err_rel = math.exp(mass_log) * math.expm1(err_log * (1 + 1e-9)) if not pess else 0.0
     return _compose_parts(parts, big, theta, pess, eps_lo, tau, count, count * mean1, count * var1, log_scale,
                           _MAX_TAIL_EVENTS * (t2 + 1) * rho_r, p_inf, sup_lo, sup_hi, err_rel)
+
+
+# ----------------------------------------------------------------------------
+# tail events: δ as a sum over the number of steps whose loss lands in the far tail
+# ----------------------------------------------------------------------------
+
+_EVENT_MAX = 6  # most tail events composed exactly by _event_grids (else: not used)
+
+
+def _event_theta(moments, eps_target, cap, v_max):
+    """Saddle point of one tail-event term (``_saddle_bracket`` on its moments)."""
+    m, v = moments(0.0)
+    if m >= eps_target or v <= 0:
+        return 0.0
+    return _saddle_bracket(moments, m, v, eps_target, cap, v_max)
+
+
+def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, growth):
+    """The T-fold composition as a sum over k, the number of steps whose loss lands in the
+    tail R = [cut, +inf) (coarse grid of spacing m * step; the rest, the core C, on the fine
+    grid):  P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k}.  Each term is composed by itself
+    (``_block`` with one k, then ``_compose_parts``) with its own saddle-point tilt, so FFT
+    round-off is relative to that term's mass: when δ is set by one or two far-tail steps
+    (small q and δ: a log-normal-like tail no single tilt can centre), the terms with k >= 1
+    hold it and are resolved to full relative precision.
+
+    Returns (grids, rem): δ(eps) of the composition is bounded by sum_k δ_{G_k}(eps) (+ rem,
+    pessimistic: the terms with more than K tail events, at most binom(T, K+1) r^{K+1}
+    (c + r)^{T-K-1} by the union bound).  None when more than ``_EVENT_MAX`` terms would be
+    needed to bring rem below ``rem_goal``."""
+    big = m * step
+    hyb = _hybrid_step(sigma, q, add, step, m, tau, 1e-300, max(math.ceil(cut / big), 1))
+    if hyb.high is None:
+        return None
+    core = hyb.core
+    pc = core.pess if pess else core.opt
+    pr = hyb.tail(pess)
+    cu = float(pc.sum()) * (1 + 1e-12)
+    ru = float(pr.sum()) * (1 + 1e-12)
+    if not ru > 0:
+        return None
+    lr, lcr = math.log(ru), max(math.log(cu + ru), 0.0)
+    k_max = 0
+    while True:
+        rem = math.exp(_log_binom(count, k_max + 1) + (k_max + 1) * lr + (count - k_max - 1) * lcr) * (1 + 1e-9)
+        if rem <= rem_goal or k_max + 1 >= count:
+            break
+        k_max += 1
+        if k_max > _EVENT_MAX:
+            return None
+    if k_max + 1 >= count:
+        rem = 0.0
+    if pess:  # every composition with a +inf step: at most T of them
+        p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
+        rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
+    cap = min(_THETA_MAX, 300.0 / max(eps_c, 1e-12))
+    mc0, vc0 = _k.tilted_moments(pc, core.j_lo, step, 0.0)
+    mr0, vr0 = _k.tilted_moments(pr, hyb.big_lo, big, 0.0)
+    abs_goal = min(1e-6, max(tau * count, _TAIL_GOAL))
+
+    def term(k, theta):
+        tc = np.empty(pc.size)
+        sc, mc, vc, rho_c, drop_c = _k.tilt(pc, core.j_lo, 0.0, step, theta, pess, tc)
+        tr = np.empty(pr.size)
+        sr, mr, vr, rho_r, drop_r = _k.tilt(pr, hyb.big_lo, 0.0, big, theta, pess, tr)
+        if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, sr, mr, vr)):
+            raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+        terms, ls, p_inf, err = _block(tc, core.j_lo, sc, rho_c, tr, hyb.big_lo, sr, cu, ru, count, 1,
+                                       step, m, theta, pess, abs_goal, ks=[k])
+        # one term: its log weight joins the log normaliser (both are huge under strong tilts)
+        (bj, d, lw, _), = terms
+        part = _BlockPart([(bj, d, 0.0, k)], hyb.big_lo, tr, 1)
+        if pess:  # entries the tilt left out (sent to +inf): in at most T steps
+            p_inf += count * (drop_c + drop_r) * (1 + 1e-12)
+        lo, hi = part.sup
+        return _compose_parts([part], big, theta, pess, eps_lo, tau, count, (count - k) * mc + k * mr,
+                              (count - k) * vc + k * vr, ls + lw, k * rho_r, min(p_inf, 1.0), lo, hi,
+                              0.0 if pess else err)
+
+    grids = []
+    for k in range(k_max + 1):
+        def moments(theta, k=k):
+            mc, vc = _k.tilted_moments(pc, core.j_lo, step, theta)
+            mr, vr = _k.tilted_moments(pr, hyb.big_lo, big, theta) if k else (0.0, 0.0)
+            return (count - k) * mc + k * mr, (count - k) * vc + k * vr
+
+        theta = _event_theta(moments, eps_c, cap, growth * ((count - k) * vc0 + k * vr0))
+        for attempt in range(5):
+            try:
+                grids.append(term(k, theta))
+                break
+            except (_NoTwoStage, ValueError):
+                # a strong tilt's window can be too long (to untilt, or for MAX_BINS): any
+                # weaker one is as sound
+                theta = 0.0 if attempt >= 3 else 0.25 * theta
+        else:
+            if pess:
+                return None
+            # optimistic: a term left out only lowers the lower bound
+    return grids, rem if pess else 0.0
+
+
+def _sum_delta(grids, rem, eps: np.ndarray) -> np.ndarray:
+    out = np.full(eps.size, float(rem))
+    for g in grids:
+        out += _delta_bound(g, eps)
+    return np.minimum(out, 1.0)
 
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
@@ -1115,6 +1234,7 @@ class _Engine:
         self._theta_cache: dict = {}
         self.tau = _TAU_STEP
         self.total = sum(c for _, _, c in self.schedule)
+        self._up_add: dict = {}  # delta -> least upper bound on the add direction's eps found
 
     def set_delta_goal(self, delta_goal: float) -> None:
         """Cut each step's far tail at P-mass ~1e-4 * accuracy * delta_goal / T (it is still accounted)."""
@@ -1205,7 +1325,50 @@ class _Engine:
                 finally:
                     self.tilt_mode = (_VAR_GROWTH, False)
                 lo, up = max(lo, lo2), min(up, up2)
+        if up - lo > self.accuracy * up:
+            # δ set by a few far-tail steps: sum over their number (``_event_grids``)
+            ev = self._eps_events(step, target, lo, up)
+            if ev is not None:
+                up_a = self._up_add.get(target, math.inf)
+                lo, up = max(lo, ev[0]), min(up, max(ev[1], up_a))
         return lo, up
+
+    def _eps_events(self, step, target, lo, up):
+        """(lower, upper) of the remove direction's eps in [lo, up] by the tail-event
+        decomposition (``_event_grids``), or None where it does not apply."""
+        if self.replace or len(self.schedule) != 1 or self.schedule[0][2] < 2 or not up > lo:
+            return None
+        sigma, q, count = self.schedule[0]
+        eps_c = 0.5 * (lo + up)
+        m = 2 ** max(0, min(12, round(math.log2(0.25 * self.accuracy * max(eps_c, 1e-3) / step))))
+        rem_goal = 1e-3 * self.accuracy * target
+        out = []
+        for pess in (True, False):
+            try:
+                r = _event_grids(sigma, q, count, False, step, m, eps_c, pess, eps_c, 0.5 * lo, self.tau,
+                                 rem_goal, _VAR_GROWTH_SMALL)
+            except (ValueError, _NoTwoStage):
+                r = None
+            if r is None:
+                return None
+            out.append(r)
+        (g_up, rem_up), (g_lo, _) = out
+        # any eps whose upper δ is <= target is an upper bound, any whose lower δ exceeds it a lower
+        # bound (whatever the curves' shape between the points tried)
+        up_m, lo_m = up, lo
+        a, b = lo, up
+        for _ in range(2):
+            e = np.linspace(a, b, 129)
+            ok = _sum_delta(g_up, rem_up, e) <= target
+            if ok.any():
+                up_m = min(up_m, float(e[np.argmax(ok)]))
+            hit = _sum_delta(g_lo, 0.0, e) > target
+            if hit.any():
+                lo_m = max(lo_m, float(e[len(e) - 1 - np.argmax(hit[::-1])]))
+            i = int(np.argmax(ok)) if ok.any() else len(e) - 1
+            a, b = e[max(i - 1, 0)], e[i]
+        self.last_events = (m, [g.theta for g in g_up])
+        return lo_m, up_m
 
     def _eps_at_tilt(self, step, target, est):
         lo_e = 0.5 * est
@@ -1220,6 +1383,8 @@ class _Engine:
             up_a = _eps_bound(self.grid(True, True, step, est, lo_e), target)
             if up_a > up_r:
                 lo = max(lo, _eps_bound(self.grid(True, False, step, est, lo_e), target))
+        # every add-direction upper bound holds: the least one found caps that direction
+        self._up_add[target] = min(up_a, self._up_add.get(target, math.inf))
         return lo, max(up_r, up_a)
 
     def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float]:
