@@ -28,6 +28,17 @@ T / T1 times like single steps.  Blocks with more tail events than kept go to +i
 one.  With m ~ sqrt(T1) the coarsening adds about as much loss variance as the fine grid,
 and both FFT lengths are ~T^(1/4) times shorter than one fine-grid transform of all T steps.
 
+Few tail events (``_event_grids``).  With q << 1 the one-step loss has a long, log-normal-like
+tail (loss ~ q e^{(2z-1)/(2 sigma^2)} for a sampled step), and at small δ the answer can be
+set by one or two steps far in it: no single exponential tilt centres the composition at
+eps without that tail taking over the window.  Where a plain tilt leaves the interval wide,
+the one-step PLD is cut at a loss c ~ eps into a core C (fine grid) and a tail R (coarse
+grid), and δ(eps) = sum_k δ of binom(T, k) C^{*(T-k)} * R^{*k} over k <= K tail steps, each
+term composed by itself (the one with k = 0 tilted to its saddle point, which exists because
+its core is bounded by c; the others untilted, their δ being of the order of their mass),
+plus binom(T, K+1) r^{K+1} for the rest (union bound).  Each term's FFT round-off is then
+relative to its own mass.
+
 Soundness.  Upper bound = pessimistic δ + a per-entry bound on the FFT round-off
 (Higham 2002 Thm 24.2 with a conservative constant, propagated through the power)
 + the Chernoff-bounded tilted mass outside the FFT window (to +inf); lower bound =
@@ -911,8 +922,7 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
         p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
         rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
     cap = min(_THETA_MAX, 300.0 / max(eps_c, 1e-12))
-    mc0, vc0 = _k.tilted_moments(pc, core.j_lo, step, 0.0)
-    mr0, vr0 = _k.tilted_moments(pr, hyb.big_lo, big, 0.0)
+    vc0 = _k.tilted_moments(pc, core.j_lo, step, 0.0)[1]
     abs_goal = min(1e-6, max(tau * count, _TAIL_GOAL))
 
     def term(k, theta):
@@ -936,20 +946,22 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
 
     grids = []
     for k in range(k_max + 1):
-        def moments(theta, k=k):
-            mc, vc = _k.tilted_moments(pc, core.j_lo, step, theta)
-            mr, vr = _k.tilted_moments(pr, hyb.big_lo, big, theta) if k else (0.0, 0.0)
-            return (count - k) * mc + k * mr, (count - k) * vc + k * vr
-
-        theta = _event_theta(moments, eps_c, cap, growth * ((count - k) * vc0 + k * vr0))
-        for attempt in range(5):
+        # Only the term without tail steps is tilted: its core is bounded by the cut ~ eps, so
+        # its saddle point exists.  A term with tail steps has a step at or above the cut, its δ
+        # is of the order of its mass, and a tilt would only lift the round-off floor of the
+        # core's fine T-th power (~T u of its peak) towards the tilted scale.
+        theta = 0.0
+        if k == 0:
+            theta = _event_theta(lambda th: tuple(count * x for x in _k.tilted_moments(pc, core.j_lo, step, th)),
+                                 eps_c, cap, growth * count * vc0)
+        for attempt in range(8):
             try:
                 grids.append(term(k, theta))
                 break
             except (_NoTwoStage, ValueError):
                 # a strong tilt's window can be too long (to untilt, or for MAX_BINS): any
                 # weaker one is as sound
-                theta = 0.0 if attempt >= 3 else 0.25 * theta
+                theta = 0.0 if attempt >= 6 else 0.6 * theta
         else:
             if pess:
                 return None
@@ -1235,6 +1247,7 @@ class _Engine:
         self.tau = _TAU_STEP
         self.total = sum(c for _, _, c in self.schedule)
         self._up_add: dict = {}  # delta -> least upper bound on the add direction's eps found
+        self._events: dict = {}  # the last tail-event interval (``_eps_events``)
 
     def set_delta_goal(self, delta_goal: float) -> None:
         """Cut each step's far tail at P-mass ~1e-4 * accuracy * delta_goal / T (it is still accounted)."""
@@ -1312,6 +1325,12 @@ class _Engine:
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
         lo, up = self._eps_at_tilt(step, target, est)
+        if up - lo > self.accuracy * up:
+            # δ set by a few far-tail steps: sum over their number (``_event_grids``)
+            ev = self._eps_events(step, target, lo, up)
+            if ev is not None:
+                up_a = self._up_add.get(target, math.inf)
+                lo, up = max(lo, ev[0]), min(up, max(ev[1], up_a))
         if self.tau * self.total <= _TWO_STAGE_TAU and self.tilt_mode == (_VAR_GROWTH, False):
             # small delta: a tilt found by the bracket search, then one that lets the window grow
             # further, may resolve what FFT round-off hid; all the intervals are certified, so
@@ -1325,12 +1344,6 @@ class _Engine:
                 finally:
                     self.tilt_mode = (_VAR_GROWTH, False)
                 lo, up = max(lo, lo2), min(up, up2)
-        if up - lo > self.accuracy * up:
-            # δ set by a few far-tail steps: sum over their number (``_event_grids``)
-            ev = self._eps_events(step, target, lo, up)
-            if ev is not None:
-                up_a = self._up_add.get(target, math.inf)
-                lo, up = max(lo, ev[0]), min(up, max(ev[1], up_a))
         return lo, up
 
     def _eps_events(self, step, target, lo, up):
@@ -1338,14 +1351,28 @@ class _Engine:
         decomposition (``_event_grids``), or None where it does not apply."""
         if self.replace or len(self.schedule) != 1 or self.schedule[0][2] < 2 or not up > lo:
             return None
+        key = (step, target, lo, up)
+        if key in self._events:
+            return self._events[key]
+        self._events.clear()  # (the accuracy loop asks again for the last step only)
+        self._events[key] = None
         sigma, q, count = self.schedule[0]
         eps_c = 0.5 * (lo + up)
-        m = 2 ** max(0, min(12, round(math.log2(0.25 * self.accuracy * max(eps_c, 1e-3) / step))))
+        # the cut a little above the likely eps: the term without tail steps then has a
+        # bounded core reaching past eps, which its tilt centres (measured: a cut below eps
+        # loosens that term, bench/README)
+        cut = 0.5 * (eps_c + up)
         rem_goal = 1e-3 * self.accuracy * target
+        # cheap test first: the one-step mass above the cut must allow few tail events
+        one = _one_step(sigma, q, False, step, self.tau)
+        above = float(one.pess[max(math.floor(cut / step) - one.j_lo, 0):].sum()) + one.p_inf
+        if above > 0 and _log_binom(count, _EVENT_MAX + 1) + (_EVENT_MAX + 1) * math.log(above) > math.log(rem_goal):
+            return None
+        m = 2 ** max(0, min(12, round(math.log2(0.25 * self.accuracy * max(eps_c, 1e-3) / step))))
         out = []
         for pess in (True, False):
             try:
-                r = _event_grids(sigma, q, count, False, step, m, eps_c, pess, eps_c, 0.5 * lo, self.tau,
+                r = _event_grids(sigma, q, count, False, step, m, cut, pess, eps_c, 0.5 * lo, self.tau,
                                  rem_goal, _VAR_GROWTH_SMALL)
             except (ValueError, _NoTwoStage):
                 r = None
@@ -1354,20 +1381,28 @@ class _Engine:
             out.append(r)
         (g_up, rem_up), (g_lo, _) = out
         # any eps whose upper δ is <= target is an upper bound, any whose lower δ exceeds it a lower
-        # bound (whatever the curves' shape between the points tried)
+        # bound (whatever the curves' shape between the points tried): three rounds of 129 points each
         up_m, lo_m = up, lo
         a, b = lo, up
-        for _ in range(2):
+        for _ in range(3):
             e = np.linspace(a, b, 129)
             ok = _sum_delta(g_up, rem_up, e) <= target
-            if ok.any():
-                up_m = min(up_m, float(e[np.argmax(ok)]))
-            hit = _sum_delta(g_lo, 0.0, e) > target
-            if hit.any():
-                lo_m = max(lo_m, float(e[len(e) - 1 - np.argmax(hit[::-1])]))
-            i = int(np.argmax(ok)) if ok.any() else len(e) - 1
+            if not ok.any():
+                break
+            i = int(np.argmax(ok))
+            up_m = min(up_m, float(e[i]))
             a, b = e[max(i - 1, 0)], e[i]
+        a, b = lo, up_m
+        for _ in range(3):
+            e = np.linspace(a, b, 129)
+            hit = _sum_delta(g_lo, 0.0, e) > target
+            if not hit.any():
+                break
+            i = len(e) - 1 - int(np.argmax(hit[::-1]))
+            lo_m = max(lo_m, float(e[i]))
+            a, b = e[i], e[min(i + 1, len(e) - 1)]
         self.last_events = (m, [g.theta for g in g_up])
+        self._events[key] = (lo_m, up_m)
         return lo_m, up_m
 
     def _eps_at_tilt(self, step, target, est):
