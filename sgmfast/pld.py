@@ -463,6 +463,10 @@ def _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, lo
             w = max(hi_l - a_max, w_min, w_down)
             wrap_by_theta = w < hi_c - lo_c
             lo_l, hi_l = (a_max, a_max + w) if wrap_by_theta else (lo_c, hi_c)
+            if wrap_by_theta and hi_l > sup_hi * step:
+                # the support ends first: reach further down instead, so that what wraps up still
+                # travels the whole window length w
+                lo_l, hi_l = min(a_max, sup_hi * step - w), sup_hi * step
         j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
         a = j0 * step
         j1 = min(sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
@@ -910,14 +914,15 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
     lr, lcr = math.log(ru), max(math.log(cu + ru), 0.0)
     k_max = 0
     while True:
+        if k_max >= count:  # every term kept
+            rem = 0.0
+            break
         rem = math.exp(_log_binom(count, k_max + 1) + (k_max + 1) * lr + (count - k_max - 1) * lcr) * (1 + 1e-9)
-        if rem <= rem_goal or k_max + 1 >= count:
+        if rem <= rem_goal:
             break
         k_max += 1
         if k_max > _EVENT_MAX:
             return None
-    if k_max + 1 >= count:
-        rem = 0.0
     if pess:  # every composition with a +inf step: at most T of them
         p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
         rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
@@ -1346,33 +1351,24 @@ class _Engine:
                 lo, up = max(lo, lo2), min(up, up2)
         return lo, up
 
-    def _eps_events(self, step, target, lo, up):
-        """(lower, upper) of the remove direction's eps in [lo, up] by the tail-event
-        decomposition (``_event_grids``), or None where it does not apply."""
-        if self.replace or len(self.schedule) != 1 or self.schedule[0][2] < 2 or not up > lo:
+    def _event_pair(self, step, eps_c, cut, eps_lo, rem_goal):
+        """Pessimistic and optimistic tail-event grids of the remove direction
+        (``_event_grids``): (upper grids, upper remainder, lower grids), or None where the
+        decomposition does not apply (too many tail events, windows too long)."""
+        if self.replace or len(self.schedule) != 1 or self.schedule[0][2] < 2:
             return None
-        key = (step, target, lo, up)
-        if key in self._events:
-            return self._events[key]
-        self._events.clear()  # (the accuracy loop asks again for the last step only)
-        self._events[key] = None
         sigma, q, count = self.schedule[0]
-        eps_c = 0.5 * (lo + up)
-        # the cut a little above the likely eps: the term without tail steps then has a
-        # bounded core reaching past eps, which its tilt centres (measured: a cut below eps
-        # loosens that term, bench/README)
-        cut = 0.5 * (eps_c + up)
-        rem_goal = 1e-3 * self.accuracy * target
         # cheap test first: the one-step mass above the cut must allow few tail events
         one = _one_step(sigma, q, False, step, self.tau)
         above = float(one.pess[max(math.floor(cut / step) - one.j_lo, 0):].sum()) + one.p_inf
-        if above > 0 and _log_binom(count, _EVENT_MAX + 1) + (_EVENT_MAX + 1) * math.log(above) > math.log(rem_goal):
+        k = _EVENT_MAX + 1
+        if count >= k and above > 0 and _log_binom(count, k) + k * math.log(above) > math.log(rem_goal):
             return None
         m = 2 ** max(0, min(12, round(math.log2(0.25 * self.accuracy * max(eps_c, 1e-3) / step))))
         out = []
         for pess in (True, False):
             try:
-                r = _event_grids(sigma, q, count, False, step, m, cut, pess, eps_c, 0.5 * lo, self.tau,
+                r = _event_grids(sigma, q, count, False, step, m, cut, pess, eps_c, eps_lo, self.tau,
                                  rem_goal, _VAR_GROWTH_SMALL)
             except (ValueError, _NoTwoStage):
                 r = None
@@ -1380,6 +1376,27 @@ class _Engine:
                 return None
             out.append(r)
         (g_up, rem_up), (g_lo, _) = out
+        self.last_events = (m, [g.theta for g in g_up])
+        return g_up, rem_up, g_lo
+
+    def _eps_events(self, step, target, lo, up):
+        """(lower, upper) of the remove direction's eps in [lo, up] by the tail-event
+        decomposition, or None where it does not apply."""
+        if not up > lo:
+            return None
+        key = (step, target, lo, up)
+        if key in self._events:
+            return self._events[key]
+        self._events.clear()  # (the accuracy loop asks again for the last step only)
+        eps_c = 0.5 * (lo + up)
+        # the cut a little above the likely eps: the term without tail steps then has a
+        # bounded core reaching past eps, which its tilt centres (measured: a cut below eps
+        # loosens that term, bench/README)
+        pair = self._event_pair(step, eps_c, 0.5 * (eps_c + up), 0.5 * lo, 1e-3 * self.accuracy * target)
+        self._events[key] = None
+        if pair is None:
+            return None
+        g_up, rem_up, g_lo = pair
         # any eps whose upper δ is <= target is an upper bound, any whose lower δ exceeds it a lower
         # bound (whatever the curves' shape between the points tried): three rounds of 129 points each
         up_m, lo_m = up, lo
@@ -1401,7 +1418,6 @@ class _Engine:
             i = len(e) - 1 - int(np.argmax(hit[::-1]))
             lo_m = max(lo_m, float(e[i]))
             a, b = e[i], e[min(i + 1, len(e) - 1)]
-        self.last_events = (m, [g.theta for g in g_up])
         self._events[key] = (lo_m, up_m)
         return lo_m, up_m
 
@@ -1468,7 +1484,27 @@ class _Engine:
             up_a = _delta_bound(self.grid(True, True, step, eps_c), eps)
             if (up_a > up_r).any():
                 lo = np.maximum(lo, _delta_bound(self.grid(True, False, step, eps_c), eps))
+        self.last_up_add = up_a  # the add direction's upper bound (``_delta_events``)
         return lo, np.maximum(up_r, up_a)
+
+    def _delta_events(self, step, e, h, eps_c, lo, up, up_shift):
+        """``delta``'s group of eps values e refined by the tail-event decomposition of the
+        remove direction: (lower, upper, upper at e + h), each intersected with the given."""
+        if self.replace or len(self.schedule) != 1:
+            return lo, up, up_shift
+        self._delta_at(step, e + h, eps_c)  # (cached grids: only the add direction's bound is read)
+        up_a_shift = self.last_up_add
+        self._delta_at(step, e, eps_c)
+        up_a = self.last_up_add
+        goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
+        pair = self._event_pair(step, eps_c, float(e.max() + h.max()), 0.5 * eps_c, goal)
+        if pair is None:
+            return lo, up, up_shift
+        g_up, rem_up, g_lo = pair
+        lo = np.maximum(lo, _sum_delta(g_lo, 0.0, e))
+        up = np.minimum(up, np.maximum(_sum_delta(g_up, rem_up, e), up_a))
+        up_shift = np.minimum(up_shift, np.maximum(_sum_delta(g_up, rem_up, e + h), up_a_shift))
+        return lo, up, up_shift
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.set_delta_goal(1e-16)
@@ -1494,6 +1530,10 @@ class _Engine:
                     eps_c = float(e.min())
                     lo[sel], up[sel] = self._delta_at(step, e, eps_c)
                     _, up_shift = self._delta_at(step, e + h[sel], eps_c)
+                    if not ((lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)).all():
+                        # δ set by a few far-tail steps: sum over their number
+                        lo[sel], up[sel], up_shift = self._delta_events(step, e, h[sel], eps_c, lo[sel], up[sel],
+                                                                        up_shift)
                     ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
             except ValueError:
                 if best is None:

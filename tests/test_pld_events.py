@@ -48,6 +48,9 @@ CASES = [
     (0.8, 0.02, 5, 2e-4, 1, 0.5, [0.3, 0.6, 1.0, 1.6]),
     (0.8, 0.02, 5, 2e-4, 4, 0.5, [0.3, 0.6, 1.0, 1.6]),
     (1.0, 0.05, 6, 1e-4, 1, 0.8, [0.5, 1.0, 1.5]),
+    # most of the mass in the tail: the term with every step in it weighs ~1e-2
+    (1.0, 0.5, 2, 1e-4, 1, 0.1, [0.1, 0.5, 1.0]),
+    (0.6, 0.3, 3, 1e-4, 1, 0.2, [0.2, 1.0, 2.0]),
 ]
 
 
@@ -60,10 +63,11 @@ def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut
                                rem_goal, 1000.0)
         assert out is not None
         grids, rem = out
-        if rem_goal > 1e-100:
-            assert len(grids) < steps  # the remainder bound is in use
-        else:
-            assert rem < 1e-12  # all terms kept: rem is the +inf mass only
+        if rem_goal > 1e-100 and q <= 0.05:
+            assert len(grids) <= steps  # the union bound on the remaining terms is in use
+        if rem_goal < 1e-100:
+            assert len(grids) == steps + 1  # all terms kept: rem is the +inf mass only
+            assert rem < 1e-12
         got = pld._sum_delta(grids, rem, eps)
         ref = _direct_delta(sigma, q, steps, step, m, cut, pess, eps)
         assert (ref > 1e-6).all()
@@ -111,3 +115,15 @@ def test_few_tail_events_against_dp_accounting(sigma, q, steps, delta):
     theirs = one.self_compose(steps).get_epsilon_for_delta(delta)
     b = pld.epsilon(sigma, q, steps, delta)
     assert b.lower <= theirs <= b.upper * 1.01
+
+
+@pytest.mark.parametrize("sigma,q,steps,delta", HARD)
+def test_few_tail_events_delta_queries(sigma, q, steps, delta):
+    # δ(eps) uses the same decomposition; its interval must agree with eps(δ)'s: at the upper eps
+    # the true δ is <= delta, at the lower eps it is > delta
+    b = pld.epsilon(sigma, q, steps, delta)
+    at_up = pld.delta(sigma, q, steps, b.upper)
+    at_lo = pld.delta(sigma, q, steps, b.lower)
+    assert at_up.lower <= delta * (1 + 1e-12) and at_lo.upper >= delta * (1 - 1e-12)
+    mid = pld.delta(sigma, q, steps, 0.5 * (b.lower + b.upper))
+    assert 0 < mid.lower <= mid.upper <= 1.01 * mid.lower  # was [2.0e-12, 4.2e-11] at the first point
