@@ -926,7 +926,7 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
     if pess:  # every composition with a +inf step: at most T of them
         p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
         rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
-    cap = min(_THETA_MAX, 300.0 / max(eps_c, 1e-12))
+    cap = min(_THETA_MAX, max(_THETA_FLOOR, 300.0 / max(eps_c, 1e-12)))
     vc0 = _k.tilted_moments(pc, core.j_lo, step, 0.0)[1]
     abs_goal = min(1e-6, max(tau * count, _TAIL_GOAL))
 
@@ -958,7 +958,7 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
         theta = 0.0
         if k == 0:
             theta = _event_theta(lambda th: tuple(count * x for x in _k.tilted_moments(pc, core.j_lo, step, th)),
-                                 eps_c, cap, growth * count * vc0)
+                                 eps_c, cap, 1e12 * count * vc0)
         for attempt in range(8):
             try:
                 grids.append(term(k, theta))
@@ -1106,6 +1106,7 @@ def _initial_step(schedule, accuracy: float, eps_est: float, d=False) -> float:
 
 
 _THETA_MAX = 1e5
+_THETA_FLOOR = 64.0  # the cap 300 / eps never goes below this (large eps: theta ~ 1e-3 is typical)
 _VAR_GROWTH = 4.0  # the tilted variance may grow this much (FFT window length) ...
 _VAR_GROWTH_SMALL = 1000.0  # ... or this much in a second try when delta is small (_Engine._eps_at)
 
@@ -1155,7 +1156,7 @@ def _saddle_theta(schedule, add: bool, step: float, eps_target: float, tau: floa
     # tails: a long FFT window) is halved back towards the last one taken, and the search stops
     # there.  e^{theta * loss} must stay far inside the float range, hence cap; tiny eps needs
     # theta ~ eps / var, far beyond the unit scale (16 doublings reach 6.5e4).
-    cap = min(_THETA_MAX, 300.0 / max(eps_target, 1e-12))
+    cap = min(_THETA_MAX, max(_THETA_FLOOR, 300.0 / max(eps_target, 1e-12)))
     if bracket:
         return _saddle_bracket(moments, m, v, eps_target, cap, growth * v0)
     theta = 0.0
@@ -1274,9 +1275,11 @@ class _Engine:
                 try:
                     g = _compose(self.schedule, add, step, theta, pess, eps_lo, self.tau)
                     break
-                except ValueError:
+                except (ValueError, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
-                    # where a weaker one fits (the tilt only decides tightness)
+                    # where a weaker one fits; a tilt towards an eps beyond the direction's
+                    # support (the add direction's loss is at most -log(1 - q) per step) can
+                    # overflow (the tilt only decides tightness)
                     if theta <= 0:
                         raise
                     theta = 0.5 * theta if theta > 1e-3 else 0.0

@@ -127,3 +127,33 @@ def test_few_tail_events_delta_queries(sigma, q, steps, delta):
     assert at_up.lower <= delta * (1 + 1e-12) and at_lo.upper >= delta * (1 - 1e-12)
     mid = pld.delta(sigma, q, steps, 0.5 * (b.lower + b.upper))
     assert 0 < mid.lower <= mid.upper <= 1.01 * mid.lower  # was [2.0e-12, 4.2e-11] at the first point
+
+
+SWEEP = [
+    # sigma, q, T, delta from bench/pld_random_sweep.py seeds 4-7 (full precision as drawn)
+    # T < 7: the tail-event test took log binom(T, 7) and crashed (math domain error)
+    (1.186, 2.074e-05, 3, 2.82e-09),
+    (1.067, 0.000117, 2, 9.01e-11),  # gap 3.6e-2 before the decomposition (T = 2: every term)
+    (2.413, 1.337e-05, 2, 1.28e-11),
+    # eps ~ 5e5: the tilt cap 300 / eps had fallen to 6e-4 (gap 1.9e-3, the RDP value as upper)
+    (0.4397, 0.4625, 617796, 3.28e-11),
+    # one far-tail step with the core's own top slice above eps: the k = 0 term's saddle point
+    # needs the tilted variance to grow without the heavy-tail limit (gap 1.2e-3, 12 s)
+    (0.5355, 1e-05, 19, 5.74e-09),
+]
+
+
+@pytest.mark.parametrize("sigma,q,steps,delta", SWEEP)
+def test_random_sweep_regressions(sigma, q, steps, delta):
+    b = pld.epsilon(sigma, q, steps, delta)
+    assert 0 < b.lower <= b.upper
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_lower_bound_between_the_floor_and_the_first_grid_point():
+    # eps ~ 1.44e-7 is below the first grid point above the optimistic grid's floor; the lower
+    # bound was 0 (the search only tried grid points).  The interval is still 3.6e-3 wide here:
+    # δ must be resolved to ~1e-5 of itself, the FFT round-off floor of ~1e5 bins.
+    b = pld.epsilon(1.327, 2.716e-05, 7, 2.39e-05)
+    assert 1.4e-7 < b.lower <= b.upper < 1.5e-7
+    assert pld.delta(1.327, 2.716e-05, 7, b.lower).upper >= 2.39e-05

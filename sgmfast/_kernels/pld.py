@@ -716,9 +716,12 @@ def eps_search(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
                 else:
                     hi_j = mid_j
         if lo_j < 0:
-            if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False, floor) > target:
-                lo = 0.0
-                hi = (offset + j0) * step
+            # below the first grid point at or above the floor: from the floor (or 0) up to it
+            start = max(floor, 0.0)
+            if _bound_at(start, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False,
+                         floor) > target:
+                lo = start
+                hi = (offset + min(jf, n)) * step
             else:
                 return 0.0
         else:
