@@ -467,6 +467,10 @@ def _compose_parts(parts, step, theta, pess, eps_lo, tau, n_steps, mean, var, lo
                 # the support ends first: reach further down instead, so that what wraps up still
                 # travels the whole window length w
                 lo_l, hi_l = min(a_max, sup_hi * step - w), sup_hi * step
+            elif not wrap_by_theta and lo_l < sup_lo * step:
+                # the support starts first: reach further up instead, so that what wraps down
+                # still lands w_down lower (its bound is taken there)
+                hi_l = max(hi_l, sup_lo * step + w_down)
         j0 = max(sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
         a = j0 * step
         j1 = min(sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
@@ -937,6 +941,13 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
         sr, mr, vr, rho_r, drop_r = _k.tilt(pr, hyb.big_lo, 0.0, big, theta, pess, tr)
         if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, sr, mr, vr)):
             raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+        if k == 0:
+            # no tail step: the core's T-th power on the fine grid itself (no coarsening, so a
+            # tiny eps inside the bulk keeps the fine resolution)
+            lo, hi = count * core.j_lo, count * (core.j_lo + pc.size - 1)
+            p_inf = count * drop_c * (1 + 1e-12) if pess else 0.0
+            return _compose_parts([_ArrayPart(core.j_lo, tc, count)], step, theta, pess, eps_lo, tau, count,
+                                  count * mc, count * vc, count * sc, count * rho_c, min(p_inf, 1.0), lo, hi)
         terms, ls, p_inf, err = _block(tc, core.j_lo, sc, rho_c, tr, hyb.big_lo, sr, cu, ru, count, 1,
                                        step, m, theta, pess, abs_goal, ks=[k])
         # one term: its log weight joins the log normaliser (both are huge under strong tilts)
@@ -1363,11 +1374,19 @@ class _Engine:
         sigma, q, count = self.schedule[0]
         # cheap test first: the one-step mass above the cut must allow few tail events
         one = _one_step(sigma, q, False, step, self.tau)
-        above = float(one.pess[max(math.floor(cut / step) - one.j_lo, 0):].sum()) + one.p_inf
+        top = np.cumsum(one.pess[::-1])[::-1] + one.p_inf  # one-step mass at or above each point
         k = _EVENT_MAX + 1
-        if count >= k and above > 0 and _log_binom(count, k) + k * math.log(above) > math.log(rem_goal):
-            return None
+        above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])
         m = 2 ** max(0, min(12, round(math.log2(0.25 * self.accuracy * max(eps_c, 1e-3) / step))))
+        if count >= k and above > 0 and _log_binom(count, k) + k * math.log(above) > math.log(rem_goal):
+            # eps inside the bulk (tiny eps): cut instead above the bulk, where T r ~ 1e-3.  Every
+            # tail atom then lies far above eps, where δ is linear in e^{-loss}, which both
+            # discretisations keep: a coarse tail grid (cut / 8) costs no tightness.
+            idx = np.nonzero(top <= 1e-3 / count)[0]
+            if idx.size == 0:
+                return None
+            cut = max(cut, (one.j_lo + int(idx[0])) * step)
+            m = 2 ** max(0, min(16, math.floor(math.log2(cut / (8 * step)))))
         out = []
         for pess in (True, False):
             try:

@@ -152,8 +152,9 @@ def test_random_sweep_regressions(sigma, q, steps, delta):
 
 def test_lower_bound_between_the_floor_and_the_first_grid_point():
     # eps ~ 1.44e-7 is below the first grid point above the optimistic grid's floor; the lower
-    # bound was 0 (the search only tried grid points).  The interval is still 3.6e-3 wide here:
-    # δ must be resolved to ~1e-5 of itself, the FFT round-off floor of ~1e5 bins.
+    # bound was 0 (the search only tried grid points).  The interval is still 2.4e-3 wide here:
+    # eps sits inside the bulk of the composed PLD, where dδ/deps ~ 0.4, so δ (2.4e-5) must be
+    # resolved to ~2e-6 of itself; the tail-event sum with the cut above the bulk gets to ~6e-6.
     b = pld.epsilon(1.327, 2.716e-05, 7, 2.39e-05)
     assert 1.4e-7 < b.lower <= b.upper < 1.5e-7
     assert pld.delta(1.327, 2.716e-05, 7, b.lower).upper >= 2.39e-05
