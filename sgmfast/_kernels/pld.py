@@ -973,6 +973,19 @@ def log_mgf_multi(t, j_lo, step, lams, out):
 
 
 @jit
+def _cpow(b, c):
+    """b^c (c >= 0) by exponentiation by squaring (the order of products the error bounds assume)."""
+    acc = complex(1.0, 0.0)
+    while c > 0:
+        if c & 1:
+            acc = acc * b
+        c >>= 1
+        if c > 0:
+            b = b * b
+    return acc
+
+
+@jit
 def power_product(spectra, counts, e2, out):
     """out_k = prod_i spectra[i, k]^counts[i] by exponentiation by squaring, with error sums.
 
@@ -1039,16 +1052,7 @@ def power_range(spectra, counts, e2, out, k0, k1, wsum):
             continue
         z = complex(1.0, 0.0)
         for i in range(mcount):
-            b = spectra[i, k]
-            c = counts[i]
-            acc = complex(1.0, 0.0)
-            while c > 0:
-                if c & 1:
-                    acc = acc * b
-                c >>= 1
-                if c > 0:
-                    b = b * b
-            z = z * acc
+            z = z * _cpow(spectra[i, k], counts[i])
         out[k] = z
         mag = math.exp(lr + 1e-12 * (1.0 + abs(lr)))
         err += wk * (rel * mag + 1e-300 * ntot)
@@ -1059,35 +1063,14 @@ def power_range(spectra, counts, e2, out, k0, k1, wsum):
 @jit
 def tilted_moments(p, j_lo, step, theta):
     """Mean and variance of the loss under masses p_i e^{theta ell_i} (normalised), ell_i = (j_lo + i) step."""
-    mx = -math.inf
-    for i in range(p.shape[0]):
-        if p[i] > 0.0:
-            v = theta * (j_lo + i) * step
-            if v > mx:
-                mx = v
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    r = math.exp(theta * step)
-    g = 1.0
-    for i in range(p.shape[0]):
-        if i % 32 == 0 or g < 1e-280:
-            g = math.exp(max(theta * (j_lo + i) * step - mx, -745.0))
-        if p[i] > 0.0:
-            w = p[i] * g
-            ell = (j_lo + i) * step
-            s0 += w
-            s1 += w * ell
-            s2 += w * ell * ell
-        g *= r
-    m = s1 / s0
-    return m, max(s2 / s0 - m * m, 0.0)
+    _, m, v = tilted_stats(p, j_lo, step, theta)
+    return m, v
 
 
 @jit
 def tilted_stats(p, j_lo, step, theta):
     """(log sum_i p_i e^{theta ell_i}, mean, variance) of the loss under those tilted masses,
-    ell_i = (j_lo + i) step (heuristics only: the saddle point of a mixture of arrays)."""
+    ell_i = (j_lo + i) step (heuristics only: saddle points and window sizes)."""
     mx = -math.inf
     for i in range(p.shape[0]):
         if p[i] > 0.0:
@@ -1099,13 +1082,21 @@ def tilted_stats(p, j_lo, step, theta):
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
+    # the factor e^{theta ell - mx} by a recurrence re-anchored every 32 points (when its ratio
+    # cannot overflow in between)
+    rec = abs(theta * step) < 20.0
+    r = math.exp(theta * step) if rec else 1.0
+    g = 1.0
     for i in range(p.shape[0]):
+        if not rec or i % 32 == 0 or g < 1e-280:
+            g = math.exp(max(theta * (j_lo + i) * step - mx, -745.0))
         if p[i] > 0.0:
-            w = p[i] * math.exp(max(theta * (j_lo + i) * step - mx, -745.0))
+            w = p[i] * g
             ell = (j_lo + i) * step
             s0 += w
             s1 += w * ell
             s2 += w * ell * ell
+        g *= r
     if not s0 > 0.0:
         return -math.inf, 0.0, 0.0
     m = s1 / s0
@@ -1294,15 +1285,7 @@ def power_series(spec, e2, c0, out):
         s = spec[f]
         r = abs(s) + e2
         lr = math.log(r) if r > 0.0 else -math.inf
-        b = s
-        c = c0
-        acc = complex(1.0, 0.0)
-        while c > 0:
-            if c & 1:
-                acc = acc * b
-            c >>= 1
-            if c > 0:
-                b = b * b
+        acc = _cpow(s, c0)
         # r^(c0 - 1) rounded up (the 1e-12 margin covers the few products that follow)
         if lr > -math.inf:
             a1 = (c0 - 1) * lr
