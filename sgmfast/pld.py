@@ -891,7 +891,7 @@ def _event_theta(moments, eps_target, cap, v_max):
     return _saddle_bracket(moments, m, v, eps_target, cap, v_max)
 
 
-def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, growth):
+def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, growth, fine0=False):
     """The T-fold composition as a sum over k, the number of steps whose loss lands in the
     tail R = [cut, +inf) (coarse grid of spacing m * step; the rest, the core C, on the fine
     grid):  P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k}.  Each term is composed by itself
@@ -899,6 +899,9 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
     round-off is relative to that term's mass: when δ is set by one or two far-tail steps
     (small q and δ: a log-normal-like tail no single tilt can centre), the terms with k >= 1
     hold it and are resolved to full relative precision.
+
+    The term with k = 0 is coarsened like the others unless ``fine0`` (eps inside the bulk: it
+    keeps the fine grid, at the cost of a fine-grid transform of the whole window).
 
     Returns (grids, rem): δ(eps) of the composition is bounded by sum_k δ_{G_k}(eps) (+ rem,
     pessimistic: the terms with more than K tail events, at most binom(T, K+1) r^{K+1}
@@ -941,7 +944,7 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
         sr, mr, vr, rho_r, drop_r = _k.tilt(pr, hyb.big_lo, 0.0, big, theta, pess, tr)
         if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, sr, mr, vr)):
             raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
-        if k == 0:
+        if k == 0 and fine0:
             # no tail step: the core's T-th power on the fine grid itself (no coarsening, so a
             # tiny eps inside the bulk keeps the fine resolution)
             lo, hi = count * core.j_lo, count * (core.j_lo + pc.size - 1)
@@ -1344,12 +1347,6 @@ class _Engine:
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
         lo, up = self._eps_at_tilt(step, target, est)
-        if up - lo > self.accuracy * up:
-            # δ set by a few far-tail steps: sum over their number (``_event_grids``)
-            ev = self._eps_events(step, target, lo, up)
-            if ev is not None:
-                up_a = self._up_add.get(target, math.inf)
-                lo, up = max(lo, ev[0]), min(up, max(ev[1], up_a))
         if self.tau * self.total <= _TWO_STAGE_TAU and self.tilt_mode == (_VAR_GROWTH, False):
             # small delta: a tilt found by the bracket search, then one that lets the window grow
             # further, may resolve what FFT round-off hid; all the intervals are certified, so
@@ -1363,6 +1360,12 @@ class _Engine:
                 finally:
                     self.tilt_mode = (_VAR_GROWTH, False)
                 lo, up = max(lo, lo2), min(up, up2)
+        if up - lo > self.accuracy * up:
+            # δ set by a few far-tail steps: sum over their number (``_event_grids``)
+            ev = self._eps_events(step, target, lo, up)
+            if ev is not None:
+                up_a = self._up_add.get(target, math.inf)
+                lo, up = max(lo, ev[0]), min(up, max(ev[1], up_a))
         return lo, up
 
     def _event_pair(self, step, eps_c, cut, eps_lo, rem_goal):
@@ -1387,11 +1390,14 @@ class _Engine:
                 return None
             cut = max(cut, (one.j_lo + int(idx[0])) * step)
             m = 2 ** max(0, min(16, math.floor(math.log2(cut / (8 * step)))))
+            fine0 = True
+        else:
+            fine0 = False
         out = []
         for pess in (True, False):
             try:
                 r = _event_grids(sigma, q, count, False, step, m, cut, pess, eps_c, eps_lo, self.tau,
-                                 rem_goal, _VAR_GROWTH_SMALL)
+                                 rem_goal, _VAR_GROWTH_SMALL, fine0)
             except (ValueError, _NoTwoStage):
                 r = None
             if r is None:
