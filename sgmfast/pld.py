@@ -1347,6 +1347,13 @@ class _Engine:
     # --- eps(δ) ---------------------------------------------------------
     def _eps_at(self, step, target, est):
         lo, up = self._eps_at_tilt(step, target, est)
+        # the tail-event sum is cheap for short runs (the core's T-th power has a short window)
+        # and the extra tilts are cheap for long ones (two stages): the cheaper one first.  It
+        # cuts at the likely eps, so it also needs a fairly narrow first interval (measured on
+        # the random-sweep points, bench/README)
+        events_first = self.total < _TWO_STAGE_MIN and up - lo <= 0.1 * up
+        if events_first:
+            lo, up = self._eps_at_events(step, target, lo, up)
         if self.tau * self.total <= _TWO_STAGE_TAU and self.tilt_mode == (_VAR_GROWTH, False):
             # small delta: a tilt found by the bracket search, then one that lets the window grow
             # further, may resolve what FFT round-off hid; all the intervals are certified, so
@@ -1360,6 +1367,10 @@ class _Engine:
                 finally:
                     self.tilt_mode = (_VAR_GROWTH, False)
                 lo, up = max(lo, lo2), min(up, up2)
+        return (lo, up) if events_first else self._eps_at_events(step, target, lo, up)
+
+    def _eps_at_events(self, step, target, lo, up):
+        """[lo, up] narrowed by the tail-event sum (``_eps_events``) when still wide."""
         if up - lo > self.accuracy * up:
             # δ set by a few far-tail steps: sum over their number (``_event_grids``)
             ev = self._eps_events(step, target, lo, up)
