@@ -145,9 +145,9 @@ def test_few_tail_events_and_sweep_regressions(sigma, q, steps, delta):
 
 def test_lower_bound_between_the_floor_and_the_first_grid_point():
     # eps ~ 1.44e-7 is below the first grid point above the optimistic grid's floor; the lower
-    # bound was 0 (the search only tried grid points).  The interval is still 2.4e-3 wide here:
+    # bound was 0 (the search only tried grid points).  The interval is still 1.2e-3 wide here:
     # eps sits inside the bulk of the composed PLD, where dδ/deps ~ 0.4, so δ (2.4e-5) must be
-    # resolved to ~2e-6 of itself; the tail-event sum with the cut above the bulk gets to ~6e-6.
+    # resolved to ~2e-6 of itself; the tail-event sum with the cut above the bulk gets to ~3e-6.
     b = pld.epsilon(1.327, 2.716e-05, 7, 2.39e-05)
     assert b.lower > 1.4e-7 and b.upper < 1.5e-7 and b.lower <= b.upper
     assert pld.delta(1.327, 2.716e-05, 7, b.lower).upper >= 2.39e-05
