@@ -944,6 +944,8 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
         sr, mr, vr, rho_r, drop_r = _k.tilt(pr, hyb.big_lo, 0.0, big, theta, pess, tr)
         if not all(math.isfinite(v) for v in (sc, mc, vc, rho_c, rho_r, drop_c, drop_r, sr, mr, vr)):
             raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+        if k == 0 and fine0 and count <= _DIRECT_MAX_STEPS and count * pc.size <= _DIRECT_MAX_BINS:
+            return _direct_power(pc, core.j_lo, count, step, pess)
         if k == 0 and fine0:
             # no tail step: the core's T-th power on the fine grid itself (no coarsening, so a
             # tiny eps inside the bulk keeps the fine resolution)
@@ -988,11 +990,52 @@ def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, r
     return grids, rem if pess else 0.0
 
 
-def _sum_delta(grids, rem, eps: np.ndarray) -> np.ndarray:
+_DIRECT_MAX_STEPS = 16  # direct (not FFT) powers of the core when eps lies inside the bulk: at
+_DIRECT_MAX_BINS = 100_000  # most this many steps and this long a result (~1e9 products)
+
+
+def _direct_power(p, j_lo, n, step, pess) -> _Grid:
+    """p^{*n} by direct convolutions (binary powers), untilted, as a grid.  Each entry of a
+    direct convolution of non-negative arrays is a sum of at most L non-negative products,
+    computed within a relative gamma_L = L u / (1 - L u) of itself in any order: the result
+    has a relative error and no FFT round-off floor.  Used when eps lies inside the bulk
+    (q = 2.7e-5, sigma = 1.33, T = 7, eps ~ 1.4e-7: δ must be resolved to ~2e-6 of itself,
+    and the tilted FFT power left 7e-11 between the bounds where the arrays are 1e-11 apart)."""
+    acc, acc_rel, base, base_rel = None, 0.0, p, 0.0
+    c = n
+    while c > 0:
+        if c & 1:
+            if acc is None:
+                acc, acc_rel = base, base_rel
+            else:
+                g = min(acc.size, base.size) * _U * 1.01
+                acc, acc_rel = np.convolve(acc, base), (1 + acc_rel) * (1 + base_rel) * (1 + g / (1 - g)) - 1
+        c >>= 1
+        if c > 0:
+            g = base.size * _U * 1.01
+            base, base_rel = np.convolve(base, base), (1 + base_rel) ** 2 * (1 + g / (1 - g)) - 1
+    rel = acc_rel * (1 + 1e-9)
+    if not (np.isfinite(acc).all() and rel < 1e-3):
+        raise FloatingPointError("non-finite values in a direct composition of the PLD")
+    t = acc * (1 + rel) if pess else np.maximum(acc * (1 - rel), 0.0)
+    return _Grid(step, 0.0, pess, n * j_lo, t, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _sum_delta(grids, rem, eps: np.ndarray, precise: bool = False) -> np.ndarray:
+    """sum_k δ_{G_k}(eps) + rem, capped at 1; ``precise``: term by term (``_delta_precise``)."""
     out = np.full(eps.size, float(rem))
     for g in grids:
-        out += _delta_bound(g, eps)
+        out += _delta_precise(g, eps) if precise else _delta_bound(g, eps)
     return np.minimum(out, 1.0)
+
+
+def _delta_precise(G: _Grid, eps: np.ndarray) -> np.ndarray:
+    """``_delta_bound`` summed term by term (``_k.delta_direct``): O(n) per eps, but its error is
+    relative to δ rather than to the mass above eps."""
+    out = np.empty(eps.size)
+    _k.delta_direct(np.ascontiguousarray(eps, dtype=np.float64), G.offset, G.step, G.theta, G.log_scale, G.t,
+                    G.p_inf, G.inf_err, G.err, G.pess, G.floor, out)
+    return out
 
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
@@ -1417,6 +1460,7 @@ class _Engine:
             out.append(r)
         (g_up, rem_up), (g_lo, _) = out
         self.last_events = (m, [g.theta for g in g_up])
+        self.events_precise = fine0  # eps inside the bulk: δ evaluated term by term
         return g_up, rem_up, g_lo
 
     def _eps_events(self, step, target, lo, up):
@@ -1443,7 +1487,7 @@ class _Engine:
         a, b = lo, up
         for _ in range(3):
             e = np.linspace(a, b, 129)
-            ok = _sum_delta(g_up, rem_up, e) <= target
+            ok = _sum_delta(g_up, rem_up, e, self.events_precise) <= target
             if not ok.any():
                 break
             i = int(np.argmax(ok))
@@ -1452,7 +1496,7 @@ class _Engine:
         a, b = lo, up_m
         for _ in range(3):
             e = np.linspace(a, b, 129)
-            hit = _sum_delta(g_lo, 0.0, e) > target
+            hit = _sum_delta(g_lo, 0.0, e, self.events_precise) > target
             if not hit.any():
                 break
             i = len(e) - 1 - int(np.argmax(hit[::-1]))

@@ -130,6 +130,9 @@ SWEEP = [
     (2.413, 1.337e-05, 2, 1.28e-11),
     # eps ~ 5e5: the tilt cap 300 / eps had fallen to 6e-4 (gap 1.9e-3, the RDP value as upper)
     (0.4397, 0.4625, 617796, 3.28e-11),
+    # eps ~ 1.3e-7 inside the bulk (dδ/deps ~ 0.4): the cut goes above the bulk, the tail grid
+    # at cut / 64 and δ is summed term by term (gap 2.7e-3 -> 8.5e-4)
+    (1.3268902994825977, 2.7157490017806233e-05, 7, 2.3905748905039178e-05),
     # one far-tail step with the core's own top slice above eps: the k = 0 term's saddle point
     # needs the tilted variance to grow without the heavy-tail limit (gap 1.2e-3, 12 s)
     (0.5355, 1e-05, 19, 5.74e-09),
@@ -145,9 +148,33 @@ def test_few_tail_events_and_sweep_regressions(sigma, q, steps, delta):
 
 def test_lower_bound_between_the_floor_and_the_first_grid_point():
     # eps ~ 1.44e-7 is below the first grid point above the optimistic grid's floor; the lower
-    # bound was 0 (the search only tried grid points).  The interval is still 1.2e-3 wide here:
-    # eps sits inside the bulk of the composed PLD, where dδ/deps ~ 0.4, so δ (2.4e-5) must be
-    # resolved to ~2e-6 of itself; the tail-event sum with the cut above the bulk gets to ~3e-6.
+    # bound was 0 (the search only tried grid points).  (Its width: the sweep regression above.)
     b = pld.epsilon(1.327, 2.716e-05, 7, 2.39e-05)
     assert b.lower > 1.4e-7 and b.upper < 1.5e-7 and b.lower <= b.upper
     assert pld.delta(1.327, 2.716e-05, 7, b.lower).upper >= 2.39e-05
+
+
+@pytest.mark.parametrize("theta", [0.0, 1.0, 40.0])
+def test_direct_delta_brackets_the_exact_sum(theta):
+    # δ of a grid term by term (used when eps lies inside the bulk) against a 50-digit sum of the
+    # same atoms: both bounds hold, and in the bulk it is far tighter than the suffix sums
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    rng = np.random.default_rng(3)
+    step, offset = 1e-4, -300
+    t = rng.random(2000) * np.exp(-np.linspace(0, 8, 2000))
+    t *= 0.5 / float(np.sum(t * np.exp(0.3 - theta * (offset + np.arange(t.size)) * step)))  # mass 0.5
+    G = pld._Grid(step, theta, True, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
+    H = pld._Grid(step, theta, False, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
+    eps = np.array([-0.01, 0.0, 1e-9, 0.00123, 0.05, 0.1])
+    up, lo = pld._delta_precise(G, eps), pld._delta_precise(H, eps)
+    up_s, lo_s = pld._delta_bound(G, eps), pld._delta_bound(H, eps)
+    for i, e in enumerate(eps):
+        exact = mpmath.fsum(mpmath.mpf(float(x)) * mpmath.exp(mpmath.mpf(0.3) - theta * mpmath.mpf((offset + k) * step))
+                            * -mpmath.expm1(mpmath.mpf(float(e)) - mpmath.mpf((offset + k) * step))
+                            for k, x in enumerate(t) if (offset + k) * step > e)
+        assert lo[i] <= exact <= up[i] and lo_s[i] <= exact <= up_s[i]
+        assert up[i] - lo[i] <= 1e-10 * float(exact) + 1e-300
+    # eps inside the bulk: the suffix sums' slack is ~n u of the mass above eps, the direct one
+    # ~n u of δ itself
+    assert (up - lo)[2] < 1e-2 * (up_s - lo_s)[2]
