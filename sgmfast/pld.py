@@ -735,7 +735,7 @@ def _block(tc, jc, sc, rho_c, tr, jr, sr, cu, ru, n, blocks, step, m, theta, pes
             rem_log = -math.inf
     p_inf = math.exp(rem_log) * (1 + 1e-9) if pess else 0.0
     ks = range(k_max + 1) if ks is None else ks
-    counts = [n - k for k in ks if n - k > 0] or [1]
+    counts = [n - k for k in ks if n - k > 0] or [1]  # (only k = n asked for: a power is not used)
     # the fine window: Chernoff edges of every power, from the tilted core's MGF
     var_c = float(_k.tilted_moments(tc, jc, step, 0.0)[1])
     base = 2.0 ** (_CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
@@ -891,7 +891,7 @@ def _event_theta(moments, eps_target, cap, v_max):
     return _saddle_bracket(moments, m, v, eps_target, cap, v_max)
 
 
-def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, growth, fine0=False):
+def _event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0=False):
     """The T-fold composition as a sum over k, the number of steps whose loss lands in the
     tail R = [cut, +inf) (coarse grid of spacing m * step; the rest, the core C, on the fine
     grid):  P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k}.  Each term is composed by itself
@@ -1019,6 +1019,22 @@ def _direct_power(p, j_lo, n, step, pess) -> _Grid:
         raise FloatingPointError("non-finite values in a direct composition of the PLD")
     t = acc * (1 + rel) if pess else np.maximum(acc * (1 - rel), 0.0)
     return _Grid(step, 0.0, pess, n * j_lo, t, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _scan(pred, a, b, first):
+    """The first (``first``) or last point of [a, b] where the vectorised ``pred`` holds, from
+    three rounds of 129 points, each round inside the bracketing pair of the last; None if
+    none holds.  Only points where pred was evaluated are returned."""
+    best = None
+    for _ in range(3):
+        e = np.linspace(a, b, 129)
+        hit = pred(e)
+        if not hit.any():
+            break
+        i = int(np.argmax(hit)) if first else len(e) - 1 - int(np.argmax(hit[::-1]))
+        best = float(e[i])
+        a, b = (e[max(i - 1, 0)], e[i]) if first else (e[i], e[min(i + 1, len(e) - 1)])
+    return best
 
 
 def _sum_delta(grids, rem, eps: np.ndarray, precise: bool = False) -> np.ndarray:
@@ -1424,8 +1440,9 @@ class _Engine:
 
     def _event_pair(self, step, eps_c, cut, eps_lo, rem_goal):
         """Pessimistic and optimistic tail-event grids of the remove direction
-        (``_event_grids``): (upper grids, upper remainder, lower grids), or None where the
-        decomposition does not apply (too many tail events, windows too long)."""
+        (``_event_grids``): (upper grids, upper remainder, lower grids, precise), or None where
+        the decomposition does not apply (too many tail events, windows too long); ``precise``:
+        eps lies inside the bulk and ``_sum_delta`` must sum term by term."""
         if self.replace or len(self.schedule) != 1 or self.schedule[0][2] < 2:
             return None
         sigma, q, count = self.schedule[0]
@@ -1452,16 +1469,14 @@ class _Engine:
         for pess in (True, False):
             try:
                 r = _event_grids(sigma, q, count, False, step, m, cut, pess, eps_c, eps_lo, self.tau,
-                                 rem_goal, _VAR_GROWTH_SMALL, fine0)
+                                 rem_goal, fine0)
             except (ValueError, _NoTwoStage):
                 r = None
             if r is None:
                 return None
             out.append(r)
         (g_up, rem_up), (g_lo, _) = out
-        self.last_events = (m, [g.theta for g in g_up])
-        self.events_precise = fine0  # eps inside the bulk: δ evaluated term by term
-        return g_up, rem_up, g_lo
+        return g_up, rem_up, g_lo, fine0  # (eps inside the bulk: δ is evaluated term by term)
 
     def _eps_events(self, step, target, lo, up):
         """(lower, upper) of the remove direction's eps in [lo, up] by the tail-event
@@ -1480,28 +1495,13 @@ class _Engine:
         self._events[key] = None
         if pair is None:
             return None
-        g_up, rem_up, g_lo = pair
+        g_up, rem_up, g_lo, precise = pair
         # any eps whose upper δ is <= target is an upper bound, any whose lower δ exceeds it a lower
-        # bound (whatever the curves' shape between the points tried): three rounds of 129 points each
-        up_m, lo_m = up, lo
-        a, b = lo, up
-        for _ in range(3):
-            e = np.linspace(a, b, 129)
-            ok = _sum_delta(g_up, rem_up, e, self.events_precise) <= target
-            if not ok.any():
-                break
-            i = int(np.argmax(ok))
-            up_m = min(up_m, float(e[i]))
-            a, b = e[max(i - 1, 0)], e[i]
-        a, b = lo, up_m
-        for _ in range(3):
-            e = np.linspace(a, b, 129)
-            hit = _sum_delta(g_lo, 0.0, e, self.events_precise) > target
-            if not hit.any():
-                break
-            i = len(e) - 1 - int(np.argmax(hit[::-1]))
-            lo_m = max(lo_m, float(e[i]))
-            a, b = e[i], e[min(i + 1, len(e) - 1)]
+        # bound (whatever the curves' shape between the points tried)
+        up_m = _scan(lambda e: _sum_delta(g_up, rem_up, e, precise) <= target, lo, up, first=True)
+        up_m = up if up_m is None else min(up, up_m)
+        lo_m = _scan(lambda e: _sum_delta(g_lo, 0.0, e, precise) > target, lo, up_m, first=False)
+        lo_m = lo if lo_m is None else max(lo, lo_m)
         self._events[key] = (lo_m, up_m)
         return lo_m, up_m
 
@@ -1558,9 +1558,11 @@ class _Engine:
 
     # --- δ(eps) ---------------------------------------------------------
     def _delta_at(self, step, eps, eps_c):
+        """(lower, upper of the remove direction, upper of the add direction) at eps; the
+        upper bound is the larger (replace-one: one direction, the add part is 0)."""
         if self.replace:
             return (_delta_bound(self.grid(_REPLACE, False, step, eps_c), eps),
-                    _delta_bound(self.grid(_REPLACE, True, step, eps_c), eps))
+                    _delta_bound(self.grid(_REPLACE, True, step, eps_c), eps), np.zeros(eps.size))
         up_r = _delta_bound(self.grid(False, True, step, eps_c), eps)
         lo = _delta_bound(self.grid(False, False, step, eps_c), eps)
         up_a = _delta_bound(self.grid(True, True, 4 * step, eps_c), eps)
@@ -1568,26 +1570,20 @@ class _Engine:
             up_a = _delta_bound(self.grid(True, True, step, eps_c), eps)
             if (up_a > up_r).any():
                 lo = np.maximum(lo, _delta_bound(self.grid(True, False, step, eps_c), eps))
-        self.last_up_add = up_a  # the add direction's upper bound (``_delta_events``)
-        return lo, np.maximum(up_r, up_a)
+        return lo, up_r, up_a
 
-    def _delta_events(self, step, e, h, eps_c, lo, up, up_shift):
+    def _delta_events(self, step, e, h, eps_c, lo, up, up_shift, up_a, up_a_shift):
         """``delta``'s group of eps values e refined by the tail-event decomposition of the
-        remove direction: (lower, upper, upper at e + h), each intersected with the given."""
-        if self.replace or len(self.schedule) != 1:
-            return lo, up, up_shift
-        self._delta_at(step, e + h, eps_c)  # (cached grids: only the add direction's bound is read)
-        up_a_shift = self.last_up_add
-        self._delta_at(step, e, eps_c)
-        up_a = self.last_up_add
+        remove direction: (lower, upper, upper at e + h), each intersected with the given
+        (up_a, up_a_shift: the add direction's upper bounds at e and e + h)."""
         goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
         pair = self._event_pair(step, eps_c, float(e.max() + h.max()), 0.5 * eps_c, goal)
         if pair is None:
             return lo, up, up_shift
-        g_up, rem_up, g_lo = pair
-        lo = np.maximum(lo, _sum_delta(g_lo, 0.0, e))
-        up = np.minimum(up, np.maximum(_sum_delta(g_up, rem_up, e), up_a))
-        up_shift = np.minimum(up_shift, np.maximum(_sum_delta(g_up, rem_up, e + h), up_a_shift))
+        g_up, rem_up, g_lo, precise = pair
+        lo = np.maximum(lo, _sum_delta(g_lo, 0.0, e, precise))
+        up = np.minimum(up, np.maximum(_sum_delta(g_up, rem_up, e, precise), up_a))
+        up_shift = np.minimum(up_shift, np.maximum(_sum_delta(g_up, rem_up, e + h, precise), up_a_shift))
         return lo, up, up_shift
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1612,12 +1608,14 @@ class _Engine:
                     sel = keys == key
                     e = eps[sel]
                     eps_c = float(e.min())
-                    lo[sel], up[sel] = self._delta_at(step, e, eps_c)
-                    _, up_shift = self._delta_at(step, e + h[sel], eps_c)
-                    if not ((lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)).all():
+                    lo_g, up_r, up_a = self._delta_at(step, e, eps_c)
+                    _, up_r_s, up_a_s = self._delta_at(step, e + h[sel], eps_c)
+                    up_g, up_shift = np.maximum(up_r, up_a), np.maximum(up_r_s, up_a_s)
+                    if not ((lo_g >= up_shift) | (up_g - lo_g <= 1e-300)).all():
                         # δ set by a few far-tail steps: sum over their number
-                        lo[sel], up[sel], up_shift = self._delta_events(step, e, h[sel], eps_c, lo[sel], up[sel],
-                                                                        up_shift)
+                        lo_g, up_g, up_shift = self._delta_events(step, e, h[sel], eps_c, lo_g, up_g, up_shift,
+                                                                  up_a, up_a_s)
+                    lo[sel], up[sel] = lo_g, up_g
                     ok[sel] = (lo[sel] >= up_shift) | (up[sel] - lo[sel] <= 1e-300)
             except ValueError:
                 if best is None:
