@@ -219,11 +219,11 @@ class _PldUpper:
         self.settled = False
 
     def __call__(self, sigma, q, steps, delta):
-        from . import pld
+        from .pld.accountant import epsilon_hinted, epsilon_upper_at
 
         if self.settled:
-            return float(pld._epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step))
-        lo, up, step = pld._epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step)
+            return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step))
+        lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step)
         if step is not None:
             ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
             factor = 1.0

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["sgmfast.rdp", "sgmfast.pld", "sgmfast.calibrate", "sgmfast.analysis"]
+MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.analysis"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgmfast import pld
-from sgmfast._kernels import pld as K
+from sgmfast._kernels.pld import bins as K
+from sgmfast.pld import onestep, tilting
+from sgmfast.pld.engine import Engine
 from sgmfast._types import Bounds, Step
 
 mpmath = pytest.importorskip("mpmath")
@@ -67,7 +69,7 @@ def test_one_step_bounds_bracket_exact(q, sigma, eps):
 
 @pytest.mark.parametrize("add", [False, True])
 def test_single_step_pmf_sums_to_one_minus_inf_mass(add):
-    one = pld._one_step(1.0, 0.05, add, 1e-3)
+    one = onestep.one_step(1.0, 0.05, add, 1e-3)
     pess, opt, p_inf = one.pess, one.opt, one.p_inf
     # pessimistic masses are inflated by MASS_SLACK, optimistic ones deflated
     assert pess.sum() + p_inf == pytest.approx(1.0, abs=5 * K.MASS_SLACK)
@@ -157,7 +159,7 @@ def test_accountant_caches_and_round_trips():
     acc = pld.PLDAccountant()
     acc.step(1.0, 0.01, steps=1000)
     e = acc.epsilon(1e-5)
-    assert acc._engine._grids  # composed grids are cached
+    assert acc._engine.caches.grids  # composed grids are cached
     d = acc.delta(e.upper)
     assert d.lower <= 1e-5 * (1 + 1e-9)
     assert e.lower <= e.upper and e.upper - e.lower <= 1e-3 * e.upper
@@ -313,13 +315,13 @@ def test_fft_engine_brackets_exact_gaussian_composition(sigma, steps, z):
     mu = math.sqrt(steps) / sigma
     eps = mu * mu / 2 + z * mu  # the loss is N(mu^2/2, mu^2): z standard deviations out
     exact = _gaussian_delta_exact(mu, eps)
-    eng = pld._Engine([(sigma, 1.0, steps)], 1e-3, None)
+    eng = Engine([(sigma, 1.0, steps)], 1e-3, None)
     lo, up = eng.delta(np.array([eps]))
     assert lo[0] <= exact <= up[0]
     # the documented delta accuracy: the interval is no wider than a relative 1e-3 change of eps makes
     assert up[0] - lo[0] <= exact - _gaussian_delta_exact(mu, eps * (1 + 1e-3))
     target = exact
-    e_lo, e_up = eng.epsilon(target)
+    e_lo, e_up, _ = eng.epsilon(target)
     assert e_lo <= eps * (1 + 1e-9) and eps <= e_up * (1 + 1e-9)
     assert e_up - e_lo <= 1e-3 * e_up
 
@@ -329,8 +331,8 @@ def test_fft_engine_small_delta(delta):
     # tilting keeps delta resolvable far below FFT round-off of the bulk
     sigma, steps = 4.0, 10_000
     mu = math.sqrt(steps) / sigma
-    eng = pld._Engine([(sigma, 1.0, steps)], 1e-3, None)
-    e_lo, e_up = eng.epsilon(delta)
+    eng = Engine([(sigma, 1.0, steps)], 1e-3, None)
+    e_lo, e_up, _ = eng.epsilon(delta)
     assert _gaussian_delta_exact(mu, e_up) <= delta * (1 + 1e-9)
     assert _gaussian_delta_exact(mu, e_lo) >= delta * (1 - 1e-9)
     assert e_up - e_lo <= 1e-3 * e_up
@@ -343,7 +345,7 @@ def test_saddle_theta_matches_the_gaussian_closed_form_beyond_the_old_cap():
     mu = steps / (2 * sigma**2)
     eps = mu + 7 * math.sqrt(2 * mu)
     step = 1e-6
-    theta = pld._saddle_theta([(sigma, 1.0, steps)], False, step, eps, 1e-20)
+    theta = tilting.saddle_theta([(sigma, 1.0, steps)], False, step, eps, 1e-20)
     assert theta == pytest.approx((eps - mu) / (2 * mu), rel=0.02)
 
 
@@ -351,5 +353,5 @@ def test_saddle_theta_matches_the_gaussian_closed_form_beyond_the_old_cap():
 def test_one_step_tail_cut_covers_both_components(add):
     # at sigma = 13.5 the N(0) and N(1) tails are alike and (1 - q) N(0) carries almost all of
     # the mass beyond the grid: the cut must still leave only ~tau there
-    one = pld._one_step(13.51, 3.755e-5, add, 2.6e-8, 1e-16)
+    one = onestep.one_step(13.51, 3.755e-5, add, 2.6e-8, 1e-16)
     assert one.p_inf <= 2e-16

@@ -15,7 +15,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from sgmfast._kernels import pld as K
+from sgmfast._kernels.pld import bins as K
+from sgmfast._kernels.pld import losses
 
 U = np.finfo(float).eps
 CASES = [(0.75, 1e-3, 7.6e-5), (0.75, 1e-3, 3e-4), (0.4, 0.5, 0.01), (2.0, 0.01, 1e-4), (0.1, 1e-5, 1e-3),
@@ -48,7 +49,7 @@ def test_step_bins_match_mpmath(sigma, q, step):
         k = k0 + off
         lm0, ls, le = np.empty(1), np.empty(1), np.empty(1)
         K.step_bins(sigma, q, step, k, 1, lm0, ls, le)
-        a, b = K._z_of_loss(k * step, sigma, q), K._z_of_loss((k + 1) * step, sigma, q)
+        a, b = losses._z_of_loss(k * step, sigma, q), losses._z_of_loss((k + 1) * step, sigma, q)
         if not a < b:
             assert lm0[0] == -math.inf
             continue

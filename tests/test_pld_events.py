@@ -1,4 +1,4 @@
-"""The tail-event decomposition of the PLD composition (``pld._event_grids``).
+"""The tail-event decomposition of the PLD composition (``sgmfast.pld.tail_events``).
 
 P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k} for a one-step PLD split into a core C and a far
 tail R.  Each term is composed by itself, so the checks are: the sum of the terms equals the
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from sgmfast import pld
-from sgmfast._kernels import pld as K
+from sgmfast.pld import onestep, queries, tail_events
+from sgmfast.pld.common import Grid
 
 
 def _direct_delta(sigma, q, steps, step, m, cut, pess, eps):
@@ -21,7 +22,7 @@ def _direct_delta(sigma, q, steps, step, m, cut, pess, eps):
     the tail placed on every m-th fine point), by numpy's FFT without any tilt; the +inf mass
     counts in full.  Returned on the fine grid: with m > 1 the event terms coarsen the core
     powers, which (pessimistic) keeps δ or raises it."""
-    hyb = pld._hybrid_step(sigma, q, False, step, m, 1e-30, 1e-300, max(math.ceil(cut / (m * step)), 1))
+    hyb = onestep.hybrid_step(sigma, q, False, step, m, 1e-30, 1e-300, max(math.ceil(cut / (m * step)), 1))
     pc = hyb.core.pess if pess else hyb.core.opt
     pr = hyb.tail(pess)
     lo = min(hyb.core.j_lo, hyb.big_lo * m)
@@ -56,11 +57,12 @@ CASES = [
 
 @pytest.mark.parametrize("sigma,q,steps,step,m,cut,eps", CASES)
 @pytest.mark.parametrize("rem_goal", [1e-300, 1e-9])
-def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut, eps, rem_goal):
+@pytest.mark.parametrize("fine0", [False, True])
+def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut, eps, rem_goal, fine0):
     eps = np.array(eps)
     for pess in (True, False):
-        out = pld._event_grids(sigma, q, steps, False, step, m, cut, pess, float(eps.min()), 0.0, 1e-30,
-                               rem_goal, 1000.0)
+        out = tail_events.event_grids(sigma, q, steps, False, step, m, cut, pess, float(eps.min()), 0.0, 1e-30,
+                                      rem_goal, fine0)
         assert out is not None
         grids, rem = out
         if rem_goal > 1e-100 and q <= 0.05:
@@ -68,7 +70,7 @@ def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut
         if rem_goal < 1e-100:
             assert len(grids) == steps + 1  # all terms kept: rem is the +inf mass only
             assert rem < 1e-12
-        got = pld._sum_delta(grids, rem, eps)
+        got = queries.sum_delta(grids, rem, eps)
         ref = _direct_delta(sigma, q, steps, step, m, cut, pess, eps)
         assert (ref > 1e-6).all()
         if pess:
@@ -82,8 +84,8 @@ def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut
 
 def test_event_terms_are_tilted_towards_eps():
     # the k = 0 term (no tail step) has a bounded support, so its saddle point exists and is taken
-    grids, _ = pld._event_grids(0.9595, 7.226e-5, 4196, False, 4e-6, 4, 0.0803, True, 0.0803, 0.04, 1e-30,
-                                1e-17, 1000.0)
+    grids, _ = tail_events.event_grids(0.9595, 7.226e-5, 4196, False, 4e-6, 4, 0.0803, True, 0.0803, 0.04, 1e-30,
+                                       1e-17)
     assert len(grids) == 2 and grids[0].theta > 100 and grids[1].theta == 0.0
 
 
@@ -164,11 +166,11 @@ def test_direct_delta_brackets_the_exact_sum(theta):
     step, offset = 1e-4, -300
     t = rng.random(2000) * np.exp(-np.linspace(0, 8, 2000))
     t *= 0.5 / float(np.sum(t * np.exp(0.3 - theta * (offset + np.arange(t.size)) * step)))  # mass 0.5
-    G = pld._Grid(step, theta, True, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
-    H = pld._Grid(step, theta, False, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
+    G = Grid(step, theta, True, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
+    H = Grid(step, theta, False, offset, t, 0.3, 0.0, 0.0, 0.0, 0.0)
     eps = np.array([-0.01, 0.0, 1e-9, 0.00123, 0.05, 0.1])
-    up, lo = pld._delta_precise(G, eps), pld._delta_precise(H, eps)
-    up_s, lo_s = pld._delta_bound(G, eps), pld._delta_bound(H, eps)
+    up, lo = queries.delta_precise(G, eps), queries.delta_precise(H, eps)
+    up_s, lo_s = queries.delta_bound(G, eps), queries.delta_bound(H, eps)
     for i, e in enumerate(eps):
         exact = mpmath.fsum(mpmath.mpf(float(x)) * mpmath.exp(mpmath.mpf(0.3) - theta * mpmath.mpf((offset + k) * step))
                             * -mpmath.expm1(mpmath.mpf(float(e)) - mpmath.mpf((offset + k) * step))

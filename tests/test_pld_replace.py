@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sgmfast import pld
-from sgmfast._kernels import pld as K
+from sgmfast._kernels.pld import losses as K
 
 mpmath = pytest.importorskip("mpmath")
 

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from sgmfast import pld
-from sgmfast._kernels import pld as K
+from sgmfast._kernels.pld import coarsen as KC
+from sgmfast._kernels.pld import fft_power as KF
+from sgmfast.pld import common, estimates, onestep, two_stage
+from sgmfast.pld.engine import Engine
 
 
 def _delta_of(p, ell, eps):
@@ -39,7 +42,7 @@ def test_coarsen_pess_keeps_mass_and_u_mass_and_raises_every_delta(theta, m):
     big_lo = j0 // m
     nc = (j0 + n - 1) // m - big_lo + 2
     out = np.empty(nc)
-    K.coarsen_pess(x, j0, m, step, theta, big_lo, out)
+    KC.coarsen_pess(x, j0, m, step, theta, big_lo, out)
     ell_c = (big_lo + np.arange(nc)) * (m * step)
     p, pc = x * np.exp(-theta * ell), out * np.exp(-theta * ell_c)  # untilted
     assert pc.sum() == pytest.approx(p.sum(), rel=1e-12) and pc.sum() >= p.sum()
@@ -60,7 +63,7 @@ def test_coarsen_opt_is_below_in_decreasing_convex_order(theta, m):
     big_lo = j0 // m
     nc = (j0 + n - 1) // m - big_lo + 2
     out = np.empty(nc)
-    assert K.coarsen_opt(x, j0, m, step, theta, big_lo, out)
+    assert KC.coarsen_opt(x, j0, m, step, theta, big_lo, out)
     ell_c = (big_lo + np.arange(nc)) * (m * step)
     p, pc = x * np.exp(-theta * ell), out * np.exp(-theta * ell_c)
     assert pc.sum() <= p.sum() and pc.sum() == pytest.approx(p.sum(), rel=1e-9)
@@ -87,7 +90,7 @@ def test_power_series_within_its_error_bound():
     e2 = 1e-14
     c0, nt = 997, 5
     out = np.empty((nt, spec.size), dtype=np.complex128)
-    err, z2 = K.power_series(spec, e2, c0, out)
+    err, z2 = KF.power_series(spec, e2, c0, out)
     w = np.full(spec.size, 2.0)
     w[0] = w[-1] = 1.0
     for j in range(nt):
@@ -106,7 +109,7 @@ def test_block_spectrum_within_its_error_bound():
     spec_d = np.array([np.fft.rfft(np.concatenate([_random_atoms(rng, 80), np.zeros(n - 80)])) for _ in ks])
     w = np.array([0.99, 9e-3, 4e-5, 1e-7])
     out = np.empty(h, dtype=np.complex128)
-    err = K.block_spectrum(spec_d, np.full(4, 1e-14), spec_r, 1e-14, ks, w, out)
+    err = KF.block_spectrum(spec_d, np.full(4, 1e-14), spec_r, 1e-14, ks, w, out)
     ref = sum(wj * d.astype(np.clongdouble) * spec_r.astype(np.clongdouble) ** k for wj, d, k in zip(w, spec_d, ks))
     wk = np.full(h, 2.0)
     wk[0] = wk[-1] = 1.0
@@ -118,8 +121,8 @@ def test_block_spectrum_within_its_error_bound():
 
 def _single_stage(monkeypatch, fn, *args, **kw):
     with monkeypatch.context() as mp:
-        mp.setattr(pld, "_TWO_STAGE_MIN", 10**15)
-        pld._STEP_CACHE.clear()
+        mp.setattr(two_stage, "MIN_STEPS", 10**15)
+        common.STEP_CACHE.clear()
         return fn(*args, **kw)
 
 
@@ -134,8 +137,8 @@ def _single_stage(monkeypatch, fn, *args, **kw):
     ],
 )
 def test_two_stage_intersects_the_single_stage_interval(monkeypatch, sigma, q, steps, delta):
-    step = pld._initial_step([(sigma, q, steps)], 1e-3, 1.0)
-    assert pld._two_stage_plan([(sigma, q, steps)], step, False, 1e-18) is not None
+    step = estimates.initial_step([(sigma, q, steps)], 1e-3, 1.0)
+    assert two_stage.plan([(sigma, q, steps)], step, False, 1e-18) is not None
     two = pld.epsilon(sigma, q, steps, delta)
     one = _single_stage(monkeypatch, pld.epsilon, sigma, q, steps, delta)
     # both intervals are certified, by different compositions: they must intersect
@@ -169,16 +172,16 @@ def _gaussian_delta(mu, eps):
 @pytest.mark.parametrize("sigma,steps,z", [(20.0, 100_000, 3.0), (30.0, 1_000_000, 4.0), (300.0, 1_000_003, 2.0)])
 def test_two_stage_brackets_exact_gaussian_composition(monkeypatch, sigma, steps, z):
     # q = 1: the T-fold composition is the Gaussian mechanism with mu = sqrt(T) / sigma
-    monkeypatch.setattr(pld, "_TWO_STAGE_ONE", 0)
-    monkeypatch.setattr(pld, "_TWO_STAGE_BINS", 0)
+    monkeypatch.setattr(two_stage, "MIN_ONE_STEP_BINS", 0)
+    monkeypatch.setattr(two_stage, "MIN_TOTAL_BINS", 0)
     mu = math.sqrt(steps) / sigma
     eps = mu * mu / 2 + z * mu
     exact = _gaussian_delta(mu, eps)
-    eng = pld._Engine([(sigma, 1.0, steps)], 1e-3, None)
-    assert pld._two_stage_plan(eng.schedule, 1e-4, False, 1e-18) is not None
+    eng = Engine([(sigma, 1.0, steps)], 1e-3, None)
+    assert two_stage.plan(eng.schedule, 1e-4, False, 1e-18) is not None
     lo, up = eng.delta(np.array([eps]))
     assert lo[0] <= exact <= up[0]
-    e_lo, e_up = eng.epsilon(exact)
+    e_lo, e_up, _ = eng.epsilon(exact)
     assert e_lo <= eps * (1 + 1e-9) and eps <= e_up * (1 + 1e-9)
     assert e_up - e_lo <= 1e-3 * e_up
 
@@ -191,16 +194,12 @@ def test_block_keeps_the_mass_and_mean_of_n_steps(pess, n):
     # start lower the more steps they hold; a window from the fewest steps' support once wrapped
     # the lowest losses of the largest power around to the top (and cut them from the others).
     sigma, q, step, theta, m = 0.564292425386069, 2.6520198399425788e-05, 4.756828460010884e-06, 3.0, 16
-    hyb = pld._hybrid_step(sigma, q, False, step, m, 1e-20, pld._CORE_TAIL / 190)
+    hyb = onestep.hybrid_step(sigma, q, False, step, m, 1e-20, two_stage.CORE_TAIL / 190)
     assert hyb.core.j_lo < 0 and hyb.high is not None
-    pc = hyb.core.pess if pess else hyb.core.opt
-    tc = np.empty(pc.size)
-    sc, mc, _, rho_c, _ = K.tilt(pc, hyb.core.j_lo, 0.0, step, theta, pess, tc)
-    pr = hyb.tail(pess)
-    tr = np.empty(pr.size)
-    sr, mr, _, _, _ = K.tilt(pr, hyb.big_lo, 0.0, m * step, theta, pess, tr)
-    terms, _, _, _ = pld._block(tc, hyb.core.j_lo, sc, rho_c, tr, hyb.big_lo, sr, float(pc.sum()), float(pr.sum()),
-                                n, 190, step, m, theta, pess, 1e-12)
+    pieces = two_stage.tilt_pieces(hyb.core.masses(pess), hyb.core.j_lo, hyb.tail(pess), hyb.big_lo, step, m, theta,
+                                   pess)
+    tr, sc, sr, mc, mr = pieces.tr, pieces.sc, pieces.sr, pieces.mc, pieces.mr
+    terms, _, _, _ = two_stage.block(pieces, n, 190, pess, 1e-12)
     big = m * step
     ell_r = (hyb.big_lo + np.arange(tr.size)) * big
     mass = mean = 0.0
@@ -237,13 +236,10 @@ def test_pessimistic_block_equals_the_coarsened_direct_composition(n, theta):
     # formed directly (core and upsampled tail on the fine grid, one FFT power in numpy) and
     # coarsened by the same kernel
     sigma, q, step, m = 1.0, 1e-3, 1e-4, 8
-    hyb = pld._hybrid_step(sigma, q, False, step, m, 1e-20, 1e-6)
-    pc, pr = hyb.core.pess, hyb.tail(True)
-    tc, tr = np.empty(pc.size), np.empty(pr.size)
-    sc = K.tilt(pc, hyb.core.j_lo, 0.0, step, theta, True, tc)[0]
-    sr = K.tilt(pr, hyb.big_lo, 0.0, m * step, theta, True, tr)[0]
-    terms, _, _, _ = pld._block(tc, hyb.core.j_lo, sc, 0.0, tr, hyb.big_lo, sr, float(pc.sum()), float(pr.sum()),
-                                n, 1, step, m, theta, True, 1e-12)
+    hyb = onestep.hybrid_step(sigma, q, False, step, m, 1e-20, 1e-6)
+    pieces = two_stage.tilt_pieces(hyb.core.pess, hyb.core.j_lo, hyb.tail(True), hyb.big_lo, step, m, theta, True)
+    tc, tr, sc, sr = pieces.tc, pieces.tr, pieces.sc, pieces.sr
+    terms, _, _, _ = two_stage.block(pieces, n, 1, True, 1e-12)
     lm = np.logaddexp(sc, sr)
     lo = min(hyb.core.j_lo, hyb.big_lo * m)
     hi = max(hyb.core.j_lo + tc.size - 1, hyb.big_hi * m)
@@ -255,7 +251,7 @@ def test_pessimistic_block_equals_the_coarsened_direct_composition(n, theta):
     big_lo = j0 // m
     nc = (j0 + direct.size - 1) // m - big_lo + 2
     ref = np.zeros(nc)
-    K.coarsen_pess(np.maximum(direct, 0.0), j0, m, step, theta, big_lo, ref)
+    KC.coarsen_pess(np.maximum(direct, 0.0), j0, m, step, theta, big_lo, ref)
     pad = 8 * n
     blk = np.zeros(nc + 2 * pad)
     for bj, d, lw, k in terms:

@@ -11,6 +11,7 @@ import math
 from ._jit import jit
 
 NEG_INF = -math.inf
+EPS64 = 2.220446049250313e-16  # machine epsilon of float64 (2u, u the unit round-off)
 LOG_HALF = -math.log(2.0)
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 LN2 = math.log(2.0)

@@ -1,0 +1,209 @@
+"""Composition in the Fourier domain: folding modulo the FFT length, powers of spectra by
+exponentiation by squaring, and per-frequency bounds on their round-off (Higham 2002, Thm 24.2
+for the transforms; 3.6 for complex products).
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import jit
+from ..logmath import EPS64
+
+__all__ = ["fold", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "block_spectrum"]
+
+
+@jit
+def fold(t, j_lo, n, out):
+    """out[(j_lo + i) mod n] += t_i: circular convolution of folded arrays = folded linear convolution."""
+    for i in range(t.shape[0]):
+        if t[i] != 0.0:
+            out[(j_lo + i) % n] += t[i]
+
+
+@jit
+def sumsq(a):
+    """sum of a_i^2, single-threaded (BLAS dot contends for cores with the FFT threads)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+@jit
+def _cpow(b, c):
+    """b^c (c >= 0) by exponentiation by squaring (the order of products the error bounds assume)."""
+    acc = complex(1.0, 0.0)
+    while c > 0:
+        if c & 1:
+            acc = acc * b
+        c >>= 1
+        if c > 0:
+            b = b * b
+    return acc
+
+
+@jit
+def power_product(spectra, counts, e2, out):
+    """out_k = prod_i spectra[i, k]^counts[i] by exponentiation by squaring, with error sums.
+
+    ``spectra`` (m x h) holds the computed half spectra (rfft) of the m folded
+    one-step arrays, ``e2[i]`` a bound on the l2 norm (over the full spectrum)
+    of the error of spectra[i].  With R_ik = |spectra[i, k]| + e2[i] (a bound
+    on the exact and the computed modulus):
+
+    * |prod y^T - prod yhat^T| <= sum_i T_i |e_ik| W_ik, W_ik = R_ik^{T_i - 1}
+      prod_{j != i} R_jk^{T_j}; summed over the full spectrum with
+      Cauchy-Schwarz this is <= sum_i T_i e2[i] sqrt(sum_k W_ik^2);
+    * the squarings and products have relative error <= (1 + 3u)^{N} - 1,
+      N = sum T_i (each complex product errs by <= 2.83u, Higham 2002, 3.6);
+    * frequencies where prod R^T < e^{-740} are set to 0, error <= prod R^T.
+
+    Returns (err_sum, z2): a bound on sum over the full spectrum of
+    |out_k - exact_k| and the squared l2 norm of out over the full spectrum.
+    Full-spectrum sums weight k = 1..h-2 (and h-1 when n is odd) twice.
+    """
+    wsum = np.zeros(spectra.shape[0])
+    err, z2 = power_range(spectra, counts, e2, out, 0, spectra.shape[1], wsum)
+    return err + power_weight_err(counts, e2, wsum), z2
+
+
+@jit
+def power_weight_err(counts, e2, wsum):
+    """The input-error term sum_i T_i e2[i] sqrt(sum_k W_ik^2) of ``power_product``."""
+    err = 0.0
+    for i in range(counts.shape[0]):
+        err += counts[i] * e2[i] * math.sqrt(wsum[i]) * (1.0 + 1e-12)
+    return err
+
+
+@jit
+def power_range(spectra, counts, e2, out, k0, k1, wsum):
+    """``power_product`` on the frequencies k0 <= k < k1: fills out[k0:k1], adds each part's
+    sum of W_ik^2 to wsum and returns (the rounding and cut-off part of err_sum, z2)."""
+    mcount = spectra.shape[0]
+    h = spectra.shape[1]
+    ntot = 0.0
+    for i in range(mcount):
+        ntot += counts[i]
+    rel = math.expm1(ntot * math.log1p(3.0 * EPS64))
+    err = 0.0
+    z2 = 0.0
+    logr = np.empty(mcount)
+    for k in range(k0, k1):
+        wk = 1.0 if (k == 0 or k == h - 1) else 2.0
+        lr = 0.0
+        for i in range(mcount):
+            r = abs(spectra[i, k]) + e2[i]
+            logr[i] = math.log(r) if r > 0.0 else -math.inf
+            lr += counts[i] * logr[i]
+        # bounds rounded up a little: exp/log of these sums err by far less than 1e-12 relative
+        for i in range(mcount):
+            if logr[i] > -math.inf:
+                w = math.exp(lr - logr[i] + 1e-12 * (1.0 + abs(lr - logr[i])))
+            else:
+                w = 0.0 if counts[i] > 1 else math.exp(lr)
+            wsum[i] += wk * w * w
+        if lr < -740.0:
+            out[k] = 0.0
+            err += wk * math.exp(lr) + wk * 1e-300
+            continue
+        z = complex(1.0, 0.0)
+        for i in range(mcount):
+            z = z * _cpow(spectra[i, k], counts[i])
+        out[k] = z
+        mag = math.exp(lr + 1e-12 * (1.0 + abs(lr)))
+        err += wk * (rel * mag + 1e-300 * ntot)
+        z2 += wk * (z.real * z.real + z.imag * z.imag)
+    return err, z2
+
+
+@jit
+def power_series(spec, e2, c0, out):
+    """out[j, f] = spec[f]^(c0 + j) for j = 0 .. out.shape[0] - 1 (c0 >= 1): the first by
+    squaring, the others by one more product each; error bounds as ``power_product`` with one
+    part (at most c0 + j complex products for power c0 + j).  Returns (err, z2): per power,
+    a bound on the full-spectrum l1 norm of its error and its squared full-spectrum l2 norm."""
+    nt = out.shape[0]
+    h = spec.shape[0]
+    err = np.zeros(nt)
+    z2 = np.zeros(nt)
+    wsum = np.zeros(nt)
+    rel = np.empty(nt)
+    for j in range(nt):
+        rel[j] = math.expm1((c0 + j) * math.log1p(3.0 * EPS64))
+    for f in range(h):
+        wk = 1.0 if (f == 0 or f == h - 1) else 2.0
+        s = spec[f]
+        r = abs(s) + e2
+        lr = math.log(r) if r > 0.0 else -math.inf
+        acc = _cpow(s, c0)
+        # r^(c0 - 1) rounded up (the 1e-12 margin covers the few products that follow)
+        if lr > -math.inf:
+            a1 = (c0 - 1) * lr
+            w = math.exp(a1 + 1e-12 * (1.0 + abs(a1)))
+        else:
+            w = 1.0 if c0 == 1 else 0.0
+        for j in range(nt):
+            mag = w * r * (1.0 + 4.0 * EPS64)  # >= r^(c0 + j)
+            wsum[j] += wk * w * w
+            if mag < 1e-300:
+                out[j, f] = 0.0
+                err[j] += wk * (mag + 1e-300)
+            else:
+                out[j, f] = acc
+                err[j] += wk * (rel[j] * mag + 1e-300 * (c0 + j))
+                z2[j] += wk * (acc.real * acc.real + acc.imag * acc.imag)
+            acc = acc * s
+            w = mag
+    for j in range(nt):
+        err[j] += (c0 + j) * e2 * math.sqrt(wsum[j]) * (1.0 + 1e-12)
+    return err, z2
+
+
+@jit
+def block_spectrum(spec_d, e2_d, spec_r, e2_r, ks, w, out):
+    """out_f = sum_j w_j spec_d[j, f] spec_r[f]^ks[j] over half-spectrum frequencies f.
+
+    ``e2_d[j]`` / ``e2_r`` bound the l2 norms (full spectrum) of the errors of spec_d[j] and
+    spec_r.  With rd = |spec_d[j, f]| + e2_d[j] and rr = |spec_r[f]| + e2_r (bounds on the
+    exact and computed moduli), the error of a term is at most e_d rr^k + rd k rr^(k-1) e_r;
+    summed over the full spectrum with Cauchy-Schwarz that is
+    e2_d sqrt(sum rr^2k) + k e2_r sqrt(sum (rd rr^(k-1))^2).  The k + 1 complex products err by
+    <= 3u each (Higham 2002, 3.6) and the weighted sum by <= (terms + 2) u, relative to
+    w_j rd rr^k.  Returns a bound on the full-spectrum l1 norm of the error of ``out``.
+    """
+    nt = spec_d.shape[0]
+    h = spec_d.shape[1]
+    ws_d = np.zeros(nt)
+    ws_r = np.zeros(nt)
+    rnd = 0.0
+    for f in range(h):
+        wk = 1.0 if (f == 0 or f == h - 1) else 2.0
+        sr = spec_r[f]
+        rr = abs(sr) + e2_r
+        acc = complex(0.0, 0.0)
+        for j in range(nt):
+            k = ks[j]
+            p = spec_d[j, f]
+            rd = abs(p) + e2_d[j]
+            rrk1 = 1.0
+            for _ in range(k):
+                p = p * sr
+            for _ in range(k - 1):
+                rrk1 *= rr
+            rrk = rrk1 * rr if k > 0 else 1.0
+            ws_d[j] += wk * rrk * rrk
+            if k > 0:
+                v = rd * rrk1
+                ws_r[j] += wk * v * v
+            acc += w[j] * p
+            rnd += wk * w[j] * rd * rrk * (3.0 * (k + 2) + nt + 2.0) * EPS64
+        out[f] = acc
+    err = rnd * (1.0 + 1e-12) + 1e-300 * h
+    for j in range(nt):
+        e = e2_d[j] * math.sqrt(ws_d[j])
+        if ks[j] > 0:
+            e += ks[j] * e2_r * math.sqrt(ws_r[j])
+        err += w[j] * e * (1.0 + 1e-12)
+    return err

@@ -1,0 +1,42 @@
+"""Tight privacy-loss-distribution (PLD) accountant for DP-SGD with certified bounds.
+
+Public API: :func:`epsilon`, :func:`delta`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
+
+The pipeline, one module per stage (kernels in ``sgmfast._kernels.pld``, same names):
+
+======================  ======================================================================
+stage                   module
+======================  ======================================================================
+1. one step             ``onestep`` -- one SGM step on the loss grid ell_j = j * step, twice:
+                        pessimistic (connect-the-dots) and optimistic (convex-order minorant)
+2. tilt                 ``tilting`` -- the saddle-point tilt e^{theta * loss} towards eps
+3. composition          ``composition`` -- the T-fold composition in one FFT power, with its
+                        round-off bounds; ``windows`` -- the FFT window and the Chernoff
+                        bounds on the mass outside it
+4. two stages           ``two_stage`` -- long runs: blocks of ~sqrt(T) steps on the fine
+                        grid, the blocks composed on a coarse grid
+5. tail events          ``tail_events`` -- small δ: δ as a sum over the number of far-tail steps
+queries                 ``queries`` -- δ(eps), eps(δ) read off composed grids
+exact paths             ``exact`` -- closed forms that need no grid (q = 1)
+certifiers              ``certifiers`` -- each method as a certifier that returns certified
+                        intervals or says it does not apply; its soundness argument beside it
+engine                  ``engine`` -- the plan: which certifiers, in which order, intersect,
+                        refine the grid until the accuracy is met
+public API              ``accountant`` -- validation, the exact shortcuts, ``PLDAccountant``
+======================  ======================================================================
+
+Heuristics that choose the grid step and guess eps (never a bound) are in ``estimates``; what
+the stages share (limits, direction codes, the composed-grid type, caches) in ``common``.
+
+Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:
+P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped; Zhu, Dong & Wang, AISTATS
+2022 / Mironov et al. 2019): both directions are bounded and the larger δ (eps) is reported.
+``"replace_one"``: P = (1-q)N(0,s^2) + qN(-1,s^2), Q = (1-q)N(0,s^2) + qN(1,s^2) (clipped
+contributions of norm <= 1 on either side of the replacement, so the batch sum moves by up to
+2; symmetric, so one direction suffices; no RDP cap applies to it).
+"""
+
+from .accountant import PLDAccountant, delta, epsilon
+from .common import MAX_BINS
+
+__all__ = ["epsilon", "delta", "PLDAccountant", "MAX_BINS"]

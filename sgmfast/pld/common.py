@@ -1,0 +1,100 @@
+"""What every stage of the PLD pipeline shares: limits, direction codes, the composed-grid type,
+the one-step cache and the helper threads."""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Largest number of loss bins (and FFT length) the accountant will allocate.
+MAX_BINS = 1 << 24
+U = np.finfo(np.float64).eps / 2  # unit round-off
+TAU_STEP = 1e-30  # P-mass left outside the one-step grid (each tail), at the least
+WORKERS = 1  # scipy.fft threads: more oversubscribe 2 cores at these sizes (measured)
+SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
+
+# Directions of a dominating pair.  Add/remove has two (the larger δ counts); replace-one is
+# symmetric and has one.  The add/remove codes are the booleans the kernels take as ``add``.
+REMOVE = False
+ADD = True
+REPLACE = "replace"
+RELATIONS = ("add_remove", "replace_one")
+
+
+class NotApplicable(Exception):
+    """A strategy does not apply to this input (the caller tries another one)."""
+
+
+@dataclass
+class Grid:
+    """A composed (tilted) PLD, upper (``pess``) or lower bound: the untilted mass at loss
+    ell_i = (offset + i) * step is t_i * exp(log_scale - theta * ell_i), plus an atom ``p_inf`` at
+    +inf.  ``err`` bounds, in tilted l1 units, mass the array may carry in excess (optimistic
+    grids subtract its worst effect); ``inf_err`` is an absolute bound added to the upper
+    (subtracted from the lower) δ; the bounds hold for eps >= ``floor`` (below it: δ <= 1, >= 0)."""
+
+    step: float
+    theta: float
+    pess: bool
+    offset: int
+    t: np.ndarray
+    log_scale: float
+    err: float
+    p_inf: float
+    inf_err: float
+    eta: float  # total (finite + inf) untilted mass <= 1 + eta
+    floor: float = -math.inf
+    sums: Any = field(default=None, repr=False)  # suffix sums, built by the first query
+
+
+def log_binom(n, k) -> float:
+    """log C(n, k) for 0 <= k <= n (lgamma: ~1e-13 relative, callers round their bounds out)."""
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
+    return ValueError(f"the {what} would need {n} bins (> {MAX_BINS}); raise accuracy or grid_step")
+
+
+# --- the one-step cache ------------------------------------------------------------------------
+
+STEP_CACHE: dict = {}
+
+
+def cache_put(key, value) -> None:
+    """Store in the bounded one-step cache (callers keep their local: another thread may clear it)."""
+    if len(STEP_CACHE) > 64:
+        STEP_CACHE.clear()
+    STEP_CACHE[key] = value
+
+
+# --- helper threads (the kernels and FFTs release the GIL) -------------------------------------
+
+_POOLS: dict = {}
+
+
+def _pool(name: str) -> ThreadPoolExecutor:
+    pool = _POOLS.get(name)
+    if pool is None:
+        pool = _POOLS[name] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sgmfast-{name}")
+    return pool
+
+
+def split_pool() -> ThreadPoolExecutor:
+    """One helper thread for splitting a large kernel call in two halves."""
+    return _pool("split")
+
+
+def grid_pool() -> ThreadPoolExecutor:
+    """One thread that builds an optimistic grid while the caller builds the pessimistic one
+    (separate from ``split_pool``, which the grid builders themselves use)."""
+    return _pool("grid")
+
+
+def two_cores() -> bool:
+    return (os.cpu_count() or 1) >= 2

@@ -1,0 +1,159 @@
+"""The engine: a short plan over certifiers for one schedule.
+
+eps(δ) and δ(eps) are answered the same way: on a grid step chosen for the accuracy, try the
+certifiers in order -- the tilted FFT composition first, then, while the interval is wider than
+the accuracy, the extra tilts (small δ) and the tail-event sum -- intersect their intervals (all
+are certified, so any intersection is), cap by the RDP bound, and refine the grid step until the
+accuracy is met or refining stops helping.  Every interval returned is certified.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
+from .common import REMOVE, REPLACE, TAU_STEP
+from .estimates import eps_estimate, initial_step, refine
+from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
+from .two_stage import MIN_STEPS, SMALL_TAU
+
+TILT = TiltedFFT()
+TILT_BRACKET = TiltedFFT(VAR_GROWTH, bracket=True)
+TILT_LONG_WINDOW = TiltedFFT(VAR_GROWTH_SMALL, bracket=True)
+EVENTS = TailEvents()
+
+
+class Engine:
+    """Certified eps(δ) and δ(eps) for one schedule [(sigma, q, count)]; the composed grids and
+    saddle points are cached across queries."""
+
+    def __init__(self, schedule, accuracy: float, grid_step: float | None = None, relation: str = "add_remove"):
+        self.schedule = tuple(schedule)
+        self.replace = relation == "replace_one"
+        self.main = REPLACE if self.replace else REMOVE  # the direction that sets the estimates
+        self.accuracy = accuracy
+        self.grid_step = grid_step
+        self.caches = Caches()
+        self._rdp = None
+
+    @property
+    def rdp(self) -> RDPBound:
+        if self._rdp is None:
+            self._rdp = RDPBound(self.schedule, self.replace)
+        return self._rdp
+
+    def job(self, delta_goal: float) -> Job:
+        """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
+        / T (it is still accounted), rounded down to a power of ten to keep the caches useful."""
+        total = sum(c for _, _, c in self.schedule)
+        tau = max(TAU_STEP, 1e-4 * self.accuracy * delta_goal / max(total, 1))
+        return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches)
+
+    def _narrow(self, found: Certified) -> bool:
+        return found.upper - found.lower <= self.accuracy * found.upper
+
+    # --- eps(δ) ----------------------------------------------------------------------------
+    def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
+        """(lower, upper, last grid step) of eps(target); ``step0`` overrides the first grid step
+        (the loop still refines until the accuracy is met)."""
+        job = self.job(target)
+        est = eps_estimate(self.schedule, target, self.main)
+        step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est, self.main)
+        cap = self.rdp.epsilon(target)
+        found = Certified(job.directions, 0.0, math.inf)
+        last_gap = None
+        while True:
+            try:
+                found.narrow(self._eps_at(job, step, target, est).found_dict())
+            except ValueError:
+                if last_gap is None:
+                    raise
+                return found.lower, found.upper, good_step  # the finer grid would not fit in memory
+            found.cap(cap)
+            lo, up = found.lower, found.upper
+            gap = up - lo
+            if self.grid_step is not None or gap <= self.accuracy * up or gap <= 1e-12:
+                return lo, up, step
+            if last_gap is not None and gap > 0.8 * last_gap:
+                return lo, up, step  # refining no longer helps; the interval is still sound
+            last_gap, good_step = gap, step
+            est = 0.5 * (lo + up)
+            step = refine(step, gap, self.accuracy * up)
+
+    def _eps_at(self, job: Job, step: float, target: float, est: float) -> Certified:
+        """The plan at one grid step: the tilted composition, then -- while the interval is wide --
+        the extra tilts (small δ) and the tail-event sum.  The tail-event sum is cheap for short
+        runs (the core's T-th power has a short window) and the extra tilts for long ones (two
+        stages): the cheaper goes first.  The sum cuts at the likely eps, so it also needs a
+        fairly narrow first interval (measured on the random-sweep points, bench/README)."""
+        found = Certified(job.directions, 0.0, math.inf).narrow(TILT.epsilon(job, step, target, est))
+        extra = [TILT_BRACKET, TILT_LONG_WINDOW] if job.tau * job.total <= SMALL_TAU else []
+        events_first = job.total < MIN_STEPS and found.upper - found.lower <= 0.1 * found.upper
+        for certifier in ([EVENTS] + extra if events_first else extra + [EVENTS]):
+            if self._narrow(found):
+                break
+            if certifier is EVENTS:
+                found.narrow(EVENTS.epsilon(job, step, target, found.lower, found.upper))
+            else:
+                found.narrow(certifier.epsilon(job, step, target, est))
+        return found
+
+    def epsilon_upper_at(self, target: float, step: float) -> float:
+        """Only the upper bound of eps(target) on a given grid step (no accuracy loop): for
+        calibration searches once a full evaluation has shown that this step meets the accuracy
+        nearby.  Still a certified upper bound."""
+        job = self.job(target)
+        est = eps_estimate(self.schedule, target)
+        return min(TILT.epsilon_upper(job, step, target, est), self.rdp.epsilon(target))
+
+    # --- δ(eps) ----------------------------------------------------------------------------
+    def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of δ at each eps.  Refined until lower(eps) >= upper(eps + h),
+        h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
+        ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
+        job = self.job(1e-16)
+        est = eps_estimate(self.schedule, 1e-6, self.main)
+        step = self.grid_step or initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
+        h = self.accuracy * np.maximum(eps, 1e-2)
+        keys = np.round(eps, 1)
+        cap = self.rdp.delta(eps)
+        found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
+        first = True
+        while True:
+            at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
+            ok = np.ones(eps.size, dtype=bool)
+            try:
+                for key in np.unique(keys):
+                    sel = keys == key
+                    ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel)
+            except ValueError:
+                if first:
+                    raise
+                return found.lower, found.upper  # the next grid would not fit in memory
+            found.narrow(at.found_dict()).cap(cap)
+            if self.grid_step is not None or ok.all():
+                return found.lower, found.upper
+            first = False
+            step = refine(step, 1.0, 0.25)
+
+    def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel):
+        """The plan for a group of nearby eps on one grid step, tilted towards its smallest eps:
+        the tilted composition, then the tail-event sum where the interval is still wide.  Writes
+        the intervals into ``into[sel]``; returns whether each is resolved (lower(e) >= upper(e + h))."""
+        eps_c = float(e.min())
+        at = Certified(job.directions, np.zeros(e.size), np.ones(e.size)).narrow(TILT.delta(job, step, e, eps_c))
+        shifted = Certified(job.directions, np.zeros(e.size), np.ones(e.size))
+        shifted.narrow(TILT.delta(job, step, e_shift, eps_c))
+        lo, up, up_shift = at.lower, at.upper, shifted.upper
+        if not ((lo >= up_shift) | (up - lo <= 1e-300)).all():
+            # δ set by a few far-tail steps: sum over their number
+            goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
+            ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)
+            if ev is not None:
+                at.narrow(ev[0])
+                shifted.narrow({REMOVE: (0.0, ev[1])})
+        into.put(sel, at)
+        lo, up = at.lower, at.upper
+        return (lo >= shifted.upper) | (up - lo <= 1e-300)

@@ -1,0 +1,224 @@
+"""Stage 1: one step of the Poisson-subsampled Gaussian mechanism on the loss grid.
+
+Each direction of a dominating pair is discretised twice on the grid ell_j = j * step
+(kernels: ``sgmfast._kernels.pld.bins`` and ``.discretise``):
+
+* pessimistic -- connect-the-dots (Doroshenko et al., PETS 2022, Thm 3.3): every bin's P-mass is
+  split between its two grid points keeping its P- and Q-mass; δ(eps) can only grow, also after
+  composition.  P-mass below the grid moves up to the lowest point, mass above goes to +inf.
+* optimistic -- the convex-order minorant of the bin atoms; δ(eps) can only shrink.  Mass below
+  the grid is dropped, mass above moves down to the top point.
+
+Bin masses are normal-CDF differences in log space with a bound on their rounding, inflated
+(pessimistic) or deflated (optimistic) by it.  The grid stops where about ``tau`` of P-mass is
+left in the far tail (``grid_range``); that mass is accounted as above, never lost.
+
+``hybrid_step`` cuts one step into a core on the fine grid and tails on a coarse grid (spacing
+m * step, m a power of two, so shared edges are the same floats) for stages 4 and 5.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import ndtri
+
+from .._kernels.pld import bins as kb
+from .._kernels.pld import discretise as kd
+from .._kernels.pld import losses as kl
+from .common import (ADD, MAX_BINS, REPLACE, SPLIT_MIN, STEP_CACHE, TAU_STEP, cache_put, split_pool,
+                     too_many_bins, two_cores)
+
+_X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
+
+
+def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) -> tuple[int, int]:
+    """Grid indices covering one step, leaving about ``tau`` of P-mass beyond the far (long) tail.
+
+    The far tail is the high-loss end of the remove direction and the low-loss end of the add
+    direction; what lies beyond the grid is accounted exactly by the discretisation (to +inf or
+    moved onto the grid when pessimistic, dropped or moved onto the grid when optimistic).
+    """
+    x = _X_TAU
+    x_far = float(-ndtri(min(0.25, max(tau, TAU_STEP) / q)))
+    x_near = float(-ndtri(min(0.25, max(tau, TAU_STEP))))
+    if add == REPLACE:
+        # P = (1-q) N(0, s^2) + q N(-1, s^2); the loss decreases in z
+        lo = kl.replace_loss(sigma * x, sigma, q)
+        hi = kl.replace_loss(min(-1.0 - sigma * x_far, -sigma * x_near), sigma, q)
+    elif add:
+        hi = -kl.remove_loss(-sigma * x, sigma, q)
+        lo = -kl.remove_loss(1.0 + sigma * max(x_far, x_near), sigma, q)
+    else:
+        # both components' tails: at large sigma the (1 - q) N(0) tail outweighs q N(1)'s
+        hi = kl.remove_loss(max(1.0 + sigma * x_far, sigma * x_near), sigma, q)
+        lo = kl.remove_loss(-sigma * x, sigma, q)
+    j_lo, j_hi = math.floor(lo / step), math.ceil(hi / step)
+    if j_hi - j_lo + 1 > MAX_BINS:
+        raise too_many_bins(j_hi - j_lo + 1)
+    return j_lo, max(j_hi, j_lo + 1)
+
+
+class OneStep:
+    """One direction of one SGM step on the grid: pessimistic masses from index ``j_lo`` and
+    +inf mass ``p_inf``; the optimistic masses are built on first use (upper-bound-only
+    evaluations never need them)."""
+
+    __slots__ = ("j_lo", "pess", "p_inf", "_step", "_frac", "_amass", "_top", "_opt")
+
+    def __init__(self, j_lo, pess, p_inf, step, frac, amass, top):
+        self.j_lo, self.pess, self.p_inf, self._step = j_lo, pess, p_inf, step
+        self._frac, self._amass, self._top, self._opt = frac, amass, top, None
+
+    @property
+    def opt(self) -> np.ndarray:
+        opt = self._opt
+        if opt is None:
+            opt = np.empty(self.pess.size)
+            kd.optimistic_step(self._step, self._frac, self._amass, self._top, opt)
+            if not np.isfinite(opt).all():
+                raise FloatingPointError("non-finite optimistic one-step masses")
+            self._opt = opt
+        return opt
+
+    def masses(self, pess: bool) -> np.ndarray:
+        return self.pess if pess else self.opt
+
+
+def one_step(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) -> OneStep:
+    """One direction of one step on the grid, cached per (sigma, q, direction, step, tau)."""
+    key = (sigma, q, add, step, tau)
+    hit = STEP_CACHE.get(key)
+    if hit is None:
+        j_lo, j_hi = grid_range(sigma, q, add, step, tau)
+        hit = discretise(sigma, q, add, step, tau, j_lo, j_hi)
+        cache_put(key, hit)
+    return hit
+
+
+def discretise(sigma, q, add, step, tau, j_lo, j_hi, keep_low=True, keep_high=True) -> OneStep:
+    """One direction on the grid points j_lo..j_hi. The P-mass beyond the grid is accounted
+    (pessimistic: below moved up to j_lo, above to +inf; optimistic: below dropped, above moved
+    down to j_hi) unless ``keep_low`` / ``keep_high`` is False: then it belongs to another
+    piece of the same step (``hybrid_step``) and is left out here."""
+    # loss bins as remove-loss bins: remove j_lo..j_hi-1, add (and replace) -j_hi..-j_lo-1
+    k_lo, k_hi = (-j_hi, -j_lo - 1) if add else (j_lo, j_hi - 1)
+    err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
+    if add == REPLACE:
+        b_lo = k_lo
+        lm0, ls, le = (np.empty(k_hi - k_lo + 1) for _ in range(3))
+        kb.replace_bins(sigma, q, step, k_lo, lm0.size, lm0, ls, le)
+        lp_low, lp_high = kb.replace_tails(sigma, q, step, j_lo, j_hi)
+        err0 *= 2.0  # the replace loss moves twice as fast in z
+    else:
+        b_lo, lm0, ls, le = _bins(sigma, q, step, tau, k_lo, k_hi)
+        lp_low, lp_high = kb.addremove_tails(sigma, q, step, j_lo, j_hi, add)
+    lp_low = lp_low if keep_low else -math.inf
+    lp_high = lp_high if keep_high else -math.inf
+    n = j_hi - j_lo + 1
+    pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
+    p_inf, top = kd.discretise_direction(sigma, q, step, b_lo, lm0, ls, le, j_lo, j_hi, bool(add), lp_low, lp_high,
+                                         err0, pess, frac, amass)
+    if not (np.isfinite(pess).all() and math.isfinite(p_inf) and math.isfinite(top)):
+        raise FloatingPointError(f"non-finite masses discretising sigma={sigma}, q={q}")
+    return OneStep(j_lo, pess, p_inf, step, frac, amass, top)
+
+
+def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int):
+    """The remove-loss bins k_lo..k_hi of ``kb.step_bins`` (log N(0)-mass, log mixture ratio, log
+    error bound), as arrays starting at the returned index. Both directions read them (the add
+    direction's bins are the remove direction's, mirrored); a cached range is extended, never
+    recomputed."""
+    key = ("bins", sigma, q, step, tau)
+    hit = STEP_CACHE.get(key)
+    if hit is not None and hit[0] <= k_lo and k_hi <= hit[0] + hit[1].size - 1:
+        return hit
+    if hit is not None:
+        k_lo, k_hi = min(k_lo, hit[0]), max(k_hi, hit[0] + hit[1].size - 1)
+    if k_hi - k_lo + 1 > MAX_BINS:
+        raise too_many_bins(k_hi - k_lo + 1)
+    arrs = tuple(np.empty(k_hi - k_lo + 1) for _ in range(3))
+    if hit is None:
+        _step_bins_split(sigma, q, step, k_lo, arrs)
+    else:
+        c_lo, cached = hit[0], hit[1:]
+        c_hi = c_lo + cached[0].size - 1
+        for a, c in zip(arrs, cached):
+            a[c_lo - k_lo : c_hi - k_lo + 1] = c
+        if c_lo > k_lo:
+            kb.step_bins(sigma, q, step, k_lo, c_lo - k_lo, *arrs)
+        if k_hi > c_hi:
+            kb.step_bins(sigma, q, step, c_hi + 1, k_hi - c_hi, *(a[c_hi - k_lo + 1 :] for a in arrs))
+    out = (k_lo, *arrs)
+    cache_put(key, out)
+    return out
+
+
+def _step_bins_split(sigma, q, step, k_lo, arrs) -> None:
+    """``kb.step_bins`` over the whole arrays, the upper half on a second thread (the edge between
+    the halves is the same floating-point value either way)."""
+    nb = arrs[0].size
+    if nb < SPLIT_MIN or not two_cores():
+        kb.step_bins(sigma, q, step, k_lo, nb, *arrs)
+        return
+    h = nb // 2
+    fut = split_pool().submit(kb.step_bins, sigma, q, step, k_lo + h, nb - h, *(a[h:] for a in arrs))
+    kb.step_bins(sigma, q, step, k_lo, h, *arrs)
+    fut.result()
+
+
+class Hybrid:
+    """One direction of one SGM step in three pieces partitioning its loss line: the core on the
+    fine grid (spacing step), the low and high tails on the coarse grid (spacing m * step, m a
+    power of two, so that shared edges are the same floating-point values); +inf mass p_inf."""
+
+    __slots__ = ("core", "low", "high", "p_inf", "m", "big_lo", "big_hi")
+
+    def tail(self, pess: bool) -> np.ndarray:
+        """The two tails as one coarse array from coarse point big_lo (zeros between them)."""
+        r = np.zeros(self.big_hi - self.big_lo + 1)
+        for piece in (self.low, self.high):
+            if piece is not None:
+                p = piece.masses(pess)
+                r[piece.j_lo - self.big_lo : piece.j_lo - self.big_lo + p.size] += p
+        return r
+
+
+def hybrid_step(sigma, q, add, step, m, tau, r_tail, hi_cut=None) -> Hybrid:
+    """The pieces of one step: the tails hold at most about r_tail of P-mass each; or, given
+    ``hi_cut`` (a coarse grid index), the high tail is everything from that point up."""
+    key = ("hybrid", sigma, q, add, step, m, tau, r_tail, hi_cut)
+    hit = STEP_CACHE.get(key)
+    if hit is not None:
+        return hit
+    big = m * step
+    if big / m != step:
+        raise FloatingPointError("coarse grid step is not an exact multiple of the fine one")
+    b_lo, b_hi = grid_range(sigma, q, add, big, tau)
+    whole = discretise(sigma, q, add, big, tau, b_lo, b_hi)
+    cum_up = np.cumsum(whole.pess[::-1])[::-1]  # mass at or above each coarse point
+    cum_dn = np.cumsum(whole.pess)
+    above = np.nonzero(cum_up > r_tail)[0]
+    below = np.nonzero(cum_dn > r_tail)[0]
+    c_hi = b_lo + int(above[-1]) if above.size else b_hi
+    c_lo = b_lo + int(below[0]) if below.size else b_lo
+    if hi_cut is not None:
+        c_hi = min(max(hi_cut, b_lo), b_hi)
+    c_hi = max(c_hi, c_lo + 1)
+    h = Hybrid()
+    h.m, h.big_lo, h.big_hi = m, b_lo, b_hi
+    h.low = discretise(sigma, q, add, big, tau, b_lo, c_lo, True, False) if c_lo > b_lo else None
+    h.high = discretise(sigma, q, add, big, tau, c_hi, b_hi, False, True) if c_hi < b_hi else None
+    # without a tail piece the core ends where a one-step grid would (its end bins occupied)
+    f_lo, f_hi = grid_range(sigma, q, add, step, tau)
+    j_lo = c_lo * m if h.low is not None else max(c_lo * m, f_lo)
+    j_hi = c_hi * m if h.high is not None else min(c_hi * m, f_hi)
+    h.core = discretise(sigma, q, add, step, tau, j_lo, max(j_hi, j_lo + 1), h.low is None, h.high is None)
+    h.p_inf = (h.high or h.core).p_inf
+    cache_put(key, h)
+    return h
+
+
+def direction_name(add) -> str:
+    return {REPLACE: "replace-one", ADD: "add"}.get(add, "remove")

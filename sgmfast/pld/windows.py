@@ -1,0 +1,173 @@
+"""The FFT window of a composition and the Chernoff bounds on the mass outside it.
+
+A circular convolution of length n folds every loss modulo the window: mass outside it wraps
+around.  Wrap-around is not avoided by padding but bounded, by Chernoff bounds on the exactly
+known (tilted) one-step moment generating functions:
+
+* pessimistic: the mass above the window goes to +inf (charged); mass that wraps around only
+  adds non-negative mass, which is sound as it is;
+* optimistic: the wrapped mass is subtracted at its largest possible effect on δ(eps).
+
+With tilt theta > 0, mass that wraps up from below lands a window length W higher, where its
+untilted weight is at most e^{-theta W} times its own; mass that wraps down from above weighs
+e^{theta W} times more where it lands, so its tilted mass is kept small by a Chernoff edge.
+Window lengths are chosen so that both effects stay below ~tau * T (~1e-4 * accuracy * δ, the
+scale of the one-step tail cut): the pessimistic effects then cost at most that much tightness,
+and the optimistic ones are subtracted exactly as bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.fft
+
+from .common import MAX_BINS, too_many_bins
+
+#: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
+#: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid
+#: bound, so the grid only decides how tight it is.
+CHERNOFF_K = np.arange(-24, 17, 2)
+WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
+TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
+PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the Chernoff edge
+
+
+def log_mgf_table(parts, step, sd, lower=True):
+    """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up
+    (lambda < 0, for lower tails, only when ``lower``)."""
+    base = 2.0 ** (CHERNOFF_K / 2.0) / max(sd, 1e-300)
+    lams = np.concatenate((base, -base)) if lower else base
+    total = np.zeros(lams.size)
+    for part in parts:
+        total += part.count * part.log_mgf(step, lams)
+    return lams, total
+
+
+def chernoff_edge(mgf, goal, upper, shift=0.0, offset=0.0):
+    """The edge beyond which the Chernoff bounds of the table leave at most ``goal``:
+    upper: the smallest b with min over lambda > 0 of e^{offset + Lambda(lambda) - (lambda + shift) b}
+    <= goal; lower: the largest a with min over lambda < 0 of e^{Lambda(lambda) - lambda a} <= goal."""
+    lams, total = mgf
+    lg = math.log(goal)
+    if upper:
+        sel = lams > 0
+        return float(np.min((total[sel] + offset - lg) / (lams[sel] + shift)))
+    sel = lams < 0
+    return float(np.max((total[sel] - lg) / lams[sel]))
+
+
+def chernoff(mgf, b, mean, upper):
+    """Chernoff bound on the tilted composed mass at or above b (upper) or at or below b (lower):
+    min over the tabulated lambda of the same sign of exp(log E e^{lambda L} - lambda b)."""
+    if (b - mean if upper else mean - b) <= 0:
+        return 1.0
+    lams, total = mgf
+    sel = lams > 0 if upper else lams < 0
+    logb = total[sel] - lams[sel] * b
+    return float(min(1.0, math.exp(min(float(logb.min()), 0.0))))
+
+
+def chernoff_n(mgf, n, b, upper):
+    """Chernoff bound on the tilted mass of the n-fold composition at or above (below) b, from
+    a one-step table."""
+    lams, total = mgf
+    sel = lams > 0 if upper else lams < 0
+    return float(min(1.0, math.exp(min(float(np.min(n * total[sel] - lams[sel] * b)), 0.0))))
+
+
+@dataclass
+class Window:
+    """The FFT window [j0, j0 + n) of grid indices and the Chernoff bounds charged for it:
+    ``tail_up`` (tilted mass above, pessimistic: to +inf), ``tail_alias`` (tilted mass that may
+    wrap in, optimistic), ``wrap_up`` (optimistic: the e^{-theta W} bound of what wraps up)."""
+
+    j0: int
+    n: int
+    tail_up: float = 0.0
+    tail_alias: float = 0.0
+    wrap_up: float = 0.0
+
+
+def choose_window(c, theta, pess, eps_lo, tau) -> Window:
+    """The window for composing ``c`` (a ``composition.Composite``) tilted by theta.
+
+    It starts at mean +- WINDOW_SDS sd (and room below eps_lo) and is widened to where Chernoff
+    bounds on the tilted composed MGF leave less than TAIL_GOAL outside it -- far beyond the sd
+    scale when one-step tails are heavy (small q and sigma, few steps).  If the whole support
+    fits, nothing wraps at all."""
+    step, sd = c.step, math.sqrt(c.var)
+    lo_l = min(c.mean - WINDOW_SDS * sd, eps_lo - 2 * sd - 2 * step)
+    hi_l = max(c.mean, eps_lo) + (PESS_UP_SDS if pess else WINDOW_SDS) * sd
+    j0 = max(c.sup_lo, math.floor(lo_l / step))
+    j1 = min(c.sup_hi, math.ceil(hi_l / step))
+    if j1 - j0 + 1 > MAX_BINS:
+        raise too_many_bins(j1 - j0 + 1, "composed loss grid")
+    n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    if c.sup_hi - c.sup_lo + 1 <= n:
+        return Window(c.sup_lo, n)  # the whole support fits: no wrap-around at all
+    return _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0)
+
+
+def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0) -> Window:
+    step = c.step
+    mgf = log_mgf_table(c.parts, step, math.sqrt(c.var), lower=not pess)
+    a_max = eps_lo - 2 * math.sqrt(c.var) - 2 * step  # the window must reach below every eps queried
+    # untilted mass the window may leave to +inf (upper) or let wrap (both), on the scale of
+    # the one-step tail cut: tau * T ~ 1e-4 * accuracy * delta (within [1e-15, 1e-6])
+    abs_goal = min(1e-6, max(tau * c.n_steps, TAIL_GOAL))
+    # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
+    # effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times its tilted mass.
+    # Keep that below abs_goal: the tilted mass that can land on [eps_lo, ...), i.e. that
+    # above eps_lo + W, below abs_goal e^{theta eps_lo - S} (never asking for less than
+    # TAIL_GOAL: a wider window costs more FFT round-off than it saves).
+    lg_down = min(max(math.log(abs_goal) + theta * eps_lo - c.log_scale, math.log(TAIL_GOAL)), 0.0)
+    w_down = chernoff_edge(mgf, math.exp(lg_down), upper=True, shift=0.0) - eps_lo
+    # What wraps up from below lands >= W higher, where its untilted weight is at most
+    # e^{-theta W} times its own (<= e^{-theta W} in all): for theta > 0 a window of
+    # -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
+    w_min = -math.log(abs_goal) / theta if theta > 0 else math.inf
+    wrap_by_theta = False
+    if pess:
+        # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
+        # tilted mass; mass that wraps around only adds non-negative mass (sound).
+        hi_l = max(hi_l, chernoff_edge(mgf, abs_goal, upper=True, shift=theta, offset=c.log_scale))
+        if theta > 0:
+            lo_l = max(lo_l, hi_l - max(w_min, w_down))
+        lo_l = min(a_max, lo_l)
+    else:
+        # wrapped mass is subtracted at its worst effect; the lower edge either by the
+        # e^{-theta W} rule or where Chernoff leaves < TAIL_GOAL below: the shorter window
+        lo_c = min(lo_l, chernoff_edge(mgf, TAIL_GOAL, upper=False, shift=0.0) + step)
+        hi_c = max(hi_l, w_down + eps_lo - max(eps_lo - lo_c, 0.0))
+        w = max(hi_l - a_max, w_min, w_down)
+        wrap_by_theta = w < hi_c - lo_c
+        lo_l, hi_l = (a_max, a_max + w) if wrap_by_theta else (lo_c, hi_c)
+        if wrap_by_theta and hi_l > c.sup_hi * step:
+            # the support ends first: reach further down instead, so that what wraps up still
+            # travels the whole window length w
+            lo_l, hi_l = min(a_max, c.sup_hi * step - w), c.sup_hi * step
+        elif not wrap_by_theta and lo_l < c.sup_lo * step:
+            # the support starts first: reach further up instead, so that what wraps down
+            # still lands w_down lower (its bound is taken there)
+            hi_l = max(hi_l, c.sup_lo * step + w_down)
+    j0 = max(c.sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
+    j1 = min(c.sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
+    n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    if c.sup_hi - c.sup_lo + 1 <= n:
+        return Window(c.sup_lo, n)
+    win = Window(j0, n)
+    b = (j0 + n) * step
+    if pess:
+        win.tail_up = chernoff(mgf, b, c.mean, upper=True)
+        return win
+    a = j0 * step
+    win.tail_alias = chernoff(mgf, b + max(eps_lo - a, 0.0), c.mean, upper=True)
+    if j0 > c.sup_lo:
+        if wrap_by_theta:
+            win.wrap_up = math.exp(-theta * n * step) * (1 + 1e-9)
+        else:
+            win.tail_alias += chernoff(mgf, a - step, c.mean, upper=False)
+    return win
