@@ -143,10 +143,20 @@ def _k_remove(q, s, eps):
 
 def _k_add(q, s, eps):
     q, s, eps = _to_mpf(q), _to_mpf(s), _to_mpf(eps)
-    gap = mpmath.expm1(-eps) + q          # e^-eps - (1 - q); > 0 iff eps < -log(1-q)
+    # gap = e^-eps - (1 - q) > 0 iff eps < -log(1-q).  Two ways to form it;
+    # each has a rounding error ~ 10^-dps times its larger term, so take the
+    # one whose larger term is smaller (expm1 form for small eps, where
+    # e^-eps and 1-q are both ~1; plain form for large eps, e.g. q = 1)
+    em = mpmath.expm1(-eps)
+    ex = mpmath.exp(-eps)
+    one_q = 1 - q
+    if max(-em, q) <= max(ex, one_q):
+        gap, size = em + q, max(-em, q)
+    else:
+        gap, size = ex - one_q, max(ex, one_q)
     if gap == 0:                          # not resolved: more digits
         return None, float(mp.dps), None
-    lost_gap = _log10_ratio(q, gap)
+    lost_gap = _log10_ratio(size, gap)
     if gap <= 0:
         # exact zero unless the sign of gap is not resolved at this precision
         if lost_gap > mp.dps - 10:
