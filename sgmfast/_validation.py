@@ -21,6 +21,8 @@ __all__ = [
     "check_steps",
     "check_orders",
     "check_positive_int",
+    "check_positive",
+    "check_accuracy",
 ]
 
 
@@ -53,20 +55,29 @@ def _first_bad(arr: np.ndarray, ok: np.ndarray):
 
 
 def check_q(q, name: str = "q") -> np.ndarray:
-    """Sampling rate q in (0, 1]."""
+    """Sampling rate q in [0, 1] (q = 0: no record is ever used, a step does nothing)."""
     arr = as_float_array(q, name)
-    ok = (arr > 0.0) & (arr <= 1.0)
+    ok = (arr >= 0.0) & (arr <= 1.0)
     if not ok.all():
-        raise ValueError(f"{name} (sampling rate) must be in (0, 1]; got {_show(_first_bad(arr, ok))}")
+        raise ValueError(f"{name} (sampling rate) must be in [0, 1]; got {_show(_first_bad(arr, ok))}")
     return arr
 
 
 def check_sigma(sigma, name: str = "sigma") -> np.ndarray:
-    """Noise multiplier sigma: finite and > 0."""
+    """Noise multiplier sigma in [0, +inf] (0: no noise; +inf: a step that reveals nothing)."""
     arr = as_float_array(sigma, name)
+    ok = arr >= 0.0
+    if not ok.all():
+        raise ValueError(f"{name} (noise multiplier) must be >= 0 (+inf allowed); got {_show(_first_bad(arr, ok))}")
+    return arr
+
+
+def check_positive(value, name: str) -> np.ndarray:
+    """A finite number > 0 (clipping norm, grid step, ...)."""
+    arr = as_float_array(value, name)
     ok = np.isfinite(arr) & (arr > 0.0)
     if not ok.all():
-        raise ValueError(f"{name} (noise multiplier) must be finite and > 0; got {_show(_first_bad(arr, ok))}")
+        raise ValueError(f"{name} must be finite and > 0; got {_show(_first_bad(arr, ok))}")
     return arr
 
 
@@ -80,12 +91,22 @@ def check_delta(delta, name: str = "delta") -> np.ndarray:
 
 
 def check_epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
-    """epsilon (nats): finite and >= 0."""
+    """epsilon (nats) in [0, +inf]."""
     arr = as_float_array(epsilon, name)
-    ok = np.isfinite(arr) & (arr >= 0.0)
+    ok = arr >= 0.0
     if not ok.all():
-        raise ValueError(f"{name} must be finite and >= 0; got {_show(_first_bad(arr, ok))}")
+        raise ValueError(f"{name} must be >= 0 (+inf allowed); got {_show(_first_bad(arr, ok))}")
     return arr
+
+
+def check_accuracy(accuracy, name: str = "accuracy") -> float:
+    """The target relative width of a certified interval: one real number in (0, 1)."""
+    if isinstance(accuracy, (bool, np.bool_)) or not isinstance(accuracy, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number in (0, 1); got {accuracy!r}")
+    acc = float(accuracy)
+    if not (0.0 < acc < 1.0):
+        raise ValueError(f"{name} must be in (0, 1); got {accuracy!r}")
+    return acc
 
 
 def check_steps(steps, name: str = "steps") -> np.ndarray:

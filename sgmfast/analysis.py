@@ -48,6 +48,7 @@ from ._validation import (
     as_float_array,
     check_delta,
     check_epsilon,
+    check_positive,
     check_positive_int,
     check_q,
     check_sigma,
@@ -552,6 +553,8 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
         raise ValueError("epsilons must be > 0 and steps >= 1, each a number or a 1-d list")
     nq = check_positive_int(n_q, "n_q")
     qmin = float(check_q(q_min, "q_min"))
+    if qmin <= 0.0:
+        raise ValueError(f"q_min must be in (0, 1] (the q grid is logarithmic); got {qmin!r}")
     qs = np.geomspace(qmin, 1.0, nq) if nq > 1 else np.array([1.0])
     q_desc = np.ascontiguousarray(qs[::-1])
     s1 = np.array([[gaussian_sigma(e, dl, int(t)) for t in ts] for e in eps])
@@ -622,7 +625,7 @@ def variance_decomposition(q, sigma, grad_sq_sum, clipping_norm=1.0):
     g = as_float_array(grad_sq_sum, "grad_sq_sum")
     if not (np.isfinite(g) & (g >= 0)).all():
         raise ValueError(f"grad_sq_sum must be finite and >= 0; got {g[~(np.isfinite(g) & (g >= 0))].flat[0]!r}")
-    cn = check_sigma(clipping_norm, "clipping_norm")
+    cn = check_positive(clipping_norm, "clipping_norm")
     sub = (1.0 - qq) / qq * g
     noise = (s * cn / qq) ** 2
     tot = sub + noise
@@ -731,7 +734,7 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     if eps <= 0:
         raise ValueError(f"epsilon must be > 0; got {eps!r}")
     dl = float(check_delta(delta))
-    cn = float(check_sigma(clipping_norm, "clipping_norm"))
+    cn = float(check_positive(clipping_norm, "clipping_norm"))
     if accountant not in ("pld", "rdp"):
         raise ValueError(f"accountant must be one of ('pld', 'rdp'); got {accountant!r}")
     if (grad_sq_sum is None) == (grad_norm is None):

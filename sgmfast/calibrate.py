@@ -1,9 +1,12 @@
 """Calibration: the smallest noise multiplier, or the largest sampling rate or number of
 steps, whose certified epsilon upper bound meets a target (epsilon, delta).
 
-Every returned value is on the private side and verified at that value: the accountant's
-epsilon upper bound there is <= the target. It is also minimal (maximal) to the stated
-tolerance: one tolerance step towards less privacy exceeds the target.
+Every returned value is on the private side and verified at that value by the public accountant
+(``rdp.epsilon``, or ``pld.epsilon(...).upper`` with the same ``accuracy``): its epsilon there is
+<= the target, so what a user checks is what was calibrated.  It is also minimal (maximal) to the
+stated tolerance: one tolerance step towards less privacy exceeds the target.  The whole domain is
+covered: sigma = 0 is returned when even no noise meets the target (delta >= 1 - (1 - q)^T),
+q = 1 when full batches do, and no search stops at an artificial bound.
 
 RDP solves run entirely in Numba (bracket from the Gaussian mechanism's exact sigma, then
 Brent's zeroin in log space), about a millisecond per point, vectorised and parallel over
@@ -29,7 +32,8 @@ import numpy as np
 from ._kernels import calibrate as _kc
 from ._kernels import roots as _roots
 from ._progress import Progress
-from ._validation import check_delta, check_epsilon, check_positive_int, check_q, check_sigma, check_steps
+from ._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
+                          check_steps)
 from .rdp import ORDER_XTOL, REL_MARGIN
 
 __all__ = [
@@ -43,11 +47,11 @@ __all__ = [
     "SIGMA_MAX",
 ]
 
-#: Noise multipliers searched: [SIGMA_MIN, SIGMA_MAX].
-SIGMA_MIN = 0.02
-SIGMA_MAX = 1e6
+#: Noise multipliers searched by the RDP kernel: [SIGMA_MIN, SIGMA_MAX] (beyond: a Python search).
+SIGMA_MIN = 1e-4
+SIGMA_MAX = 1e150
 #: Smallest sampling rate searched.
-Q_MIN = 1e-12
+Q_MIN = 1e-300
 #: Largest number of steps searched.
 STEPS_MAX = 1e12
 #: Relative tolerance of the RDP and PLD solves.
@@ -64,18 +68,81 @@ def _check_accountant(accountant: str) -> str:
 
 
 def _check_target_epsilon(epsilon) -> np.ndarray:
-    e = check_epsilon(epsilon)
-    if np.any(e <= 0):
-        raise ValueError(f"epsilon must be > 0 for calibration; got {e[e <= 0].flat[0]!r}")
-    return e
+    """Target epsilon in [0, +inf] (0: only delta >= the total variation can be met)."""
+    return check_epsilon(epsilon)
+
+
+def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
+    """The epsilon the public accountant reports: what every returned value is verified with."""
+    if accountant == "rdp":
+        from . import rdp
+
+        return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta)))
+    from .pld.accountant import _epsilon_one
+
+    return float(_epsilon_one(float(sigma), float(q), float(steps), float(delta), accuracy, None)[1])
+
+
+def _boundary(ok, x_ok, x_bad, tol):
+    """Bisection in x between a point where ``ok`` holds and one where it does not, until they
+    are within ``tol``; returns the last x where ok held (so the answer is verified)."""
+    for _ in range(400):
+        if abs(x_ok - x_bad) <= tol:
+            break
+        mid = 0.5 * (x_ok + x_bad)
+        if ok(mid):
+            x_ok = mid
+        else:
+            x_bad = mid
+    return x_ok
+
+
+def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0):
+    """The boundary of ``ok(x)`` (x = log of the parameter) in [x_min, x_max] near x0, where ok
+    holds for large x (``private_up``) or small x: doubling steps from x0 until ok changes, then
+    bisection.  Returns the x where ok held last (an end of the range if ok holds up to it), or
+    None if ok holds nowhere on the way to the private end."""
+    more = 1.0 if private_up else -1.0  # the direction of more privacy
+    clamp = lambda x: min(max(x, x_min), x_max)  # noqa: E731
+    step = 0.25
+    x0 = clamp(x0)
+    if ok(x0):
+        x_ok = x0
+        while True:
+            x = clamp(x_ok - more * step)
+            if x == x_ok:
+                return x_ok
+            if not ok(x):
+                return _boundary(ok, x_ok, x, tol)
+            x_ok, step = x, 2.0 * step
+    x_bad = x0
+    while True:
+        x = clamp(x_bad + more * step)
+        if x == x_bad:
+            return None
+        if ok(x):
+            return _boundary(ok, x, x_bad, tol)
+        x_bad, step = x, 2.0 * step
+
+
+def _verified(accountant, eps, value, check, up: bool, tol):
+    """Nudge ``value`` towards privacy (up for sigma, down for q) until the public accountant
+    meets the target there (grid effects can leave a fast search's answer a hair short)."""
+    for k in range(200):
+        if check(value):
+            return value
+        value = value * (1 + tol * 2.0**k) if up else value / (1 + tol * 2.0**k)
+    raise ValueError(f"calibration could not verify a value for epsilon={eps:g} (please report)")
 
 
 def gaussian_sigma(epsilon: float, delta: float, steps: int = 1) -> float:
-    """Exact noise multiplier of ``steps`` compositions of the Gaussian mechanism (q = 1).
+    """Smallest noise multiplier of ``steps`` compositions of the Gaussian mechanism (q = 1).
 
-    The smallest sigma with delta(epsilon) <= delta for one step is found by bisection on the
-    exact curve of Balle & Wang (2018, Thm 8); T steps with sigma equal one step with
-    sigma / sqrt(T), so sigma(1, T) = sqrt(T) sigma(1, 1) (Räisä et al., ICML 2024, Sec. 5).
+    Exact and certified: T steps with sigma are one step with mu = sqrt(T) / sigma (Balle & Wang
+    2018, Thm 8; Räisä et al., ICML 2024, Sec. 5), and the returned sigma is verified by the
+    certified closed form of ``pld.epsilon`` (its upper bound there is <= epsilon); one relative
+    1e-12 step smaller is not private.  No range is imposed: tiny epsilon and delta give huge
+    sigma, and sigma = 0 when delta >= 1 (never) -- every target in [0, inf] x (0, 1) is met.
 
     Examples
     --------
@@ -86,9 +153,18 @@ def gaussian_sigma(epsilon: float, delta: float, steps: int = 1) -> float:
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
     t = float(check_steps(steps))
-    if t == 0:
+    if t == 0 or e == math.inf:
         return 0.0
-    return math.sqrt(t) * _kc.gaussian_sigma(e, math.log(d))
+    return _exact_sigma(e, d, t)
+
+
+def _exact_sigma(eps, delta, steps):
+    ok = lambda x: _public_eps("pld", math.exp(x), 1.0, steps, delta, 1e-3) <= eps  # noqa: E731
+    g = _kc.gaussian_sigma(max(eps, 1e-300), math.log(delta)) * math.sqrt(steps)
+    x = _search_log(ok, math.log(min(max(g, 1e-300), 1e300)), True, 1e-12)
+    if x is None:
+        raise ValueError(f"no noise multiplier meets epsilon={eps:g}, delta={delta:g} (please report)")
+    return math.exp(x)
 
 
 def _broadcast(*arrays):
@@ -119,14 +195,8 @@ def _rdp_solve(kind, eps, delta, q, sigma, steps, lo, hi, guesses, tol=RDP_TOL, 
 def _sigma_guess(eps, delta, q, steps):
     # sigma(q, T) ~ q sigma(1, T) = q sqrt(T) sigma(1, 1) for many steps (Räisä et al. 2024,
     # Cor. 5.4); never below the single-step bound's order of magnitude.
-    g = np.array([_kc.gaussian_sigma(e, math.log(d)) for e, d in zip(eps, delta)])
+    g = np.array([_kc.gaussian_sigma(max(e, 1e-300), math.log(d)) for e, d in zip(eps, delta)])
     return np.clip(q * np.sqrt(np.maximum(steps, 1.0)) * g, 2 * SIGMA_MIN, SIGMA_MAX / 2)
-
-
-def _raise_impossible(what: str, i: int, eps, delta, extra: str):
-    raise ValueError(
-        f"no {what} meets epsilon={eps[i]:g}, delta={delta[i]:g} ({extra})"
-    )
 
 
 def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3,
@@ -136,28 +206,24 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
     Parameters
     ----------
     epsilon, delta : float or array_like
-        Target privacy (epsilon > 0 in nats, delta in (0, 1)).
+        Target privacy (epsilon in [0, inf] nats, delta in (0, 1)).
     q : float or array_like
-        Poisson sampling rate in (0, 1].
+        Poisson sampling rate in [0, 1].
     steps : int or array_like
-        Number of steps (>= 1).
+        Number of steps (>= 0).
     accountant : {"pld", "rdp"}
         PLD (tight; sigma to 1e-4 relative) or RDP (sigma to 1e-6 relative).
     accuracy : float
-        PLD accuracy setting (see :mod:`sgmfast.pld`).
+        PLD accuracy setting (see :mod:`sgmfast.pld`), in (0, 1).
     progress : bool, optional
         Show a progress bar on stderr; by default only for long sweeps on a terminal.
 
     Returns
     -------
     float or ndarray
-        sigma, broadcast over the inputs. At the returned sigma the accountant's epsilon upper
-        bound is <= ``epsilon``; at sigma * (1 - 2 tol) it is > ``epsilon``.
-
-    Raises
-    ------
-    ValueError
-        For invalid input, or a target that no sigma <= 1e6 reaches.
+        sigma, broadcast over the inputs. The public accountant (``rdp.epsilon``, or
+        ``pld.epsilon(..., accuracy=accuracy).upper``) at the returned sigma is <= ``epsilon``;
+        0 when no noise is needed (q = 0, steps = 0, epsilon = inf, or delta >= 1 - (1 - q)^T).
 
     Examples
     --------
@@ -166,39 +232,72 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
     0.678
     """
     _check_accountant(accountant)
+    acc = check_accuracy(accuracy)
     e = _check_target_epsilon(epsilon)
     d = check_delta(delta)
     qq = check_q(q)
     t = check_steps(steps)
-    if np.any(t < 1):
-        raise ValueError("steps must be >= 1 for calibration; got 0")
     shape, (e, d, qq, t) = _broadcast(e, d, qq, t)
-    guesses = _sigma_guess(e, d, qq, t)
-    rdp_progress = progress if accountant == "rdp" else False
-    sig, got, status = _rdp_solve(_kc.KIND_SIGMA, e, d, qq, np.zeros_like(e), t, SIGMA_MIN, SIGMA_MAX, guesses,
-                                  progress=rdp_progress)
-    for i in np.flatnonzero(status == _kc.IMPOSSIBLE):
-        _raise_impossible("noise multiplier up to 1e6", i, e, d, f"q={qq[i]:g}, steps={t[i]:g}")
-    for i in np.flatnonzero(status == _kc.AT_BOUNDARY):
-        raise ValueError(
-            f"epsilon={e[i]:g} at delta={d[i]:g} is met even at sigma={SIGMA_MIN}; noise "
-            f"multipliers below {SIGMA_MIN} are outside the supported range"
-        )
-    if accountant == "pld":
-        n = e.shape[0]
-        with Progress(n, "calibrating (pld)", progress, min_total=20) as bar:
-            ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
-            upper = _PldUpper(accuracy)  # and its grid
-            for i in range(n):
-                s_rdp = sig[i]
-                if qq[i] == 1.0:
-                    # PLD is exact at q = 1 (Balle & Wang): the exact sigma, nudged to the private side
-                    sig[i] = gaussian_sigma(e[i], d[i], int(t[i])) * (1 + 1e-12)
-                else:
-                    sig[i] = _pld_sigma(e[i], d[i], qq[i], t[i], s_rdp, upper, ratio)
-                ratio = sig[i] / s_rdp
-                bar.update()
+    sig = np.zeros(e.shape[0])
+    # no noise needed: nothing is sampled, nothing composed, no target, or delta >= 1 - (1 - q)^T
+    with np.errstate(divide="ignore"):
+        p0 = -np.expm1(t * np.log1p(-np.minimum(qq, 1.0)))
+    trivial = (qq == 0.0) | (t == 0.0) | np.isinf(e) | (np.where(qq >= 1.0, 1.0, p0 * (1 + 1e-12)) <= d)
+    gauss = (qq == 1.0) & ~trivial & (accountant == "pld")  # PLD is exact there
+    reg = ~trivial & ~gauss
+    for i in np.flatnonzero(gauss):
+        sig[i] = _exact_sigma(e[i], d[i], t[i])
+    if reg.any():
+        idx = np.flatnonzero(reg)
+        er, dr, qr, tr = e[idx], d[idx], qq[idx], t[idx]
+        guesses = _sigma_guess(er, dr, qr, tr)
+        s_rdp, _got, status = _rdp_solve(_kc.KIND_SIGMA, er, dr, qr, np.zeros_like(er), tr, SIGMA_MIN, SIGMA_MAX,
+                                         guesses, progress=progress if accountant == "rdp" else False)
+        s_rdp = np.where(status == _kc.OK, s_rdp, np.nan)
+        if accountant == "rdp":
+            for j, i in enumerate(idx):
+                sig[i] = _rdp_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j])
+        else:
+            with Progress(idx.size, "calibrating (pld)", progress, min_total=20) as bar:
+                ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
+                upper = _PldUpper(acc)  # and its grid
+                for j, i in enumerate(idx):
+                    sig[i] = _pld_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j], upper, ratio, acc)
+                    if math.isfinite(s_rdp[j]) and sig[i] > 0:
+                        ratio = sig[i] / s_rdp[j]
+                    bar.update()
     return float(sig[0]) if shape == () else sig.reshape(shape)
+
+
+def _rdp_sigma_point(eps, delta, q, steps, sigma_kernel):
+    """The RDP sigma of one point: the kernel's answer when it found one, else a search on the
+    public ``rdp.epsilon``; verified there either way."""
+    check = lambda s: _public_eps("rdp", s, q, steps, delta, None) <= eps  # noqa: E731
+    if math.isfinite(sigma_kernel) and sigma_kernel > 0:
+        return _verified("rdp", eps, sigma_kernel, check, True, RDP_TOL)
+    x = _search_log(lambda x: check(math.exp(x)), math.log(max(q, 1e-300) * math.sqrt(steps) + 1e-300) + 1.0,
+                    True, RDP_TOL)
+    if x is None:
+        raise ValueError(f"no noise multiplier meets epsilon={eps:g}, delta={delta:g} (please report)")
+    return math.exp(x)
+
+
+def _pld_sigma_point(eps, delta, q, steps, sigma_rdp, upper, ratio, accuracy):
+    """The PLD sigma of one point: refined from the RDP sigma (private for PLD too: the PLD upper
+    bound is capped by RDP) with the fast warm-started upper bound, or searched from a guess
+    where RDP found none; then verified by the public ``pld.epsilon``."""
+    check = lambda s: _public_eps("pld", s, q, steps, delta, accuracy) <= eps  # noqa: E731
+    if math.isfinite(sigma_rdp) and sigma_rdp > 0:
+        sigma = _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, ratio)
+    else:
+        fast = lambda x: upper(math.exp(x), q, steps, delta) <= eps  # noqa: E731
+        guess = float(_sigma_guess(np.array([max(eps, 1e-300)]), np.array([delta]), np.array([q]),
+                                   np.array([steps]))[0])
+        x = _search_log(fast, math.log(guess), True, PLD_TOL)
+        if x is None:
+            raise ValueError(f"no noise multiplier meets epsilon={eps:g}, delta={delta:g} (please report)")
+        sigma = math.exp(x)
+    return _verified("pld", eps, sigma, check, True, PLD_TOL)
 
 
 class _PldUpper:
@@ -247,9 +346,7 @@ def _zeroin_py(f, a, fa, b, fb, tol, max_iter=60):
 
 
 def _rdp_eps(sigma, q, steps, delta):
-    from . import rdp
-
-    return rdp.epsilon(float(sigma), float(q), float(steps), float(delta))
+    return _public_eps("rdp", sigma, q, steps, delta, None)
 
 
 def _predicted_bracket(f, x0, f0, eps, rdp_eps):
@@ -330,9 +427,10 @@ def _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, start_ratio=None):
 
 
 def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3):
-    """Largest sampling rate q in (0, 1] whose certified epsilon is <= ``epsilon``.
+    """Largest sampling rate q in [0, 1] whose certified epsilon is <= ``epsilon``.
 
-    Returns q (broadcast over the inputs); q = 1 if even full batches meet the target.
+    Returns q (broadcast over the inputs), verified by the public accountant; q = 1 if even full
+    batches meet the target; q = 0 only if every q > 0 exceeds it at the search's resolution.
 
     Examples
     --------
@@ -342,42 +440,41 @@ def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accura
     True
     """
     _check_accountant(accountant)
+    acc = check_accuracy(accuracy)
     e = _check_target_epsilon(epsilon)
     d = check_delta(delta)
     s = check_sigma(sigma)
     t = check_steps(steps)
-    if np.any(t < 1):
-        raise ValueError("steps must be >= 1 for calibration; got 0")
     shape, (e, d, s, t) = _broadcast(e, d, s, t)
-    guesses = np.clip(s / np.maximum(1.0, np.sqrt(t)), Q_MIN, 1.0)
-    qv, got, status = _rdp_solve(_kc.KIND_Q, e, d, np.zeros_like(e), s, t, Q_MIN, 1.0, guesses)
-    for i in np.flatnonzero(status == _kc.IMPOSSIBLE):
-        _raise_impossible(f"sampling rate >= {Q_MIN:g}", i, e, d, f"sigma={s[i]:g}, steps={t[i]:g}")
-    if accountant == "pld":
-        qv = np.array([_pld_q(e[i], d[i], s[i], t[i], qv[i], status[i], accuracy) for i in range(e.shape[0])])
+    qv = np.ones(e.shape[0])
+    for i in range(e.shape[0]):
+        qv[i] = _q_point(accountant, e[i], d[i], s[i], t[i], acc)
     return float(qv[0]) if shape == () else qv.reshape(shape)
 
 
-def _pld_q(eps, delta, sigma, steps, q_rdp, status, accuracy):
-    if status == _kc.AT_BOUNDARY:
+def _q_point(accountant, eps, delta, sigma, steps, accuracy):
+    check = lambda q: _public_eps(accountant, sigma, q, steps, delta, accuracy) <= eps  # noqa: E731
+    if check(1.0):
         return 1.0
-    upper = _PldUpper(accuracy)
-    f = lambda x: upper(sigma, min(1.0, math.exp(x)), steps, delta) - eps  # noqa: E731
-    xa = math.log(q_rdp)
-    fa = f(xa)
-    step = 0.05
-    xb, fb = xa, fa
-    for _ in range(60):
-        xb = min(0.0, xa + step)
-        fb = f(xb)
-        if fb > 0:
-            break
-        if xb == 0.0:
-            return 1.0
-        xa, fa = xb, fb
-        step *= 2
-    lo, flo, hi, fhi = _zeroin_py(f, xa, fa, xb, fb, PLD_TOL)
-    return math.exp(lo) if flo <= 0 else math.exp(xa)
+    if sigma == 0.0:
+        # no noise: delta(eps) = 1 - (1 - q)^T, so q = 1 - (1 - delta)^(1/T), rounded down
+        q = -math.expm1(math.log1p(-delta) / steps) * (1 - 1e-12)
+        return _verified(accountant, eps, q, check, False, 1e-12)
+    tol = RDP_TOL if accountant == "rdp" else PLD_TOL
+    x0 = math.log(min(1.0, 0.5 * max(sigma, 1e-300) / math.sqrt(max(steps, 1.0))))
+    if accountant == "pld":
+        # RDP's q is private for PLD too (its upper bound is capped by RDP's): a start close by
+        x_rdp = _search_log(lambda x: _public_eps("rdp", sigma, math.exp(x), steps, delta, None) <= eps, x0,
+                            False, 1e-3, x_max=0.0)
+        x0 = x_rdp if x_rdp is not None else x0
+        upper = _PldUpper(accuracy)
+        fast = lambda x: upper(sigma, min(1.0, math.exp(x)), steps, delta) <= eps  # noqa: E731
+    else:
+        fast = lambda x: check(min(1.0, math.exp(x)))  # noqa: E731
+    x = _search_log(fast, x0, False, tol, x_max=0.0)
+    if x is None:
+        return 0.0
+    return _verified(accountant, eps, min(1.0, math.exp(x)), check, False, tol)
 
 
 def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epochs=None,
@@ -387,9 +484,8 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     Give either ``steps`` (fixed number of steps) or ``epochs`` (fixed number of passes:
     steps = ceil(epochs * dataset_size / B) then changes with B). With epochs fixed, the
     search is a bisection over integers that assumes epsilon grows with B (it does: the
-    effective noise sigma/q dominates, Räisä et al. 2024); the returned B is verified.
-
-    Raises ValueError if not even B = 1 fits.
+    effective noise sigma/q dominates, Räisä et al. 2024); the returned B is verified by the
+    public accountant.  Returns 0 if not even B = 1 fits.
 
     Examples
     --------
@@ -398,6 +494,7 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     569
     """
     _check_accountant(accountant)
+    acc = check_accuracy(accuracy)
     n = check_positive_int(dataset_size, "dataset_size")
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
@@ -409,25 +506,21 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         steps_of = lambda b: t  # noqa: E731
     else:
         ep = float(check_epsilon(epochs, "epochs"))
-        if ep <= 0:
-            raise ValueError(f"epochs must be > 0; got {ep:g}")
+        if not 0.0 < ep < math.inf:
+            raise ValueError(f"epochs must be finite and > 0; got {ep:g}")
         steps_of = lambda b: float(math.ceil(ep * n / b - 1e-9))  # noqa: E731
-    ok = lambda b: _upper(accountant, s, b / n, steps_of(b), d, accuracy) <= e  # noqa: E731
+    ok = lambda b: _public_eps(accountant, s, b / n, steps_of(b), d, acc) <= e  # noqa: E731
     if not ok(1):
-        raise ValueError(
-            f"no batch size fits: even 1 of {n} examples per step (q={1 / n:g}) exceeds "
-            f"epsilon={e:g} with sigma={s:g}, steps={steps_of(1):g}"
-        )
-    if steps is not None:
-        # Start from the continuous answer: q is exact to 1e-6 relative for RDP.
-        q = calibrate_q(e, d, s, steps, accountant="rdp")
-        lo = max(1, min(n, int(math.floor(q * n + 1e-9))))
-        if not ok(lo):
-            lo = 1
-    else:
-        lo = 1
+        return 0
     if ok(n):
         return n
+    lo = 1
+    if steps is not None:
+        # start from the continuous answer
+        q = calibrate_q(e, d, s, steps, accountant=accountant, accuracy=acc)
+        lo = max(1, min(n - 1, int(math.floor(q * n + 1e-9))))
+        if not ok(lo):
+            lo = 1
     hi = n
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -438,18 +531,13 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     return lo
 
 
-def _upper(accountant, sigma, q, steps, delta, accuracy):
-    if accountant == "rdp":
-        from . import rdp
-
-        return rdp.epsilon(sigma, q, steps, delta)
-    return _PldUpper(accuracy)(sigma, q, steps, delta)
-
-
-def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3) -> int:
+def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3):
     """Largest integer number of steps whose certified epsilon is <= ``epsilon``.
 
-    Returns 0 if not even one step fits.
+    Returns 0 if not even one step fits, and ``math.inf`` when every number of steps does (q = 0,
+    sigma = inf, epsilon = inf, or delta at or above the total variation of any number of steps
+    cannot happen with noise, but without sampling nothing is ever revealed).  Verified by the
+    public accountant.
 
     Examples
     --------
@@ -460,31 +548,40 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
     True
     """
     _check_accountant(accountant)
+    acc = check_accuracy(accuracy)
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
     s = float(check_sigma(sigma))
     qq = float(check_q(q))
-    if _upper(accountant, s, qq, 1, d, accuracy) > e:
+    if qq == 0.0 or s == math.inf or e == math.inf:
+        return math.inf
+    ok = lambda t: _public_eps(accountant, s, qq, t, d, acc) <= e  # noqa: E731
+    if not ok(1):
         return 0
-    guess = np.array([max(1.0, (s * _kc.gaussian_sigma(e, math.log(d)) ** -1 / qq) ** 2)])
-    tv, got, status = _rdp_solve(_kc.KIND_STEPS, np.array([e]), np.array([d]), np.array([qq]),
-                                 np.array([s]), np.zeros(1), 1.0, STEPS_MAX, guess)
-    if status[0] == _kc.AT_BOUNDARY:
-        raise ValueError(f"epsilon={e:g} is met beyond {STEPS_MAX:g} steps")
-    t_lo = max(1, int(math.floor(tv[0])))
-    # Integer search: RDP gives a private lower end; PLD can allow more.
-    ok = lambda t: _upper(accountant, s, qq, t, d, accuracy) <= e  # noqa: E731
-    while t_lo > 1 and not ok(t_lo):
-        t_lo -= 1
-    # Exponential search upward, then bisection on integers.
+    if s == 0.0:
+        # delta(eps) = 1 - (1 - q)^T: the largest T with it <= delta
+        t = math.floor(math.log1p(-d) / math.log1p(-qq)) if qq < 1.0 else 1
+        while t > 1 and not ok(t):
+            t -= 1
+        return int(t)
+    t_lo = 1
+    if accountant == "rdp" or ok(2):
+        guess = np.array([max(1.0, (s * _kc.gaussian_sigma(max(e, 1e-300), math.log(d)) ** -1 / qq) ** 2)])
+        tv, _got, status = _rdp_solve(_kc.KIND_STEPS, np.array([e]), np.array([d]), np.array([qq]), np.array([s]),
+                                      np.zeros(1), 1.0, STEPS_MAX, guess)
+        if status[0] == _kc.OK:
+            t_lo = max(1, int(math.floor(tv[0])))
+        while t_lo > 1 and not ok(t_lo):
+            t_lo -= 1
+    # exponential search upward, then bisection on integers
     step = max(1, t_lo // 64) if accountant == "pld" else 1
     t_hi = t_lo + step
     while ok(t_hi):
         t_lo = t_hi
         step *= 2
         t_hi = t_lo + step
-        if t_hi > STEPS_MAX:
-            raise ValueError(f"epsilon={e:g} is met beyond {STEPS_MAX:g} steps")
+        if t_hi > 1e300:
+            return math.inf
     while t_hi - t_lo > 1:
         mid = (t_lo + t_hi) // 2
         if ok(mid):
@@ -497,4 +594,5 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
 def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3) -> float:
     """Largest number of epochs (steps * q) within the budget, from :func:`calibrate_steps`."""
     t = calibrate_steps(epsilon, delta, sigma, q, accountant=accountant, accuracy=accuracy)
-    return t * float(check_q(q))
+    qq = float(check_q(q))
+    return math.inf if t == math.inf else t * qq

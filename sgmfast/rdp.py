@@ -55,6 +55,35 @@ REL_MARGIN = 1e-12
 ORDER_XTOL = 1e-4
 
 
+_U = 2.0 ** -53
+
+
+def _noiseless_mass(sigma, q, steps):
+    """p = 1 - (1 - q)^T of steps without noise (sigma = 0), rounded up: with probability p some
+    step used the record and revealed it (+inf privacy loss); elementwise."""
+    with np.errstate(divide="ignore"):
+        p = -np.expm1(steps * np.log1p(-np.minimum(q, 1.0)))
+    return np.where(q >= 1.0, 1.0, np.minimum(1.0, p * (1 + 4 * _U)))
+
+
+def _split(history):
+    """(the steps that add noise and do something, the +inf mass p of the noiseless ones): q = 0,
+    sigma = +inf or count 0 do nothing; sigma = 0 reveals a sampled record."""
+    noisy = [st for st in history if st.count > 0 and st.q > 0.0 and 0.0 < st.sigma < math.inf]
+    log_keep = sum(st.count * math.log1p(-st.q) if st.q < 1.0 else -math.inf
+                   for st in history if st.sigma == 0.0 and st.q > 0.0 and st.count > 0)
+    p = 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 4 * _U))
+    return noisy, p
+
+
+def _delta_of(log_delta: float) -> float:
+    """delta from its log bound, clipped at 1; a positive bound that underflows is reported as the
+    smallest positive float (an upper bound must not drop to 0 where delta is not 0)."""
+    if log_delta == -math.inf:
+        return 0.0
+    return max(math.exp(min(log_delta, 0.0)), 5e-324)
+
+
 def _scalar_or_array(arr: np.ndarray, scalar: bool):
     return float(arr.reshape(-1)[0]) if scalar else arr
 
@@ -167,6 +196,10 @@ def rdp(sigma: float, q: float, steps, orders) -> np.ndarray:
     qq = float(check_q(q))
     t = float(check_steps(steps))
     o = check_orders(orders)
+    if t == 0 or qq == 0.0 or s == math.inf:
+        return np.zeros(o.shape)
+    if s == 0.0:
+        return np.full(o.shape, math.inf)  # a sampled record is revealed: infinite divergence
     return _rdp_curve(np.array([qq]), np.array([s]), np.array([t]), o)
 
 
@@ -205,7 +238,7 @@ def _fast_scalar(sigma, q, steps, value, mode):
         return 0.0, math.nan
     v, a = _k.optimise_order(np.array([float(q)]), np.array([float(sigma)]),
                              np.array([float(steps) * (1.0 + REL_MARGIN)]), target, mode, True, ORDER_XTOL)
-    return (float(v), float(a)) if mode == 0 else (math.exp(v), float(a))
+    return (float(v), float(a)) if mode == 0 else (_delta_of(v), float(a))
 
 
 def _query(sigma, q, steps, value, mode, orders, return_order):
@@ -228,21 +261,29 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
     shape = s.shape
     s, qq, t, targets = (np.ascontiguousarray(x.reshape(-1), dtype=np.float64) for x in (s, qq, t, targets))
     n = s.shape[0]
-    val = np.empty(n)
-    alpha = np.empty(n)
-    if o is None:
-        kernel = _k.optimise_points if n >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
-        kernel(qq, s, t * (1.0 + REL_MARGIN), targets, mode, True, ORDER_XTOL, val, alpha)
-    else:
-        for i in range(n):
-            val[i], alpha[i] = _optimise(qq[i:i + 1], s[i:i + 1], t[i:i + 1], targets[i], mode, o)
-    zero = t == 0.0
-    if mode == 0:
-        val[zero] = 0.0
-    else:
-        val = np.exp(val)
-        val[zero] = 0.0
-    alpha[zero] = np.nan
+    val = np.zeros(n)
+    alpha = np.full(n, np.nan)
+    zero = (t == 0.0) | (qq == 0.0) | (s == math.inf)  # nothing is revealed: eps = 0, delta = 0
+    noiseless = (s == 0.0) & ~zero  # a sampled record is revealed
+    reg = ~(zero | noiseless) & ~((mode == 1) & np.isinf(targets))
+    if reg.any():
+        v, a = np.empty(int(reg.sum())), np.empty(int(reg.sum()))
+        args = [np.ascontiguousarray(x[reg]) for x in (qq, s, t, targets)]
+        if o is None:
+            kernel = _k.optimise_points if v.size >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
+            kernel(args[0], args[1], args[2] * (1.0 + REL_MARGIN), args[3], mode, True, ORDER_XTOL, v, a)
+        else:
+            for i in range(v.size):
+                v[i], a[i] = _optimise(*(x[i:i + 1] for x in args[:3]), args[3][i], mode, o)
+        val[reg] = v if mode == 0 else [_delta_of(x) for x in v]
+        alpha[reg] = a
+    if noiseless.any():
+        # delta(eps) = 1 - (1 - q)^T for every finite eps: eps = +inf below it, 0 at or above
+        p = _noiseless_mass(s[noiseless], qq[noiseless], t[noiseless])
+        if mode == 0:
+            val[noiseless] = np.where(np.exp(targets[noiseless]) >= p, 0.0, math.inf)
+        else:
+            val[noiseless] = p
     val = val.reshape(shape)
     alpha = alpha.reshape(shape)
     if scalar:
@@ -370,24 +411,41 @@ class RDPAccountant:
         return self
 
     def rdp(self, orders) -> np.ndarray:
-        """Total RDP of the recorded steps at ``orders``."""
+        """Total RDP of the recorded steps at ``orders`` (+inf with a noiseless step)."""
         o = check_orders(orders)
-        if not self._history:
+        noisy, p = _split(self._history)
+        if p > 0.0:
+            return np.full(o.shape, math.inf)
+        if not noisy:
             return np.zeros_like(o)
-        return _rdp_curve(*_schedule_arrays(self._history), o)
+        return _rdp_curve(*_schedule_arrays(noisy), o)
 
     def epsilon(self, delta: float, *, return_order: bool = False):
-        """Smallest epsilon certified at ``delta`` (optionally with the optimal order)."""
+        """Smallest epsilon certified at ``delta`` (optionally with the optimal order).
+
+        Noiseless steps (sigma = 0) reveal a sampled record with probability p = 1 - prod
+        (1 - q)^T: eps = +inf for delta <= p, else the noisy steps' eps at (delta - p) / (1 - p)
+        (delta_total <= p + (1 - p) delta_noisy)."""
         d = float(check_delta(delta))
-        if not self._history:
+        noisy, p = _split(self._history)
+        if p > 0.0:
+            if d <= p:
+                return (math.inf, math.nan) if return_order else math.inf
+            d = (d - p) / (1.0 - p) * (1 - 4 * _U)
+        if not noisy:
             return (0.0, math.nan) if return_order else 0.0
-        v, a = _optimise(*_schedule_arrays(self._history), math.log(d), 0, self._orders)
+        v, a = _optimise(*_schedule_arrays(noisy), math.log(d), 0, self._orders)
         return (float(v), float(a)) if return_order else float(v)
 
     def delta(self, epsilon: float, *, return_order: bool = False):
-        """Smallest delta certified at ``epsilon`` (optionally with the optimal order)."""
+        """Smallest delta certified at ``epsilon`` (optionally with the optimal order); with
+        noiseless steps, p + (1 - p) delta_noisy (see :meth:`epsilon`)."""
         e = float(check_epsilon(epsilon))
-        if not self._history:
-            return (0.0, math.nan) if return_order else 0.0
-        v, a = _optimise(*_schedule_arrays(self._history), e, 1, self._orders)
-        return (float(math.exp(v)), float(a)) if return_order else float(math.exp(v))
+        noisy, p = _split(self._history)
+        v, a = (-math.inf, math.nan)
+        if noisy and e < math.inf:
+            v, a = _optimise(*_schedule_arrays(noisy), e, 1, self._orders)
+        d = _delta_of(v) if noisy else 0.0
+        if p > 0.0:
+            d = min(1.0, (p + (1.0 - p) * d) * (1 + 4 * _U))
+        return (d, float(a)) if return_order else d

@@ -359,7 +359,7 @@ def test_noise_scale_bound_is_tight():
      "candidates"),
     (lambda: analysis.plan_batch_size(100, 1.0, 1e-5, grad_norm=1.0, epochs=1, accountant="x"),
      "accountant"),
-    (lambda: analysis.amplified_epsilon(1.0, 0.0), r"p \(sampling rate\)"),
+    (lambda: analysis.amplified_epsilon(1.0, -0.5), r"p \(sampling rate\)"),
     (lambda: analysis.noise_inflation_bound(0.0), "c must"),
 ])
 def test_bad_input_names_the_parameter(call, match):
@@ -433,7 +433,8 @@ def test_figure1_sigma_eff_decreases_in_q_towards_the_gaussian_asymptote(small_f
     assert np.all(se[..., 1:] <= se[..., :-1] * (1 + 2e-4))
     # approaches sigma(1, T) from above and equals it at q = 1
     assert np.all(se >= f.sigma_gaussian[..., None] * (1 - 2e-4))
-    np.testing.assert_allclose(se[..., -1], f.sigma_gaussian, rtol=1e-12)
+    # (the certified sigma(1, T) lies on the private side of the exact one by its rounding bound)
+    np.testing.assert_allclose(se[..., -1], f.sigma_gaussian, rtol=1e-10)
 
 
 def test_figure1_one_step_column_is_the_exact_one_step_sigma(small_figure1):

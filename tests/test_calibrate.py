@@ -97,17 +97,21 @@ def test_rdp_batch_size_is_private_and_maximal():
     assert rdp.epsilon(1.0, b / 60000, steps(b), 1e-5) <= 2.0 < rdp.epsilon(1.0, (b + 1) / 60000, steps(b + 1), 1e-5)
 
 
-def test_impossible_requests_name_what_cannot_be_met():
-    with pytest.raises(ValueError, match="no noise multiplier up to 1e6"):
-        cal.calibrate_sigma(1e-9, 1e-5, 1.0, 10**6, accountant="rdp")
-    with pytest.raises(ValueError, match="no batch size fits"):
-        cal.calibrate_batch_size(0.01, 1e-5, 0.5, 100, steps=10**5, accountant="rdp")
+def test_every_target_has_an_answer_and_bad_input_is_named():
+    # a tiny epsilon needs a huge sigma, found and verified (once refused beyond 1e6)
+    s = cal.calibrate_sigma(1e-9, 1e-5, 1.0, 10**6, accountant="rdp")
+    assert s > 1e6 and rdp.epsilon(s, 1.0, 10**6, 1e-5) <= 1e-9
+    # not even one example per step fits: batch size 0 (once a ValueError)
+    assert cal.calibrate_batch_size(0.01, 1e-5, 0.5, 100, steps=10**5, accountant="rdp") == 0
+    # epsilon = 0 is met once delta reaches the total variation
+    s0 = cal.calibrate_sigma(0.0, 1e-5, 0.01, 100, accountant="rdp")
+    assert 0 < s0 < math.inf and rdp.epsilon(s0, 0.01, 100, 1e-5) == 0.0
     with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         cal.calibrate_sigma(1.0, 1.0, 0.01, 100, accountant="rdp")
     with pytest.raises(ValueError, match="accountant must be one of"):
         cal.calibrate_sigma(1.0, 1e-5, 0.01, 100, accountant="gdp")
-    with pytest.raises(ValueError, match="epsilon must be > 0"):
-        cal.calibrate_sigma(0.0, 1e-5, 0.01, 100, accountant="rdp")
+    with pytest.raises(ValueError, match="epsilon must be >= 0"):
+        cal.calibrate_sigma(-1.0, 1e-5, 0.01, 100, accountant="rdp")
     assert cal.calibrate_steps(0.001, 1e-5, 0.5, 1.0, accountant="rdp") == 0
 
 

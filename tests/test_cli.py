@@ -114,7 +114,7 @@ def test_calibrate_solve_for_batch_size_and_epochs(capsys):
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["calibrate", "--epsilon", "1e-9", "--delta", "1e-5", "--q", "1", "--steps", "1000000"], "no noise multiplier"),
+        (["calibrate", "--epsilon", "-1", "--delta", "1e-5", "--q", "1", "--steps", "1000000"], "epsilon"),
         (["calibrate", "--epsilon", "1", "--delta", "1e-5", "--sigma", "1", "--solve-for", "batch-size",
           "--steps", "10"], "--dataset-size"),
         (["calibrate", "--epsilon", "1", "--delta", "1", "--q", "0.1", "--steps", "10"], "delta"),

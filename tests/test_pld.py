@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sgmfast import pld
+from sgmfast import pld, rdp
 from sgmfast._kernels.pld import bins as K
 from sgmfast.pld import onestep, tilting
 from sgmfast.pld.engine import Engine
@@ -250,9 +250,10 @@ def test_not_above_rdp():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=-1.0), "sigma"),
+        (dict(sigma=float("nan")), "sigma"),
         (dict(q=1.5), "q"),
-        (dict(q=0.0), "q"),
+        (dict(q=-0.1), "q"),
         (dict(steps=1.5), "steps"),
         (dict(delta=0.0), "delta"),
         (dict(delta=float("nan")), "delta"),
@@ -283,9 +284,11 @@ def test_accountant_validates_before_state_change():
         acc.compose("not an accountant")
 
 
-def test_grid_too_large_raises_clear_error():
-    with pytest.raises(ValueError, match="bins"):
-        pld.epsilon(0.4, 0.5, 10, 1e-5, grid_step=1e-9)
+def test_grid_too_large_falls_back_to_what_is_certified():
+    # a grid of 1e-9 cannot be allocated: the answer is the RDP bound, with lower bound 0 (once a
+    # ValueError: every valid input now gets a certified answer)
+    b = pld.epsilon(0.4, 0.5, 10, 1e-5, grid_step=1e-9)
+    assert b.lower == 0.0 and b.upper == pytest.approx(rdp.epsilon(0.4, 0.5, 10, 1e-5), rel=1e-12)
 
 
 def test_upper_bound_never_above_rdp_and_finite_for_long_runs():

@@ -218,10 +218,10 @@ def test_epsilon_monotone(s, q, t, f):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(sigma=1.0, q=0.0, steps=10, delta=1e-5), r"q \(sampling rate\) must be in \(0, 1\]"),
+        (dict(sigma=1.0, q=-0.1, steps=10, delta=1e-5), r"q \(sampling rate\) must be in \[0, 1\]"),
         (dict(sigma=1.0, q=1.5, steps=10, delta=1e-5), r"q .* got 1.5"),
-        (dict(sigma=0.0, q=0.1, steps=10, delta=1e-5), r"sigma .* must be finite and > 0"),
-        (dict(sigma=math.inf, q=0.1, steps=10, delta=1e-5), r"sigma"),
+        (dict(sigma=-1.0, q=0.1, steps=10, delta=1e-5), r"sigma .* must be >= 0"),
+        (dict(sigma=math.nan, q=0.1, steps=10, delta=1e-5), r"sigma"),
         (dict(sigma=1.0, q=0.1, steps=-1, delta=1e-5), r"steps must be a non-negative integer"),
         (dict(sigma=1.0, q=0.1, steps=2.5, delta=1e-5), r"steps .* got 2.5"),
         (dict(sigma=1.0, q=0.1, steps=10, delta=1.0), r"delta must be in \(0, 1\)"),

@@ -34,6 +34,10 @@ _TRAP_LOG_ERR = 42.0
 # Stop the upper scan once the integrand is this far (nats) below its running maximum.
 _TAIL_NATS = 50.0
 _MAX_NODES = 20_000_000
+#: Most quadrature nodes the order optimisation spends on fractional orders (else: integers only).
+QUAD_CHEAP = 200_000
+#: Largest order searched (exact integer sums reach it; beyond, only looser bounds would be found).
+ALPHA_MAX = 5000.0
 _INV_FACT = np.array([1.0 / math.factorial(n) for n in range(20)])
 # log k! for k <= _LOG_FACT_MAX (lgamma is accurate to a few ulps): binomial coefficients of the
 # integer-order sums by three lookups instead of one log per term.
@@ -364,14 +368,23 @@ def eps_from_rdp(alpha, rdp, log_delta):
 @jit
 def log_delta_from_rdp(alpha, rdp, eps):
     """log delta from (alpha, rdp)-RDP at epsilon, the inverse of ``eps_from_rdp``:
-    delta = min(exp((alpha - 1)(rdp - eps)) (1 - 1/alpha)^(alpha - 1) / alpha,
-    sqrt(1 - e^-rdp), 1)."""
-    ld = (alpha - 1.0) * (rdp - eps + math.log1p(-1.0 / alpha)) - math.log(alpha)
-    if rdp > 0.0:
-        ld = min(ld, 0.5 * math.log(-math.expm1(-rdp)))
-    else:
+    delta = exp((alpha - 1)(rdp - eps)) (1 - 1/alpha)^(alpha - 1) / alpha.
+
+    Neither clipped at delta = 1 (log 0) nor by the Bretagnolle-Huber bound sqrt(1 - e^-rdp)
+    (``bh_log_delta``): the optimiser over orders needs the slope where the bound exceeds 1
+    (a flat 0 there stopped its scan far from the optimum); callers apply both."""
+    if not rdp > 0.0:
         return NEG_INF
-    return min(ld, 0.0)
+    return (alpha - 1.0) * (rdp - eps + math.log1p(-1.0 / alpha)) - math.log(alpha)
+
+
+@jit
+def bh_log_delta(rdp):
+    """log sqrt(1 - e^-rdp): delta(eps) <= delta(0) = TV <= sqrt(1 - e^-KL) (Bretagnolle-Huber),
+    KL <= rdp at every order; -inf for rdp <= 0."""
+    if not rdp > 0.0:
+        return NEG_INF
+    return 0.5 * math.log(-math.expm1(-rdp))
 
 
 @jit
@@ -530,7 +543,16 @@ def log_a_from_nodes(alpha, n, w, h1, e, ell):
 @jit
 def _node_cap(sigma, alpha_hi):
     h = trap_step(sigma)
-    return int((max(alpha_hi, 2.0) + 16.0 * sigma - _quad_lower_end(sigma)) / h) + 8
+    return int(min((max(alpha_hi, 2.0) + 16.0 * sigma - _quad_lower_end(sigma)) / h, 4e18)) + 8
+
+
+@jit
+def _quad_cheap(qs, sigmas, counts, alpha_hi):
+    """Whether every mechanism's fractional orders up to alpha_hi need at most QUAD_CHEAP nodes."""
+    for i in range(qs.shape[0]):
+        if qs[i] < 1.0 and counts[i] > 0.0 and _node_cap(sigmas[i], alpha_hi) > QUAD_CHEAP:
+            return False
+    return True
 
 
 @jit
@@ -707,6 +729,21 @@ def _scan(grid, start, stop, stride, best, ib, qs, sigmas, counts, target, mode)
 
 @jit
 def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
+    """Minimise the objective over real alpha > 1; returns (value, alpha) (``_optimise_order``).
+    Mode 1 then takes the Bretagnolle-Huber bound into account, at the smallest RDP (orders
+    near 1), where it is tightest."""
+    v, a = _optimise_order(qs, sigmas, counts, target, mode, refine, xtol)
+    if mode == 1:
+        # (order 2 is an exact integer sum; orders near 1 need the quadrature, where it is cheap)
+        a_bh = LOW_GRID[LOW_GRID.shape[0] - 1] if _quad_cheap(qs, sigmas, counts, 2.0) else 2.0
+        bh = bh_log_delta(schedule_rdp(a_bh, qs, sigmas, counts))
+        if bh < v:
+            return bh, a_bh
+    return v, a
+
+
+@jit
+def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     """Minimise the objective over real alpha > 1; returns (value, alpha).
 
     1. Scan the integer grid upward, stopping once the objective has risen at 2 successive
@@ -745,6 +782,12 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         return math.inf, math.nan
     best_a = grid[ib]
     w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
+    # fractional orders by quadrature only where it is cheap: its node count grows like sigma
+    # for large sigma and like 1 / sigma^2 for small sigma, where the integer orders alone
+    # still give a valid (looser) bound in bounded time
+    cheap = _quad_cheap(qs, sigmas, counts, ALPHA_MAX)
+    if not cheap:
+        return best, best_a
     if ib == 0:
         # Orders below 2, downward.
         hi = 3.0
@@ -762,7 +805,7 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
                 break
     else:
         lo = grid[ib - 1]
-        hi = grid[ib + 1] if ib < n - 1 else 2.0 * grid[ib]
+        hi = grid[ib + 1] if ib < n - 1 else min(2.0 * grid[ib], ALPHA_MAX)
         # Integer golden-section search inside a wide bracket.
         while hi - lo > 4.0:
             m1 = math.floor(lo + 0.382 * (hi - lo))
@@ -795,7 +838,7 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
                 best = f_lo
                 best_a -= 1.0
                 f_lo = _objective(best_a - 1.0, qs, sigmas, counts, target, mode)
-            elif f_hi < best:
+            elif f_hi < best and best_a + 1.0 <= ALPHA_MAX:
                 f_lo = best
                 best = f_hi
                 best_a += 1.0
@@ -814,7 +857,7 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         if not (lo > 1.0 and fv < math.inf and best <= fw):
             lo = max(best_a - 1.0, 1.0 + 0.5 * (best_a - 1.0))
             w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
-    if not refine:
+    if not (refine and cheap):
         return best, best_a
     m = qs.shape[0]
     if m == 1 and e0 > 0.0 and qs[0] < 1.0 and counts[0] > 0.0:
@@ -888,7 +931,7 @@ def best_of_orders(rdp, orders, target, mode):
         if mode == 0:
             v = eps_from_rdp(orders[j], rdp[j], target)
         else:
-            v = log_delta_from_rdp(orders[j], rdp[j], target)
+            v = min(log_delta_from_rdp(orders[j], rdp[j], target), bh_log_delta(rdp[j]))
         if v < best:
             best = v
             ba = orders[j]

@@ -11,10 +11,9 @@ import math
 import numpy as np
 
 from .._types import Bounds, Step
-from .._validation import check_delta, check_epsilon, check_q, check_sigma, check_steps
+from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
 from .engine import Engine
-from .exact import gaussian_delta, gaussian_eps, gaussian_mu
 
 
 def _check_relation(relation: str) -> None:
@@ -22,55 +21,30 @@ def _check_relation(relation: str) -> None:
         raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
 
 
-def _check_accuracy(accuracy) -> float:
-    acc = float(accuracy)
-    if not (math.isfinite(acc) and 1e-7 <= acc <= 0.5):
-        raise ValueError(f"accuracy must be in [1e-7, 0.5]; got {accuracy!r}")
-    return acc
-
-
 def _check_grid_step(grid_step):
-    return None if grid_step is None else float(check_sigma(grid_step, "grid_step"))
+    return None if grid_step is None else float(check_positive(grid_step, "grid_step"))
 
 
 def _epsilon_one(sigma, q, steps, target, accuracy, grid_step, relation="add_remove"):
-    if steps == 0:
-        return 0.0, 0.0
-    schedule = [(sigma, q, int(steps))]
-    mu = gaussian_mu(schedule, relation)
-    if mu is not None:
-        return gaussian_eps(mu, target)
-    lo, up, _ = Engine(schedule, accuracy, grid_step, relation).epsilon(target)
+    lo, up, _ = Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).epsilon(target)
     return lo, up
 
 
 def _delta_one(sigma, q, steps, eps, accuracy, grid_step, relation="add_remove"):
-    if steps == 0:
-        return 0.0, 0.0
-    schedule = [(sigma, q, int(steps))]
-    mu = gaussian_mu(schedule, relation)
-    if mu is not None:
-        d = float(gaussian_delta(mu, np.array([eps]))[0])
-        return max(0.0, d * (1 - 1e-12)), min(1.0, d * (1 + 1e-12))
-    lo, up = Engine(schedule, accuracy, grid_step, relation).delta(np.array([eps], dtype=np.float64))
+    lo, up = Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).delta(np.array([eps], dtype=np.float64))
     return float(lo[0]), float(up[0])
 
 
 def epsilon_hinted(sigma, q, steps, target, accuracy, step0):
-    """(lower, upper, last grid step) of ``steps`` SGM steps, the first grid step being ``step0``
-    if given: for calibration loops, where neighbouring sigmas need about the same grid.
-    Arguments must already be validated."""
-    if q == 1.0:
-        lo, up = gaussian_eps(math.sqrt(steps) / sigma, target)
-        return lo, up, None
+    """(lower, upper, last grid step or None) of ``steps`` SGM steps, the first grid step being
+    ``step0`` if given: for calibration loops, where neighbouring sigmas need about the same
+    grid.  Arguments must already be validated."""
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon(target, step0)
 
 
 def epsilon_upper_at(sigma, q, steps, target, accuracy, step):
     """Only the upper bound on epsilon(target), on a given grid step (no accuracy loop): for
     calibration searches. Still a certified upper bound. Arguments must already be validated."""
-    if q == 1.0:
-        return gaussian_eps(math.sqrt(steps) / sigma, target)[1]
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon_upper_at(target, step)
 
 
@@ -135,7 +109,7 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     True
     """
     _check_relation(relation)
-    acc = _check_accuracy(accuracy)
+    acc = check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
     return _broadcast_call(_epsilon_one, s, qq, t, d, acc, _check_grid_step(grid_step), relation)
 
@@ -167,7 +141,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     True
     """
     _check_relation(relation)
-    acc = _check_accuracy(accuracy)
+    acc = check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
     return _broadcast_call(_delta_one, s, qq, t, e, acc, _check_grid_step(grid_step), relation)
 
@@ -195,7 +169,7 @@ class PLDAccountant:
 
     def __init__(self, *, accuracy=1e-3, relation="add_remove", grid_step=None):
         _check_relation(relation)
-        self.accuracy = _check_accuracy(accuracy)
+        self.accuracy = check_accuracy(accuracy)
         self.relation = relation
         self.grid_step = _check_grid_step(grid_step)
         self.history: list[Step] = []
@@ -239,11 +213,7 @@ class PLDAccountant:
         d = check_delta(delta)
         if not self.history:
             return Bounds(np.zeros(d.shape), np.zeros(d.shape)) if d.ndim else Bounds(0.0, 0.0)
-        mu = gaussian_mu(self._schedule(), self.relation)
-        if mu is not None:
-            vals = [gaussian_eps(mu, float(x)) for x in d.ravel()]
-        else:
-            vals = [self._get_engine().epsilon(float(x))[:2] for x in d.ravel()]
+        vals = [self._get_engine().epsilon(float(x))[:2] for x in d.ravel()]
         lo = np.array([v[0] for v in vals]).reshape(d.shape)
         up = np.array([v[1] for v in vals]).reshape(d.shape)
         return Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up)
@@ -253,12 +223,6 @@ class PLDAccountant:
         e = check_epsilon(epsilon)
         if not self.history:
             return Bounds(np.zeros(e.shape), np.zeros(e.shape)) if e.ndim else Bounds(0.0, 0.0)
-        flat = e.ravel()
-        mu = gaussian_mu(self._schedule(), self.relation)
-        if mu is not None:
-            d = gaussian_delta(mu, flat)
-            lo, up = np.maximum(0, d * (1 - 1e-12)), np.minimum(1, d * (1 + 1e-12))
-        else:
-            lo, up = self._get_engine().delta(flat)
+        lo, up = self._get_engine().delta(e.ravel())
         lo, up = lo.reshape(e.shape), up.reshape(e.shape)
         return Bounds(float(lo), float(up)) if e.ndim == 0 else Bounds(lo, up)

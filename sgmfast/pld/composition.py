@@ -128,6 +128,8 @@ def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_
 def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
     """The composition of ``c.parts`` by one FFT power, its bounds charged (module notes); the
     bounds of the returned grid hold for every eps >= eps_lo."""
+    # above the support's top only the +inf mass counts: a window there says nothing more
+    eps_lo = min(eps_lo, c.sup_hi * c.step)
     win = choose_window(c, theta, pess, eps_lo, tau)
     n = win.n
     c_n = fft_const(n)

@@ -10,11 +10,13 @@ accuracy is met or refining stops helping.  Every interval returned is certified
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
+from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import REMOVE, REPLACE, TAU_STEP
+from .common import REMOVE, REPLACE, TAU_STEP, U
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .two_stage import MIN_STEPS, SMALL_TAU
@@ -23,26 +25,44 @@ TILT = TiltedFFT()
 TILT_BRACKET = TiltedFFT(VAR_GROWTH, bracket=True)
 TILT_LONG_WINDOW = TiltedFFT(VAR_GROWTH_SMALL, bracket=True)
 EVENTS = TailEvents()
+BUDGET = 5.0  # seconds a query may spend refining before it returns what it has certified
 
 
 class Engine:
     """Certified eps(δ) and δ(eps) for one schedule [(sigma, q, count)]; the composed grids and
-    saddle points are cached across queries."""
+    saddle points are cached across queries.
 
-    def __init__(self, schedule, accuracy: float, grid_step: float | None = None, relation: str = "add_remove"):
-        self.schedule = tuple(schedule)
+    The plan: the exact paths first (``exact``: steps that do nothing dropped, noiseless steps
+    as an atom at +inf, δ above the total variation, the closed forms for q = 1 and one step),
+    then the grid certifiers.  Time is bounded: past ``budget`` seconds the loops return the
+    certified interval they have, even if it is wider than the accuracy."""
+
+    def __init__(self, schedule, accuracy: float, grid_step: float | None = None, relation: str = "add_remove",
+                 budget: float = BUDGET):
+        self.relation = relation
         self.replace = relation == "replace_one"
         self.main = REPLACE if self.replace else REMOVE  # the direction that sets the estimates
+        noisy, (self.p_lo, self.p_hi) = exact.normalise(schedule)
+        self.schedule = tuple(noisy)  # what the grid certifiers compose
+        self.form = exact.closed_form(self.schedule, relation) if self.schedule else None
         self.accuracy = accuracy
         self.grid_step = grid_step
+        self.budget = budget
         self.caches = Caches()
         self._rdp = None
+        self._tv = None
 
     @property
     def rdp(self) -> RDPBound:
         if self._rdp is None:
             self._rdp = RDPBound(self.schedule, self.replace)
         return self._rdp
+
+    @property
+    def tv_upper(self) -> float:
+        if self._tv is None:
+            self._tv = exact.tv_upper(self.schedule, self.relation)
+        return self._tv
 
     def job(self, delta_goal: float) -> Job:
         """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
@@ -52,12 +72,55 @@ class Engine:
         return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches)
 
     def _narrow(self, found: Certified) -> bool:
-        return found.upper - found.lower <= self.accuracy * found.upper
+        up = found.upper
+        return up < math.inf and up - found.lower <= self.accuracy * up
+
+    # --- the plan ------------------------------------------------------------------------------
+    def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float, float | None]:
+        """(lower, upper, last grid step or None) of eps(target); ``step0`` overrides the first
+        grid step (the loop still refines until the accuracy is met)."""
+        if self.p_hi > 0.0:
+            # noiseless steps: δ >= p for every finite eps, and δ <= p + (1 - p) δ_noisy
+            lo = math.inf if target < self.p_lo else self._eps_noisy(target)[0]
+            if target <= self.p_hi:
+                return lo, math.inf, None
+            return lo, self._eps_noisy((target - self.p_hi) / (1.0 - self.p_hi) * (1 - 4 * U))[1], None
+        return self._eps_noisy(target, step0)
+
+    def _eps_noisy(self, target: float, step0: float | None = None):
+        if not self.schedule or target >= self.tv_upper:
+            return 0.0, 0.0, None
+        if self.form is not None:
+            return (*exact.eps_bounds(self.form, target), None)
+        return self._eps_grid(target, step0)
+
+    def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of δ at each eps."""
+        lo, up = self._delta_noisy(eps)
+        if self.p_hi > 0.0:
+            lo = np.maximum(lo, self.p_lo)
+            up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
+        return lo, up
+
+    def _delta_noisy(self, eps: np.ndarray):
+        lo, up = np.zeros(eps.size), np.zeros(eps.size)
+        finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
+        if not self.schedule or not finite.any():
+            return lo, up
+        e = eps[finite]
+        if self.form is not None:
+            lo[finite], up[finite] = exact.delta_bounds(self.form, e)
+        else:
+            lo[finite], up[finite] = self._delta_grid(e)
+        # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
+        up[finite] = np.maximum(up[finite], exact.TINY)
+        return lo, up
 
     # --- eps(δ) ----------------------------------------------------------------------------
-    def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
-        """(lower, upper, last grid step) of eps(target); ``step0`` overrides the first grid step
-        (the loop still refines until the accuracy is met)."""
+    def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
+        """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
+        step until the accuracy is met, refining stops helping, or the time budget is spent."""
+        deadline = time.monotonic() + self.budget
         job = self.job(target)
         est = eps_estimate(self.schedule, target, self.main)
         step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est, self.main)
@@ -67,20 +130,21 @@ class Engine:
         while True:
             try:
                 found.narrow(self._eps_at(job, step, target, est).found_dict())
-            except ValueError:
-                if last_gap is None:
-                    raise
-                return found.lower, found.upper, good_step  # the finer grid would not fit in memory
+            except ValueError:  # the grid would not fit in memory: what is certified so far
+                return (0.0, cap, step) if last_gap is None else (found.lower, found.upper, good_step)
             found.cap(cap)
             lo, up = found.lower, found.upper
             gap = up - lo
-            if self.grid_step is not None or gap <= self.accuracy * up or gap <= 1e-12:
+            if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:
                 return lo, up, step
-            if last_gap is not None and gap > 0.8 * last_gap:
-                return lo, up, step  # refining no longer helps; the interval is still sound
+            if last_gap is not None and gap > 0.8 * last_gap or time.monotonic() > deadline:
+                return lo, up, step  # refining no longer helps (or no time left); still sound
             last_gap, good_step = gap, step
-            est = 0.5 * (lo + up)
-            step = refine(step, gap, self.accuracy * up)
+            est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
+            try:
+                step = refine(step, gap, self.accuracy * up)
+            except ValueError:
+                return lo, up, step  # the grid step would underflow: keep the certified interval
 
     def _eps_at(self, job: Job, step: float, target: float, est: float) -> Certified:
         """The plan at one grid step: the tilted composition, then -- while the interval is wide --
@@ -104,48 +168,65 @@ class Engine:
         """Only the upper bound of eps(target) on a given grid step (no accuracy loop): for
         calibration searches once a full evaluation has shown that this step meets the accuracy
         nearby.  Still a certified upper bound."""
+        if self.p_hi > 0.0 or self.form is not None or not self.schedule or target >= self.tv_upper:
+            return self.epsilon(target)[1]  # an exact path
         job = self.job(target)
         est = eps_estimate(self.schedule, target)
-        return min(TILT.epsilon_upper(job, step, target, est), self.rdp.epsilon(target))
+        try:
+            up = TILT.epsilon_upper(job, step, target, est)
+        except ValueError:
+            up = math.inf
+        return min(up, self.rdp.epsilon(target))
 
     # --- δ(eps) ----------------------------------------------------------------------------
-    def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of δ at each eps.  Refined until lower(eps) >= upper(eps + h),
+    def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
+        deadline = time.monotonic() + self.budget
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
         step = self.grid_step or initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
         h = self.accuracy * np.maximum(eps, 1e-2)
         keys = np.round(eps, 1)
-        cap = self.rdp.delta(eps)
-        found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
-        first = True
+        cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
+        found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
+        done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
+        last_gap = None
         while True:
             at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
-            ok = np.ones(eps.size, dtype=bool)
+            ok = done.copy()
             try:
-                for key in np.unique(keys):
-                    sel = keys == key
-                    ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel)
+                for key in np.unique(keys[~done]):
+                    sel = (keys == key) & ~done
+                    ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
+                                                cap_shift[sel])
             except ValueError:
-                if first:
-                    raise
-                return found.lower, found.upper  # the next grid would not fit in memory
-            found.narrow(at.found_dict()).cap(cap)
-            if self.grid_step is not None or ok.all():
+                return found.lower, found.upper  # the grid would not fit in memory: what is certified
+            found.narrow(at.found_dict())
+            gap = float(np.max(np.where(ok, 0.0, found.upper - found.lower)))
+            if self.grid_step is not None or ok.all() or time.monotonic() > deadline:
                 return found.lower, found.upper
-            first = False
-            step = refine(step, 1.0, 0.25)
+            if last_gap is not None and gap > 0.8 * last_gap:
+                return found.lower, found.upper  # refining no longer helps; the interval is still sound
+            last_gap = gap
+            try:
+                step = refine(step, 1.0, 0.25)
+            except ValueError:
+                return found.lower, found.upper
 
-    def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel):
+    def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
+                     cap_shift):
         """The plan for a group of nearby eps on one grid step, tilted towards its smallest eps:
-        the tilted composition, then the tail-event sum where the interval is still wide.  Writes
-        the intervals into ``into[sel]``; returns whether each is resolved (lower(e) >= upper(e + h))."""
+        the tilted composition, then the tail-event sum where the interval is still wide, all
+        capped by RDP.  Writes the intervals into ``into[sel]``; returns whether each is
+        resolved (lower(e) >= upper(e + h), or the interval is below 1e-300 wide)."""
         eps_c = float(e.min())
         at = Certified(job.directions, np.zeros(e.size), np.ones(e.size)).narrow(TILT.delta(job, step, e, eps_c))
         shifted = Certified(job.directions, np.zeros(e.size), np.ones(e.size))
         shifted.narrow(TILT.delta(job, step, e_shift, eps_c))
+        at.cap(cap)
+        shifted.cap(cap_shift)
         lo, up, up_shift = at.lower, at.upper, shifted.upper
         if not ((lo >= up_shift) | (up - lo <= 1e-300)).all():
             # δ set by a few far-tail steps: sum over their number

@@ -1,8 +1,22 @@
-"""Closed forms that need no grid.
+"""Exact paths: answers that need no grid, each certified (kernels: ``sgmfast._kernels.pld.exact``).
 
-* q = 1: T steps of the Gaussian mechanism with noise multiplier sigma and sensitivity c
-  (1 for add/remove, 2 for replace-one) are one Gaussian mechanism with mu = c sqrt(T) / sigma,
-  δ(eps) = Φ(mu/2 - eps/mu) - e^eps Φ(-mu/2 - eps/mu) (Balle & Wang, ICML 2018, Thm 8).
+* Steps that do nothing -- q = 0, sigma = +inf, count 0 -- are dropped from the schedule.
+* sigma = 0 (no noise): a sampled step reveals its record, so the remove direction has an atom
+  at +inf loss of mass p = 1 - prod (1 - q)^T and δ(eps) >= p for every finite eps; alone,
+  δ(eps) = p exactly (the steps without a sample have loss T log(1 - q) <= 0).  Mixed with noisy
+  steps: eps(δ) = +inf below p; otherwise it lies between the noisy steps' own eps(δ) (removing
+  mechanisms from a composition never raises δ) and their eps((δ - p) / (1 - p)) (the noiseless
+  steps' finite losses are <= 0, so δ <= p + (1 - p) δ_noisy).
+* q = 1 everywhere: the Gaussian mechanism, mu = c sqrt(sum T / sigma^2) (c = 1 add/remove, 2
+  replace-one; Balle & Wang, ICML 2018, Thm 8).
+* One step: the closed form of the hockey-stick divergence at the optimal threshold (Räisä et al.,
+  ICML 2024, eq. 45, its add twin, and the replace-one pair).
+* δ at or above the total variation: TV of T steps <= 1 - prod (1 - tv)^T (a coupling per step),
+  tv = q (2 Φ(c / (2 sigma)) - 1); eps(δ) = 0 when δ is at least that.
+
+The closed forms are evaluated at the float shift w = c / sigma (mu for the Gaussian) rounded
+down (lower bound) and up (upper bound): δ grows with w (less noise), so the exact real w
+between them is covered, and every other rounding is bounded inside the kernel.
 """
 
 from __future__ import annotations
@@ -10,7 +24,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from .._kernels.pld import exact as kx
+from .common import U
+
+TINY = 5e-324  # the smallest positive float: an upper bound for a δ that is positive but underflows
 
 
 def sensitivity(relation: str) -> float:
@@ -18,38 +35,94 @@ def sensitivity(relation: str) -> float:
     return 2.0 if relation == "replace_one" else 1.0
 
 
-def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
-    """Balle & Wang (ICML 2018) Thm 8: δ(eps) = Φ(mu/2 - eps/mu) - e^eps Φ(-mu/2 - eps/mu)."""
-    a = mu / 2 - eps / mu
-    b = -mu / 2 - eps / mu
-    la, lb = log_ndtr(a), log_ndtr(b)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.where(np.isneginf(la), 0.0, np.exp(la) * -np.expm1(eps + lb - la))
-
-
-def gaussian_eps(mu: float, target: float) -> tuple[float, float]:
-    """eps(target) of the Gaussian mechanism by bisection on ``gaussian_delta``: (lo, hi)."""
-    f = lambda e: float(gaussian_delta(mu, np.array([e]))[0]) - target  # noqa: E731
-    if f(0.0) <= 0:
-        return 0.0, 0.0
-    hi = 1.0
-    while f(hi) > 0:
-        hi *= 2
-    lo = 0.0 if hi == 1.0 else hi / 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if f(mid) > 0:
-            lo = mid
+def normalise(schedule):
+    """The schedule without steps that do nothing (q = 0, sigma = +inf, count 0), and the +inf
+    mass p = 1 - prod (1 - q)^T of its noiseless (sigma = 0) steps, which it also leaves out."""
+    noisy, log_keep = [], 0.0
+    for sigma, q, count in schedule:
+        if count == 0 or q == 0.0 or sigma == math.inf:
+            continue
+        if sigma == 0.0:
+            log_keep += count * math.log1p(-q) if q < 1.0 else -math.inf
         else:
-            hi = mid
-    return lo, hi
+            noisy.append((sigma, q, count))
+    # p_inf rounded up (lower bound side: the caller uses p_lo), both within a few u
+    p = -math.expm1(log_keep)
+    return noisy, (max(p * (1 - 4 * U), 0.0), min(p * (1 + 4 * U) if p > 0 else 0.0, 1.0))
 
 
-def gaussian_mu(schedule, relation: str) -> float | None:
-    """mu of the composed Gaussian when the schedule is a single entry with q = 1, else None."""
-    if len(schedule) == 1 and schedule[0][1] == 1.0:
-        sigma, _, count = schedule[0]
-        return sensitivity(relation) * math.sqrt(count) / sigma
+def _bracket(x: float, n: int = 4) -> tuple[float, float]:
+    """Floats below and above a value computed within n u (n small)."""
+    return x * (1 - (n + 1) * U), x * (1 + (n + 1) * U)
+
+
+def gaussian_w(schedule, relation):
+    """(mu_lo, mu_hi) bracketing mu of the composed Gaussian when every step has q = 1, else None."""
+    if not schedule or any(q != 1.0 for _, q, _ in schedule):
+        return None
+    c = sensitivity(relation)
+    mu2 = sum(count / (sigma * sigma) for sigma, _, count in schedule)
+    return _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
+
+
+def _kind(relation: str, gauss: bool):
+    if gauss:
+        return (kx.KIND_GAUSS,)
+    return (kx.KIND_REPLACE,) if relation == "replace_one" else (kx.KIND_REMOVE, kx.KIND_ADD)
+
+
+def _one_step_w(schedule, relation):
+    """(q, w_lo, w_hi) for a single step with q < 1 (w = 1 / sigma), else None."""
+    if len(schedule) == 1 and schedule[0][2] == 1 and schedule[0][1] < 1.0:
+        sigma, q, _ = schedule[0]
+        return (q,) + _bracket(1.0 / sigma, 1)
     return None
+
+
+def closed_form(schedule, relation):
+    """(kinds, q, w_lo, w_hi) when a closed form covers the (normalised, non-empty) schedule."""
+    w = gaussian_w(schedule, relation)
+    if w is not None:
+        return _kind(relation, True), 1.0, w[0], w[1]
+    one = _one_step_w(schedule, relation)
+    if one is not None:
+        return (_kind(relation, False),) + one
+    return None
+
+
+def delta_bounds(form, eps: np.ndarray):
+    """(lower, upper) of δ at each eps from a ``closed_form``."""
+    kinds, q, w_lo, w_hi = form
+    lo = np.zeros(eps.size)
+    up = np.zeros(eps.size)
+    for i, e in enumerate(eps):
+        for kind in kinds:
+            l_lo = kx.log_delta_bounds(kind, float(e), q, w_lo)[0]
+            l_hi = kx.log_delta_bounds(kind, float(e), q, w_hi)[1]
+            lo[i] = max(lo[i], math.exp(l_lo) if l_lo > -math.inf else 0.0)
+            if math.isnan(l_hi):
+                up[i] = 1.0
+            elif l_hi > -math.inf:
+                up[i] = max(up[i], min(1.0, max(math.exp(l_hi), TINY)))
+    return lo, up
+
+
+def eps_bounds(form, target: float):
+    """(lower, upper) of eps(target) from a ``closed_form`` (the larger over the directions)."""
+    kinds, q, w_lo, w_hi = form
+    lt = math.log(target)
+    lo = max(kx.eps_bound(kind, lt, q, w_lo, False) for kind in kinds)
+    up = max(kx.eps_bound(kind, lt, q, w_hi, True) for kind in kinds)
+    return lo, up
+
+
+def tv_upper(schedule, relation) -> float:
+    """An upper bound on δ(0), the total variation of the composed pair: 1 - prod (1 - tv)^T."""
+    c = sensitivity(relation)
+    log_keep = 0.0
+    for sigma, q, count in schedule:
+        tv = q * math.erf(c / (2.0 * math.sqrt(2.0) * sigma)) * (1 + 8 * U) + 1e-300  # 2 Φ(x) - 1 = erf(x / sqrt 2)
+        if tv >= 1.0:
+            return 1.0
+        log_keep += count * math.log1p(-tv)
+    return min(1.0, -math.expm1(log_keep) * (1 + 8 * U))

@@ -85,6 +85,8 @@ def saddle_theta(schedule, add, step: float, eps_target: float, tau: float, grow
     v_max = growth * v
     theta = 0.0
     for _ in range(16):
+        if not v > 0:  # all tilted mass on one point: no Newton step (any theta is sound)
+            break
         new = min(max(theta + (eps_target - m) / v, 0.5 * theta), 2 * theta + 1.0, cap)
         if abs(new - theta) < 1e-3 * max(1.0, theta):
             break

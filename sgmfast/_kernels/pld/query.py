@@ -40,9 +40,9 @@ def _delta_at(eps, offset, step, theta, log_scale, t, a_s, b_s):
         sc = math.exp(log_scale - theta * base)
         val = sc * (a - math.exp(eps - base) * b)
         return max(val, 0.0), 4.0 * (n + 4) * EPS64 * sc * (a + b)
-    j = int(math.floor(x))
-    if j >= n - 1:
+    if x >= n - 1:  # (also keeps a huge eps from overflowing the index)
         return 0.0, 0.0
+    j = int(math.floor(x))
     base = (offset + j) * step
     sc = math.exp(log_scale - theta * base)
     a = a_s[j]
@@ -86,8 +86,7 @@ def delta_direct(eps, offset, step, theta, log_scale, t, p_inf, inf_err, err_l1,
         if e < floor:
             out[i] = 1.0 if upper else 0.0
             continue
-        k0 = int(math.floor(e / step)) - offset
-        k0 = min(max(k0, 0), n)
+        k0 = int(min(max(math.floor(e / step) - offset, 0.0), float(n)))
         while k0 < n and (offset + k0) * step <= e:
             k0 += 1
         while k0 > 0 and (offset + k0 - 1) * step > e:

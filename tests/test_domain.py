@@ -1,0 +1,198 @@
+"""The whole domain: certified bounds against exact references that share no code with sgmfast.
+
+References (``tests/reference/mp_exact.py``, mpmath at 40+ verified digits): the composed
+Gaussian mechanism (q = 1, T steps) and the exact one-step privacy profile (T = 1), both
+relations, both directions of the question.  The upper bound must never be below the exact
+value and the lower bound never above it -- no tolerance.  Then the invariants that hold for any
+certified interval: bounds ordered, δ in [0, 1], eps(δ) and δ(eps) consistent, monotone in
+sigma, q and T, and the edges of the domain (sigma = 0 and +inf, q = 0 and 1, T = 0, eps = +inf,
+δ near 1) answered without a grid.  A larger sweep is ``bench/domain_sweep.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from sgmfast import pld, rdp
+
+sys.path.insert(0, str(Path(__file__).parent / "reference"))
+mpmath = pytest.importorskip("mpmath")
+import mp_exact  # noqa: E402  (the reference module, after the path)
+
+SETTINGS = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+RELATION = {"add_remove": ("max", 1), "replace_one": ("replace", 2)}
+
+
+def log_uniform(lo, hi):
+    return st.floats(math.log10(lo), math.log10(hi)).map(lambda x: float(10.0**x))
+
+
+def _le(a, b) -> bool:
+    """a <= b for floats and mpf alike, compared at full precision."""
+    with mpmath.workdps(60):
+        return mpmath.mpf(a) <= mpmath.mpf(b)
+
+
+# --- exact references: the upper bound never below, the lower never above ---------------------
+
+
+@SETTINGS
+@given(sigma=log_uniform(1e-2, 1e4), steps=st.sampled_from([1, 3, 100, 10**4, 10**7]),
+       eps=st.one_of(st.just(0.0), log_uniform(1e-8, 1e3)), relation=st.sampled_from(list(RELATION)))
+def test_composed_gaussian_delta_is_bracketed(sigma, steps, eps, relation):
+    exact = mp_exact.composed_gaussian_delta(sigma, steps, eps, sensitivity=RELATION[relation][1])
+    b = pld.delta(sigma, 1.0, steps, eps, relation=relation)
+    assert _le(b.lower, exact) and _le(exact, b.upper)
+    assert b.upper <= max(float(exact) * (1 + 1e-6), 5e-324 if exact > 0 else 0.0) or exact < 1e-300
+
+
+@SETTINGS
+@given(sigma=log_uniform(1e-2, 1e4), steps=st.sampled_from([1, 3, 100, 10**4, 10**7]),
+       delta=log_uniform(1e-30, 0.5), relation=st.sampled_from(list(RELATION)))
+def test_composed_gaussian_epsilon_is_bracketed(sigma, steps, delta, relation):
+    exact = mp_exact.composed_gaussian_epsilon(sigma, steps, delta, sensitivity=RELATION[relation][1])
+    b = pld.epsilon(sigma, 1.0, steps, delta, relation=relation)
+    assert _le(b.lower, exact) and _le(exact, b.upper)
+    assert b.upper - b.lower <= 1e-9 * b.upper + 1e-10
+
+
+@SETTINGS
+@given(sigma=log_uniform(0.05, 1e4), q=log_uniform(1e-9, 0.999), eps=st.one_of(st.just(0.0), log_uniform(1e-6, 50.0)),
+       relation=st.sampled_from(list(RELATION)))
+def test_one_step_delta_is_bracketed(sigma, q, eps, relation):
+    exact = mp_exact.one_step_delta(q, sigma, eps, RELATION[relation][0])
+    b = pld.delta(sigma, q, 1, eps, relation=relation)
+    assert _le(b.lower, exact) and _le(exact, b.upper)
+    if exact > 1e-300:
+        assert b.upper - b.lower <= 1e-6 * float(exact)
+
+
+@SETTINGS
+@given(sigma=log_uniform(0.05, 1e4), q=log_uniform(1e-9, 0.999), delta=log_uniform(1e-30, 0.9),
+       relation=st.sampled_from(list(RELATION)))
+def test_one_step_epsilon_is_bracketed_and_tight(sigma, q, delta, relation):
+    exact = mp_exact.one_step_epsilon(q, sigma, delta, RELATION[relation][0])
+    b = pld.epsilon(sigma, q, 1, delta, relation=relation)
+    assert _le(b.lower, exact) and _le(exact, b.upper)
+    assert b.upper - b.lower <= 1e-6 * b.upper + 1e-10  # (absolute near eps = 0)
+
+
+# --- reproducers of the total-domain issue (#14) ------------------------------------------------
+
+
+def test_gaussian_cancellation_at_large_sigma():
+    # ±1e-12 did not cover the cancellation: upper 9.393578935e-36 < exact 9.393578965e-36
+    eps = 0.0011456435007629177
+    exact = mp_exact.composed_gaussian_delta(1e4, 1, eps)
+    b = pld.delta(1e4, 1.0, 1, eps)
+    assert _le(b.lower, exact) and _le(exact, b.upper)
+    exact_eps = mp_exact.composed_gaussian_epsilon(1e4, 1, 1e-25)
+    e = pld.epsilon(1e4, 1.0, 1, 1e-25)
+    assert _le(e.lower, exact_eps) and _le(exact_eps, e.upper)
+
+
+def test_one_step_is_exact_at_tiny_delta():
+    # was [0.0197, 0.870]
+    b = pld.epsilon(2.0, 1e-4, 1, 1e-30)
+    exact = mp_exact.one_step_epsilon(1e-4, 2.0, 1e-30, "max")
+    assert _le(b.lower, exact) and _le(exact, b.upper) and b.upper - b.lower <= 1e-6 * b.upper
+
+
+def test_answers_that_need_no_grid():
+    assert tuple(pld.epsilon(0.1, 0.01, 1, 0.99)) == (0.0, 0.0)  # δ above the total variation
+    b = pld.delta(1.0, 0.01, 1000, 1e30)  # beyond any loss a grid holds (was OverflowError)
+    assert b.lower == 0.0 and 0.0 < b.upper <= 1e-300
+    assert tuple(pld.delta(1.0, 0.01, 1000, math.inf)) == (0.0, 0.0)
+
+
+# --- the edges: answered exactly, without a grid ------------------------------------------------
+
+
+@pytest.mark.parametrize("relation", list(RELATION))
+def test_no_noise(relation):
+    q, steps = 0.01, 100
+    p = -math.expm1(steps * math.log1p(-q))
+    assert pld.epsilon(0.0, q, steps, 0.5 * p, relation=relation).lower == math.inf
+    assert tuple(pld.epsilon(0.0, q, steps, min(2 * p, 0.99), relation=relation)) == (0.0, 0.0)
+    b = pld.delta(0.0, q, steps, 3.0, relation=relation)
+    assert b.lower <= p <= b.upper and b.upper - b.lower <= 1e-14
+    assert rdp.epsilon(0.0, q, steps, 1e-5) == math.inf
+    assert rdp.delta(0.0, q, steps, 3.0) >= p
+
+
+@pytest.mark.parametrize("sigma,q,steps", [(math.inf, 0.1, 10), (1.0, 0.0, 10), (1.0, 0.1, 0)])
+def test_steps_that_reveal_nothing(sigma, q, steps):
+    assert tuple(pld.epsilon(sigma, q, steps, 1e-5)) == (0.0, 0.0)
+    assert tuple(pld.delta(sigma, q, steps, 0.0)) == (0.0, 0.0)
+    assert rdp.epsilon(sigma, q, steps, 1e-5) == 0.0 and rdp.delta(sigma, q, steps, 0.0) == 0.0
+
+
+def test_accountant_with_an_unnoised_phase():
+    acc = pld.PLDAccountant()
+    acc.step(0.0, 0.001, steps=5)  # a non-private warm-up
+    acc.step(1.0, 0.01, steps=100)
+    p = -math.expm1(5 * math.log1p(-0.001))
+    assert acc.epsilon(0.5 * p).lower == math.inf
+    b = acc.epsilon(1e-2)
+    noisy = pld.epsilon(1.0, 0.01, 100, 1e-2)
+    assert b.lower <= noisy.upper and noisy.lower <= b.upper  # bounds of the noisy part and beyond
+    d = acc.delta(1.0)
+    assert d.lower >= p * (1 - 1e-12)
+
+
+# --- invariants of certified intervals -----------------------------------------------------------
+
+
+POINT = dict(sigma=log_uniform(0.3, 50.0), q=log_uniform(1e-5, 1.0), steps=st.integers(1, 2000),
+             delta=log_uniform(1e-12, 1e-2))
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(**POINT)
+def test_epsilon_and_delta_agree(sigma, q, steps, delta):
+    b = pld.epsilon(sigma, q, steps, delta)
+    assert 0.0 <= b.lower <= b.upper
+    assume(0.0 < b.upper < math.inf)
+    # δ(upper eps) <= delta and δ(lower eps) >= delta for the truth: the δ bounds must allow it
+    assert pld.delta(sigma, q, steps, b.upper).lower <= delta * (1 + 1e-9)
+    if b.lower > 0:
+        assert pld.delta(sigma, q, steps, b.lower).upper >= delta * (1 - 1e-9)
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(**POINT, factor=st.floats(1.05, 4.0))
+def test_monotone_in_sigma_q_and_steps(sigma, q, steps, delta, factor):
+    base = pld.epsilon(sigma, q, steps, delta)
+    more_noise = pld.epsilon(sigma * factor, q, steps, delta)
+    assert more_noise.lower <= base.upper
+    smaller_q = pld.epsilon(sigma, q / factor, steps, delta)
+    assert smaller_q.lower <= base.upper
+    fewer = pld.epsilon(sigma, q, max(1, int(steps / factor)), delta)
+    assert fewer.lower <= base.upper
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(sigma=st.one_of(st.just(0.0), log_uniform(1e-3, 1e9), st.just(math.inf)),
+       q=st.one_of(st.just(0.0), log_uniform(1e-9, 1.0), st.just(1.0)),
+       steps=st.one_of(st.just(0), st.integers(1, 10**7)),
+       eps=st.one_of(st.just(0.0), log_uniform(1e-8, 1e4), st.just(math.inf)))
+def test_rdp_delta_is_a_probability_and_inverts(sigma, q, steps, eps):
+    d = rdp.delta(sigma, q, steps, eps)
+    assert 0.0 <= d <= 1.0
+    if 1e-300 < d < 1.0 and eps < math.inf:
+        assert rdp.epsilon(sigma, q, steps, d) <= eps * (1 + 1e-9) + 1e-9
+
+
+def test_rdp_delta_optimises_over_orders():
+    # the scan stopped on the flat delta = 1 region: [5.0e-4, 2.0e-5, 1.0, 1.0], non-monotone
+    d = rdp.delta(1.0, 0.01, 1000, [1.5, 2, 2.5, 3])
+    assert np.all(np.diff(d) < 0) and d[-1] < 1e-6
+    for e, di in zip([1.5, 2, 2.5, 3], d):
+        assert rdp.epsilon(1.0, 0.01, 1000, di) == pytest.approx(e, rel=1e-9)
