@@ -257,7 +257,7 @@ class TailEvents:
     def epsilon(self, job: Job, step: float, target: float, lo: float, up: float) -> dict | None:
         """{REMOVE: (lower, upper)} of eps(target) searched inside the interval [lo, up] found so
         far, or None."""
-        if not (self.applies(job) and up > lo):
+        if not (self.applies(job) and lo < up < math.inf):
             return None
         eps_c = 0.5 * (lo + up)
         # the cut a little above the likely eps: the term without tail steps then has a

@@ -14,7 +14,8 @@ import numpy as np
 #: Largest number of loss bins (and FFT length) the accountant will allocate.
 MAX_BINS = 1 << 24
 U = np.finfo(np.float64).eps / 2  # unit round-off
-TAU_STEP = 1e-30  # P-mass left outside the one-step grid (each tail), at the least
+TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
+TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
 WORKERS = 1  # scipy.fft threads: more oversubscribe 2 cores at these sizes (measured)
 SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import REMOVE, REPLACE, TAU_STEP, U
+from .common import REMOVE, REPLACE, TAU_MIN, U
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .two_stage import MIN_STEPS, SMALL_TAU
@@ -68,7 +68,7 @@ class Engine:
         """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
         / T (it is still accounted), rounded down to a power of ten to keep the caches useful."""
         total = sum(c for _, _, c in self.schedule)
-        tau = max(TAU_STEP, 1e-4 * self.accuracy * delta_goal / max(total, 1))
+        tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(total, 1))
         return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches)
 
     def _narrow(self, found: Certified) -> bool:
@@ -92,7 +92,26 @@ class Engine:
             return 0.0, 0.0, None
         if self.form is not None:
             return (*exact.eps_bounds(self.form, target), None)
-        return self._eps_grid(target, step0)
+        try:
+            return self._eps_grid(target, step0)
+        except (ArithmeticError, ValueError, MemoryError):
+            return (*self._eps_fallback(target), None)
+
+    # --- certified fallbacks where no grid can be built (extreme parameters) -------------------
+    def _one_step_forms(self):
+        return [exact.closed_form([(sigma, q, 1)], self.relation) for sigma, q, _ in self.schedule]
+
+    def _eps_fallback(self, target: float):
+        """[eps of the most revealing single step, RDP]: a composition is at least as revealing as
+        any one of its steps (post-processing), and RDP bounds it from above."""
+        lo = max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
+        return lo, max(lo, self.rdp.epsilon(target))
+
+    def _delta_fallback(self, eps: np.ndarray):
+        lo = np.zeros(eps.size)
+        for f in self._one_step_forms():
+            lo = np.maximum(lo, exact.delta_bounds(f, eps)[0])
+        return lo, np.maximum(lo, self.rdp.delta(eps))
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of δ at each eps."""
@@ -111,7 +130,10 @@ class Engine:
         if self.form is not None:
             lo[finite], up[finite] = exact.delta_bounds(self.form, e)
         else:
-            lo[finite], up[finite] = self._delta_grid(e)
+            try:
+                lo[finite], up[finite] = self._delta_grid(e)
+            except (ArithmeticError, ValueError, MemoryError):
+                lo[finite], up[finite] = self._delta_fallback(e)
         # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
         up[finite] = np.maximum(up[finite], exact.TINY)
         return lo, up
@@ -129,9 +151,11 @@ class Engine:
         last_gap = None
         while True:
             try:
-                found.narrow(self._eps_at(job, step, target, est).found_dict())
+                found.narrow(self._eps_at(job, step, target, est, cap).found_dict())
             except ValueError:  # the grid would not fit in memory: what is certified so far
-                return (0.0, cap, step) if last_gap is None else (found.lower, found.upper, good_step)
+                if last_gap is None:
+                    return (*self._eps_fallback(target), step)
+                return found.lower, found.upper, good_step
             found.cap(cap)
             lo, up = found.lower, found.upper
             gap = up - lo
@@ -146,13 +170,13 @@ class Engine:
             except ValueError:
                 return lo, up, step  # the grid step would underflow: keep the certified interval
 
-    def _eps_at(self, job: Job, step: float, target: float, est: float) -> Certified:
+    def _eps_at(self, job: Job, step: float, target: float, est: float, cap: float = math.inf) -> Certified:
         """The plan at one grid step: the tilted composition, then -- while the interval is wide --
         the extra tilts (small δ) and the tail-event sum.  The tail-event sum is cheap for short
         runs (the core's T-th power has a short window) and the extra tilts for long ones (two
         stages): the cheaper goes first.  The sum cuts at the likely eps, so it also needs a
         fairly narrow first interval (measured on the random-sweep points, bench/README)."""
-        found = Certified(job.directions, 0.0, math.inf).narrow(TILT.epsilon(job, step, target, est))
+        found = Certified(job.directions, 0.0, math.inf).narrow(TILT.epsilon(job, step, target, est)).cap(cap)
         extra = [TILT_BRACKET, TILT_LONG_WINDOW] if job.tau * job.total <= SMALL_TAU else []
         events_first = job.total < MIN_STEPS and found.upper - found.lower <= 0.1 * found.upper
         for certifier in ([EVENTS] + extra if events_first else extra + [EVENTS]):

@@ -56,7 +56,9 @@ def initial_step(schedule, accuracy: float, eps_est: float, add=False) -> float:
     total = sum(c for _, _, c in schedule)
     var = sum(c * loss_moments(s, q, add)[1] for s, q, c in schedule)
     d = STEP_FACTOR * math.sqrt(3.0 * accuracy * var / total)
-    d = min(d, 0.5 * accuracy * max(eps_est, 1e-2), 0.05)
+    # (0.05 keeps small losses resolved; a huge eps -- tiny sigma, losses ~ 1 / (2 sigma^2) --
+    # needs only accuracy * eps, and 0.05 there would ask for a grid of ~1e7 bins per step)
+    d = min(d, 0.5 * accuracy * max(eps_est, 1e-2), max(0.05, 1e-4 * eps_est))
     # quarter octaves times 1e-6: a handful of distinct steps keeps the one-step cache useful
     return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
 

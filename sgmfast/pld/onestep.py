@@ -27,7 +27,7 @@ from scipy.special import ndtri
 from .._kernels.pld import bins as kb
 from .._kernels.pld import discretise as kd
 from .._kernels.pld import losses as kl
-from .common import (ADD, MAX_BINS, REPLACE, SPLIT_MIN, STEP_CACHE, TAU_STEP, cache_put, split_pool,
+from .common import (ADD, MAX_BINS, REPLACE, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
                      too_many_bins, two_cores)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
@@ -41,7 +41,7 @@ def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) 
     moved onto the grid when pessimistic, dropped or moved onto the grid when optimistic).
     """
     x = _X_TAU
-    x_far = float(-ndtri(min(0.25, max(tau, TAU_STEP) / q)))
+    x_far = float(-ndtri(min(0.25, max(tau, TAU_MIN) / q)))
     x_near = float(-ndtri(min(0.25, max(tau, TAU_STEP))))
     if add == REPLACE:
         # P = (1-q) N(0, s^2) + q N(-1, s^2); the loss decreases in z

@@ -38,7 +38,7 @@ from .onestep import hybrid_step, one_step
 from .queries import sum_delta
 from .tilting import saddle_of
 from .two_stage import BlockPart, block, one_stage_core, tilt_pieces
-from .windows import TAIL_GOAL
+from .windows import abs_goal as window_goal
 
 EVENT_MAX = 6  # most tail steps composed exactly (else: not used)
 DIRECT_MAX_STEPS = 16  # direct (not FFT) powers of the core when eps lies inside the bulk: at
@@ -138,7 +138,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
         p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
         rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
     vc0 = kt.tilted_moments(pc, core.j_lo, step, 0.0)[1]
-    abs_goal = min(1e-6, max(tau * count, TAIL_GOAL))
+    abs_goal = window_goal(tau, count)
     grids = []
     for k in range(k_max + 1):
         if k == 0 and fine0 and count <= DIRECT_MAX_STEPS and count * pc.size <= DIRECT_MAX_BINS:

@@ -38,7 +38,7 @@ from .common import MAX_BINS, WORKERS, Grid, NotApplicable, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
-from .windows import CHERNOFF_K, TAIL_GOAL, chernoff_n
+from .windows import CHERNOFF_K, TAIL_GOAL, abs_goal as window_goal, chernoff_n
 
 MIN_STEPS = 4096  # fewest steps of one schedule entry for the two-stage composition
 MIN_ONE_STEP_BINS = 4000  # ... fewest fine bins of its one-step grid
@@ -198,9 +198,10 @@ def _kept_tail_events(pc: Pieces, n, blocks, abs_goal):
     return k_max, rem_log
 
 
-def _fine_window(pc: Pieces, n, counts):
+def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     """The fine window [j0, j0 + n1) of the core powers C^{*c}, c in counts: Chernoff edges of
-    every power from the tilted core's MGF, within the supports of the powers.  Returns
+    every power from the tilted core's MGF (``goal`` of tilted mass outside), within the supports
+    of the powers.  Returns
     (j0, n1, wrap, mgf, sup_lo): ``wrap`` is whether any power's support exceeds the window,
     sup_lo the lowest point of the supports."""
     step = pc.step
@@ -210,7 +211,7 @@ def _fine_window(pc: Pieces, n, counts):
     lm = np.empty(lams.size)
     kt.log_mgf_multi(pc.tc, pc.jc, step, lams, lm)
     up = lams > 0
-    lg = math.log(STAGE1_GOAL)
+    lg = math.log(goal)
     b = max(float(np.min((c * lm[up] - lg) / lams[up])) for c in counts)
     a = min(float(np.max((c * lm[~up] - lg) / lams[~up])) for c in counts)
     # the supports of the powers: n jc .. n (jc + size - 1) for every n in counts (jc may be < 0)
@@ -251,7 +252,9 @@ def block(pc: Pieces, n, blocks, pess, abs_goal, ks=None):
         rem_log = -math.inf
     p_inf = math.exp(rem_log) * (1 + 1e-9) if pess else 0.0
     counts = [n - k for k in ks if n - k > 0] or [1]  # (only k = n asked for: a power is not used)
-    j0, n1, wrap, mgf, sup_lo = _fine_window(pc, n, counts)
+    # (below delta ~ 1e-15 the fine windows' charges must scale with delta too)
+    goal = STAGE1_GOAL if abs_goal >= TAIL_GOAL else min(STAGE1_GOAL, 1e-3 * abs_goal / max(blocks, 1))
+    j0, n1, wrap, mgf, sup_lo = _fine_window(pc, n, counts, goal)
     c_n = fft_const(n1)
     spec, e2 = spectrum_of(pc.tc, pc.jc, n1, c_n)
     big_lo = j0 // pc.m
@@ -328,7 +331,7 @@ def compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, ta
     wb = 1.0 / (1.0 + math.exp(pc.sc - pc.sr)) if pc.tr is not None else 0.0
     mean1 = (1 - wb) * pc.mc + wb * pc.mr
     var1 = (1 - wb) * (pc.vc + pc.mc * pc.mc) + wb * (pc.vr + pc.mr * pc.mr) - mean1 * mean1
-    abs_goal = min(1e-6, max(tau * count, TAIL_GOAL))
+    abs_goal = window_goal(tau, count)
     t2, t_rem = divmod(count, t1)
     parts = []
     log_scale = p_inf_log = err_log = mass_log = 0.0

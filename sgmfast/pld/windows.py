@@ -32,6 +32,15 @@ from .common import MAX_BINS, too_many_bins
 CHERNOFF_K = np.arange(-24, 17, 2)
 WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
 TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
+
+
+def abs_goal(tau: float, n_steps: int) -> float:
+    """Untilted mass a window may leave to +inf (upper) or let wrap (both): on the scale of the
+    one-step tail cut, tau * T ~ 1e-4 * accuracy * delta, within [TAIL_GOAL, 1e-6] -- below
+    TAIL_GOAL only when delta itself is that small (1e3 tau T, so that delta ~ 1e-30 stays
+    resolvable)."""
+    t = tau * n_steps
+    return min(1e-6, max(t, TAIL_GOAL if t >= 1e-22 else 1e3 * t))
 PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the Chernoff edge
 
 
@@ -115,25 +124,23 @@ def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0) -> Window:
     step = c.step
     mgf = log_mgf_table(c.parts, step, math.sqrt(c.var), lower=not pess)
     a_max = eps_lo - 2 * math.sqrt(c.var) - 2 * step  # the window must reach below every eps queried
-    # untilted mass the window may leave to +inf (upper) or let wrap (both), on the scale of
-    # the one-step tail cut: tau * T ~ 1e-4 * accuracy * delta (within [1e-15, 1e-6])
-    abs_goal = min(1e-6, max(tau * c.n_steps, TAIL_GOAL))
+    goal = abs_goal(tau, c.n_steps)
     # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
     # effect on delta(eps >= eps_lo) is at most e^{S - theta eps_lo} times its tilted mass.
     # Keep that below abs_goal: the tilted mass that can land on [eps_lo, ...), i.e. that
     # above eps_lo + W, below abs_goal e^{theta eps_lo - S} (never asking for less than
     # TAIL_GOAL: a wider window costs more FFT round-off than it saves).
-    lg_down = min(max(math.log(abs_goal) + theta * eps_lo - c.log_scale, math.log(TAIL_GOAL)), 0.0)
+    lg_down = min(max(math.log(goal) + theta * eps_lo - c.log_scale, math.log(TAIL_GOAL)), 0.0)
     w_down = chernoff_edge(mgf, math.exp(lg_down), upper=True, shift=0.0) - eps_lo
     # What wraps up from below lands >= W higher, where its untilted weight is at most
     # e^{-theta W} times its own (<= e^{-theta W} in all): for theta > 0 a window of
     # -log(abs_goal) / theta suffices; otherwise the lower tail is cut by Chernoff.
-    w_min = -math.log(abs_goal) / theta if theta > 0 else math.inf
+    w_min = -math.log(goal) / theta if theta > 0 else math.inf
     wrap_by_theta = False
     if pess:
         # Mass above the window goes to +inf, untilted at most e^{S - theta b} times its
         # tilted mass; mass that wraps around only adds non-negative mass (sound).
-        hi_l = max(hi_l, chernoff_edge(mgf, abs_goal, upper=True, shift=theta, offset=c.log_scale))
+        hi_l = max(hi_l, chernoff_edge(mgf, goal, upper=True, shift=theta, offset=c.log_scale))
         if theta > 0:
             lo_l = max(lo_l, hi_l - max(w_min, w_down))
         lo_l = min(a_max, lo_l)

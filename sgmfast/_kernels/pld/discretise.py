@@ -130,7 +130,7 @@ def _minorant_to_grid(step, n, frac, amass, opt):
     their relative precision.  The variance lost is O(m w^2) per bin, versus
     the first-order shift of rounding atoms down.
     """
-    if n < 8:
+    if n < 8 or step > 300.0:  # (e^step must stay far inside the float range)
         return False
     ed = math.exp(-step)
     eu = math.exp(step)
@@ -174,7 +174,8 @@ def _minorant_to_grid(step, n, frac, amass, opt):
     # the pinned end knots get exactly zero (a[1] and a[n-2] equal their end terms); avoid rounding residue
     nu[0] = 0.0
     nu[n - 1] = 0.0
-    _lower_hull(nu, step)
+    if not _lower_hull(nu, step):
+        return False
     if nu[0] < 0.0 or nu[n - 1] < 0.0:
         return False
     for i in range(n):
@@ -189,7 +190,8 @@ def _minorant_to_grid(step, n, frac, amass, opt):
 def _lower_hull(nu, step):
     """Remove the knots with negative mass (lower convex hull of the call function): each one's
     mass is interpolated onto its neighbouring knots, preserving mass and u-mean, which only
-    lowers the call function further."""
+    lowers the call function further.  False where two knots lie too far apart in loss for
+    the u-distances to be represented (the caller then merges by contractions)."""
     n = nu.shape[0]
     stack = np.empty(n, dtype=np.int64)
     top = 0
@@ -205,6 +207,8 @@ def _lower_hull(nu, step):
             # u-distances: u_left - u_j and u_j - u_right (u_i proportional to e^{-i step})
             da = math.expm1((j - left) * step)
             db = -math.expm1(-(right - j) * step)
+            if da == math.inf:
+                return False  # knots ~700 nats apart (huge empty stretches): merge by contractions
             # relative to u_j: u_left - u_j = u_j (e^{(j-left) step} - 1), u_j - u_right = u_j (1 - e^{-(right-j) step})
             v = nu[j]
             nu[left] += v * db / (da + db)
@@ -212,6 +216,7 @@ def _lower_hull(nu, step):
             nu[j] = 0.0
             stack[top - 1] = right
             top -= 1
+    return True
 
 
 @jit
