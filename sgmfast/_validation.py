@@ -34,6 +34,8 @@ def as_float_array(value, name: str) -> np.ndarray:
     """Convert to a float64 array; booleans, strings and non-numbers are a TypeError."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number; got the boolean {value!r}")
+    if isinstance(value, int) and abs(value) > 2**53:
+        value = float(value)  # (a Python int beyond int64 would become an object array)
     try:
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - numpy raises many kinds

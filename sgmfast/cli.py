@@ -46,9 +46,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_privacy_args(p: argparse.ArgumentParser, *, with_sigma: bool = True) -> None:
     if with_sigma:
-        p.add_argument("--sigma", type=float, required=True, help="noise multiplier (noise std / clipping norm), > 0")
+        p.add_argument("--sigma", type=float, required=True,
+                       help="noise multiplier (noise std / clipping norm), >= 0 (0: no noise; inf allowed)")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--q", type=float, help="Poisson sampling rate in (0, 1]")
+    g.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     g.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size): q = batch/dataset")
     p.add_argument("--dataset-size", type=int, help="number of examples (with --batch-size or --epochs)")
     h = p.add_mutually_exclusive_group(required=True)
@@ -77,11 +78,11 @@ def _build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
                     help="neighbouring relation (replace-one: PLD only; a replacement moves the sum by 2 norms)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
-    pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (> 0)")
+    pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
     pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
-    pc.add_argument("--q", type=float, help="Poisson sampling rate in (0, 1]")
+    pc.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
     pc.add_argument("--dataset-size", type=int, help="number of examples")
     pc.add_argument("--steps", type=float, help="number of steps")
@@ -140,6 +141,8 @@ def _resolve_q_steps(args) -> tuple[float, float]:
     else:
         if not (math.isfinite(args.epochs) and args.epochs >= 0):
             raise ValueError(f"--epochs must be finite and >= 0; got {args.epochs}")
+        if q == 0.0:
+            raise ValueError("--epochs needs a sampling rate > 0 (an epoch is 1 / q steps); give --steps")
         # Round up: more steps can only increase epsilon.
         steps = float(math.ceil(args.epochs / q - 1e-9))
     return q, steps
@@ -167,7 +170,7 @@ def _cmd_epsilon(args) -> None:
         print(f"relation: {args.relation}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
-    print(f"steps: {int(steps)}")
+    print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
     print(f"accountant: {args.accountant}")
 
 
@@ -214,7 +217,7 @@ def _cmd_calibrate(args) -> None:
         sigma = args.sigma
         steps = float(cal.calibrate_steps(args.epsilon, args.delta, sigma, q, accountant=args.accountant,
                                           accuracy=args.accuracy))
-        print(f"epochs: {steps * q:.6g}")
+        print(f"epochs: {steps * q:.6g}" if steps < math.inf else "epochs: inf")
     upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy)
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
@@ -223,7 +226,7 @@ def _cmd_calibrate(args) -> None:
         print(f"epsilon lower bound: {_fmt(lower, 'down')}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
-    print(f"steps: {int(steps)}")
+    print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
     print(f"accountant: {args.accountant}")
 
 

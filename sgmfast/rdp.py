@@ -256,10 +256,10 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
         v = check_epsilon(value, "epsilon")
         targets = v
     o = None if orders is None else check_orders(orders)
-    s, qq, t, targets = np.broadcast_arrays(s, qq, t, targets)
+    s, qq, t, targets, v = np.broadcast_arrays(s, qq, t, targets, v)
     scalar = s.ndim == 0
     shape = s.shape
-    s, qq, t, targets = (np.ascontiguousarray(x.reshape(-1), dtype=np.float64) for x in (s, qq, t, targets))
+    s, qq, t, targets, v = (np.ascontiguousarray(x.reshape(-1), dtype=np.float64) for x in (s, qq, t, targets, v))
     n = s.shape[0]
     val = np.zeros(n)
     alpha = np.full(n, np.nan)
@@ -281,7 +281,7 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
         # delta(eps) = 1 - (1 - q)^T for every finite eps: eps = +inf below it, 0 at or above
         p = _noiseless_mass(s[noiseless], qq[noiseless], t[noiseless])
         if mode == 0:
-            val[noiseless] = np.where(np.exp(targets[noiseless]) >= p, 0.0, math.inf)
+            val[noiseless] = np.where(v[noiseless] >= p, 0.0, math.inf)  # (p rounded up: certified)
         else:
             val[noiseless] = p
     val = val.reshape(shape)

@@ -78,10 +78,16 @@ def test_one_step_delta_is_bracketed(sigma, q, eps, relation):
 @given(sigma=log_uniform(0.05, 1e4), q=log_uniform(1e-9, 0.999), delta=log_uniform(1e-30, 0.9),
        relation=st.sampled_from(list(RELATION)))
 def test_one_step_epsilon_is_bracketed_and_tight(sigma, q, delta, relation):
-    exact = mp_exact.one_step_epsilon(q, sigma, delta, RELATION[relation][0])
+    direction = RELATION[relation][0]
+    exact = mp_exact.one_step_epsilon(q, sigma, delta, direction)
     b = pld.epsilon(sigma, q, 1, delta, relation=relation)
     assert _le(b.lower, exact) and _le(exact, b.upper)
-    assert b.upper - b.lower <= 1e-6 * b.upper + 1e-10  # (absolute near eps = 0)
+    if b.upper - b.lower > 1e-6 * b.upper + 1e-10:  # (absolute near eps = 0)
+        # only where the problem itself is ill-conditioned: δ stays within 1e-9 of the target
+        # over the whole interval (small sigma: δ ~ q for eps up to ~1 / (2 sigma^2)), beyond the
+        # closed forms' certified ~1e-11
+        ends = [mp_exact.one_step_delta(q, sigma, e, direction) for e in (b.lower, b.upper)]
+        assert all(abs(x / delta - 1) <= 1e-9 for x in ends)
 
 
 # --- reproducers of the total-domain issue (#14) ------------------------------------------------

@@ -184,6 +184,10 @@ def test_dp_accounting_non_private_is_infinite(dpa):
     from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
 
     acc = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(0)))
-    assert acc.get_epsilon(1e-5) == math.inf and acc.get_delta(1.0) == 1.0
+    # without noise a sampled record is revealed: eps = +inf below delta = q, and delta(eps) = q
+    assert acc.get_epsilon(1e-5) == math.inf and acc.get_delta(1.0) == pytest.approx(0.1, rel=1e-12)
+    assert acc.get_delta(1.0) >= 0.1
+    pld_acc = SGMFastPrivacyAccountant().compose(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(0)), 3)
+    assert pld_acc.get_epsilon(1e-5) == math.inf and pld_acc.get_epsilon(0.5) == 0.0
     acc2 = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.NonPrivateDpEvent())
     assert acc2.get_epsilon(1e-5) == math.inf

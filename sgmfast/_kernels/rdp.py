@@ -733,12 +733,14 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     Mode 1 then takes the Bretagnolle-Huber bound into account, at the smallest RDP (orders
     near 1), where it is tightest."""
     v, a = _optimise_order(qs, sigmas, counts, target, mode, refine, xtol)
-    if mode == 1:
+    if mode == 1 or v > 0.0:
         # (order 2 is an exact integer sum; orders near 1 need the quadrature, where it is cheap)
         a_bh = LOW_GRID[LOW_GRID.shape[0] - 1] if _quad_cheap(qs, sigmas, counts, 2.0) else 2.0
         bh = bh_log_delta(schedule_rdp(a_bh, qs, sigmas, counts))
-        if bh < v:
+        if mode == 1 and bh < v:
             return bh, a_bh
+        if mode == 0 and bh <= target:
+            return 0.0, a_bh  # delta(0) <= sqrt(1 - e^-KL) <= delta: eps = 0 (the same check as delta's)
     return v, a
 
 

@@ -90,12 +90,10 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             if q == 0.0:
                 return None  # never sampled: no privacy cost
             return details(event, f"sampling_probability must be in (0, 1]; found {q}")
-        if sigma == 0.0:
-            if do_compose and count > 0:
-                self._non_private = True  # no noise: not private at all
-            return None
-        if not (sigma > 0.0):
+        if not (sigma >= 0.0):
             return details(event, f"noise_multiplier must be >= 0; found {sigma}")
+        # (sigma = 0 with q < 1 is not private at small delta: the engines answer exactly, eps = +inf
+        # below delta = 1 - (1 - q)^T)
         if do_compose and count > 0:
             if self._steps and self._steps[-1].sigma == sigma and self._steps[-1].q == q:
                 last = self._steps[-1]

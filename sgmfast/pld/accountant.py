@@ -160,8 +160,7 @@ class PLDAccountant:
 
     Examples
     --------
-    >>> acc = PLDAccountant()
-    >>> acc.step(1.1, 256 / 60000, steps=1000)
+    >>> acc = PLDAccountant().step(1.1, 256 / 60000, steps=1000)
     >>> b = acc.epsilon(1e-5)
     >>> b.lower <= b.upper
     True
@@ -175,8 +174,12 @@ class PLDAccountant:
         self.history: list[Step] = []
         self._engine = None
 
-    def step(self, sigma, q, steps=1) -> None:
-        """Record ``steps`` steps with noise multiplier ``sigma`` and sampling rate ``q`` (validated first)."""
+    def __repr__(self) -> str:
+        return f"PLDAccountant(steps={sum(st.count for st in self.history)}, segments={len(self.history)})"
+
+    def step(self, sigma, q, steps=1) -> PLDAccountant:
+        """Record ``steps`` steps with noise multiplier ``sigma`` and sampling rate ``q`` (validated
+        first); returns the accountant, so calls chain."""
         s = check_sigma(sigma)
         qq = check_q(q)
         t = check_steps(steps)
@@ -185,6 +188,7 @@ class PLDAccountant:
         if int(t) > 0:
             self.history.append(Step(float(s), float(qq), int(t)))
             self._engine = None
+        return self
 
     def compose(self, other: PLDAccountant) -> PLDAccountant:
         """Append the history of ``other`` (composition of the two mechanisms); returns self."""

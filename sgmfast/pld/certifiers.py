@@ -30,6 +30,9 @@ from .tilting import VAR_GROWTH, saddle_theta
 from .two_stage import compose_two_stage, plan
 
 
+GRID_BYTES = 384 << 20  # composed grids kept per engine (the newest two always)
+
+
 class Certified:
     """Certified intervals [lower, upper] per direction (scalars or arrays); ``narrow``
     intersects.  The pair's value is the largest over directions, so its interval is
@@ -109,9 +112,10 @@ class Caches:
 
     def put_grid(self, key, g) -> None:
         with self.lock:  # the grid pair is built on two threads
-            if len(self.grids) > 16:
-                self.grids.pop(next(iter(self.grids)))
             self.grids[key] = g
+            total = sum(x.t.nbytes for x in self.grids.values())
+            while len(self.grids) > 16 or (total > GRID_BYTES and len(self.grids) > 2):
+                total -= self.grids.pop(next(iter(self.grids))).t.nbytes
 
 
 class TiltedFFT:

@@ -65,13 +65,26 @@ def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
 # --- the one-step cache ------------------------------------------------------------------------
 
 STEP_CACHE: dict = {}
+CACHE_BYTES = 256 << 20  # the one-step cache's budget: oldest entries leave first
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    slots = getattr(type(value), "__slots__", ())
+    return sum(_nbytes(getattr(value, name, None)) for name in slots) if slots else 0
 
 
 def cache_put(key, value) -> None:
-    """Store in the bounded one-step cache (callers keep their local: another thread may clear it)."""
-    if len(STEP_CACHE) > 64:
-        STEP_CACHE.clear()
+    """Store in the one-step cache, bounded in entries and bytes (callers keep their local:
+    another thread may evict it)."""
     STEP_CACHE[key] = value
+    total = sum(_nbytes(v) for v in STEP_CACHE.values())
+    while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 64):
+        old = next(iter(STEP_CACHE))
+        total -= _nbytes(STEP_CACHE.pop(old))
 
 
 # --- helper threads (the kernels and FFTs release the GIL) -------------------------------------
