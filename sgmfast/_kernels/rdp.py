@@ -733,14 +733,21 @@ def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     Mode 1 then takes the Bretagnolle-Huber bound into account, at the smallest RDP (orders
     near 1), where it is tightest."""
     v, a = _optimise_order(qs, sigmas, counts, target, mode, refine, xtol)
-    if mode == 1 or v > 0.0:
-        # (order 2 is an exact integer sum; orders near 1 need the quadrature, where it is cheap)
-        a_bh = LOW_GRID[LOW_GRID.shape[0] - 1] if _quad_cheap(qs, sigmas, counts, 2.0) else 2.0
-        bh = bh_log_delta(schedule_rdp(a_bh, qs, sigmas, counts))
-        if mode == 1 and bh < v:
-            return bh, a_bh
-        if mode == 0 and bh <= target:
-            return 0.0, a_bh  # delta(0) <= sqrt(1 - e^-KL) <= delta: eps = 0 (the same check as delta's)
+    if mode == 0 and v == 0.0:
+        return v, a
+    # Bretagnolle-Huber at the smallest RDP: order 2 (an exact integer sum) first; orders near 1
+    # (the quadrature, where it is cheap) only when they could change the answer -- their RDP
+    # is some fraction of order 2's (a skip costs tightness, never soundness)
+    bh2 = bh_log_delta(schedule_rdp(2.0, qs, sigmas, counts))
+    goal = v if mode == 1 else target
+    if bh2 <= goal:
+        return (bh2, 2.0) if mode == 1 else (0.0, 2.0)
+    a_bh = LOW_GRID[LOW_GRID.shape[0] - 1]
+    if bh2 - 0.5 * math.log(8.0) > goal or not _quad_cheap(qs, sigmas, counts, 2.0):
+        return v, a
+    bh = bh_log_delta(schedule_rdp(a_bh, qs, sigmas, counts))
+    if bh <= goal:
+        return (bh, a_bh) if mode == 1 else (0.0, a_bh)  # eps = 0: the same check as delta's
     return v, a
 
 
