@@ -27,6 +27,8 @@ True
 from __future__ import annotations
 
 import math
+import time
+
 import numpy as np
 
 from ._kernels import calibrate as _kc
@@ -57,6 +59,9 @@ STEPS_MAX = 1e12
 #: Relative tolerance of the RDP and PLD solves.
 RDP_TOL = 1e-6
 PLD_TOL = 1e-4
+#: Seconds one calibrated point may spend refining its bracket; past it the private end found so
+#: far is returned (verified, less tight than the tolerance).
+CAL_BUDGET = 8.0
 
 _ACCOUNTANTS = ("pld", "rdp")
 
@@ -83,11 +88,12 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
     return float(_epsilon_one(float(sigma), float(q), float(steps), float(delta), accuracy, None)[1])
 
 
-def _boundary(ok, x_ok, x_bad, tol):
+def _boundary(ok, x_ok, x_bad, tol, deadline=math.inf):
     """Bisection in x between a point where ``ok`` holds and one where it does not, until they
-    are within ``tol``; returns the last x where ok held (so the answer is verified)."""
+    are within ``tol`` (or the deadline passes); returns the last x where ok held (so the answer
+    is verified)."""
     for _ in range(400):
-        if abs(x_ok - x_bad) <= tol:
+        if abs(x_ok - x_bad) <= tol or time.monotonic() > deadline:
             break
         mid = 0.5 * (x_ok + x_bad)
         if ok(mid):
@@ -97,7 +103,7 @@ def _boundary(ok, x_ok, x_bad, tol):
     return x_ok
 
 
-def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0):
+def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, deadline=math.inf):
     """The boundary of ``ok(x)`` (x = log of the parameter) in [x_min, x_max] near x0, where ok
     holds for large x (``private_up``) or small x: doubling steps from x0 until ok changes, then
     bisection.  Returns the x where ok held last (an end of the range if ok holds up to it), or
@@ -113,7 +119,7 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0):
             if x == x_ok:
                 return x_ok
             if not ok(x):
-                return _boundary(ok, x_ok, x, tol)
+                return _boundary(ok, x_ok, x, tol, deadline)
             x_ok, step = x, 2.0 * step
     x_bad = x0
     while True:
@@ -121,7 +127,7 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0):
         if x == x_bad:
             return None
         if ok(x):
-            return _boundary(ok, x, x_bad, tol)
+            return _boundary(ok, x, x_bad, tol, deadline)
         x_bad, step = x, 2.0 * step
 
 
@@ -262,6 +268,7 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
                 ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
                 upper = _PldUpper(acc)  # and its grid
                 for j, i in enumerate(idx):
+                    upper.restart()
                     sig[i] = _pld_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j], upper, ratio, acc)
                     if math.isfinite(s_rdp[j]) and sig[i] > 0:
                         ratio = sig[i] / s_rdp[j]
@@ -312,17 +319,31 @@ class _PldUpper:
     bound either way; the grid only decides how tight it is.
     """
 
-    def __init__(self, accuracy):
+    def __init__(self, accuracy, budget: float = CAL_BUDGET):
         self.accuracy = accuracy
         self.step = None
         self.settled = False
+        self.last = None
+        self.budget = budget
+        self.restart()
+
+    def restart(self) -> None:
+        """A new point of a sweep: its own time budget (the grid hint is kept)."""
+        self.deadline = time.monotonic() + self.budget
 
     def __call__(self, sigma, q, steps, delta):
         from .pld.accountant import epsilon_hinted, epsilon_upper_at
 
+        if self.last is not None and any(not 0.5 < a / b < 2.0 for a, b in zip((sigma, q, steps), self.last)
+                                         if b > 0):
+            self.step, self.settled = None, False  # far from the last point: its grid is no hint
+        self.last = (sigma, q, steps)
+        # past the deadline the engine returns what it has certified (a looser upper bound: the
+        # search then errs towards privacy)
+        budget = max(0.05, min(5.0, self.deadline - time.monotonic()))
         if self.settled:
-            return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step))
-        lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step)
+            return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step, budget))
+        lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)
         if step is not None:
             ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
             factor = 1.0
@@ -461,17 +482,16 @@ def _q_point(accountant, eps, delta, sigma, steps, accuracy):
         q = -math.expm1(math.log1p(-delta) / steps) * (1 - 1e-12)
         return _verified(accountant, eps, q, check, False, 1e-12)
     tol = RDP_TOL if accountant == "rdp" else PLD_TOL
-    x0 = math.log(min(1.0, 0.5 * max(sigma, 1e-300) / math.sqrt(max(steps, 1.0))))
+    deadline = time.monotonic() + CAL_BUDGET
+    # start at the Gaussian asymptote q ~ sigma / sigma(1, T) (Räisä et al., ICML 2024, Cor. 5.4)
+    s1 = _kc.gaussian_sigma(max(eps, 1e-300), math.log(delta)) * math.sqrt(max(steps, 1.0))
+    x0 = math.log(min(1.0, max(sigma / s1, 1e-300)))
     if accountant == "pld":
-        # RDP's q is private for PLD too (its upper bound is capped by RDP's): a start close by
-        x_rdp = _search_log(lambda x: _public_eps("rdp", sigma, math.exp(x), steps, delta, None) <= eps, x0,
-                            False, 1e-3, x_max=0.0)
-        x0 = x_rdp if x_rdp is not None else x0
         upper = _PldUpper(accuracy)
         fast = lambda x: upper(sigma, min(1.0, math.exp(x)), steps, delta) <= eps  # noqa: E731
     else:
         fast = lambda x: check(min(1.0, math.exp(x)))  # noqa: E731
-    x = _search_log(fast, x0, False, tol, x_max=0.0)
+    x = _search_log(fast, x0, False, tol, x_max=0.0, deadline=deadline)
     if x is None:
         return 0.0
     return _verified(accountant, eps, min(1.0, math.exp(x)), check, False, tol)

@@ -35,14 +35,17 @@ def _delta_one(sigma, q, steps, eps, accuracy, grid_step, relation="add_remove")
     return float(lo[0]), float(up[0])
 
 
-def epsilon_hinted(sigma, q, steps, target, accuracy, step0):
+def epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
     """(lower, upper, last grid step or None) of ``steps`` SGM steps, the first grid step being
     ``step0`` if given: for calibration loops, where neighbouring sigmas need about the same
     grid.  Arguments must already be validated."""
-    return Engine([(sigma, q, int(steps))], accuracy, None).epsilon(target, step0)
+    eng = Engine([(sigma, q, int(steps))], accuracy, None)
+    if budget is not None:
+        eng.budget = budget
+    return eng.epsilon(target, step0)
 
 
-def epsilon_upper_at(sigma, q, steps, target, accuracy, step):
+def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
     """Only the upper bound on epsilon(target), on a given grid step (no accuracy loop): for
     calibration searches. Still a certified upper bound. Arguments must already be validated."""
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon_upper_at(target, step)
