@@ -202,3 +202,92 @@ def test_rdp_delta_optimises_over_orders():
     assert np.all(np.diff(d) < 0) and d[-1] < 1e-6
     for e, di in zip([1.5, 2, 2.5, 3], d):
         assert rdp.epsilon(1.0, 0.01, 1000, di) == pytest.approx(e, rel=1e-9)
+
+
+# --- the other reproducers (#14), each at its cause ---------------------------------------
+
+
+@pytest.mark.parametrize("sigma", [1e6, 2e8, 7e8, 1e12])
+def test_extreme_noise_answers_without_huge_grids_or_order_ranges(sigma):
+    # 30-90 s at 1e6; the RDP order search allocated until killed at 2e8; MemoryError at 7e8
+    b = pld.epsilon(sigma, 0.01, 1000, 1e-10)
+    r = rdp.epsilon(sigma, 0.01, 1000, 1e-10)
+    assert 0.0 <= b.lower <= b.upper <= r + 1e-300 and math.isfinite(r)
+    assert 0.0 <= rdp.delta(sigma, 0.01, 1000, 1e-3) <= 1.0
+
+
+@pytest.mark.parametrize("sigma,steps", [(1e-3, 10), (1e-3, 1000)])
+def test_tiny_noise_answers(sigma, steps):
+    # FloatingPointError after 23 s: the optimistic minorant overflowed across ~5e5-nat gaps
+    b = pld.epsilon(sigma, 0.01, steps, 1e-5)
+    assert 0.0 < b.lower <= b.upper < math.inf
+    assert b.lower >= pld.epsilon(sigma, 0.01, 1, 1e-5).lower  # never below one step's
+
+
+def test_long_runs_at_tiny_delta():
+    # OverflowError; and the tail charges (1e-15 floor) hid delta = 1e-30 behind the RDP bound
+    b = pld.epsilon(0.1, 0.5, 10**7, 1e-30)
+    assert 0.0 < b.lower <= b.upper < math.inf
+    b = pld.epsilon(5.0, 0.01, 10**7, 1e-30)
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_calibration_crashes_and_refusals():
+    from sgmfast import calibrate as cal
+
+    # ZeroDivisionError in the saddle search (a tilted variance of 0)
+    s = cal.calibrate_sigma(2.571412090508635, 2.952815819429878e-09, 0.004983855383988709, 3)
+    assert pld.epsilon(s, 0.004983855383988709, 3, 2.952815819429878e-09).upper <= 2.571412090508635
+    # "no sigma exists" (there is one)
+    s = cal.calibrate_sigma(0.001, 1e-30, 1.0, 1)
+    assert _le(mp_exact.composed_gaussian_delta(s, 1, 0.001), 1e-30)
+    s = cal.calibrate_sigma(1e-4, 1e-5, 0.01, 1000, accountant="pld")
+    assert pld.epsilon(s, 0.01, 1000, 1e-5).upper <= 1e-4
+    # 54 s, then a refusal (it started from RDP's q = 1.5e-10; PLD's is ~6e-4)
+    q = cal.calibrate_q(0.2783235023388343, 3.464333950028901e-08, 0.8848486282073339, 1244)
+    assert 1e-4 < q < 1e-3
+    assert pld.epsilon(0.8848486282073339, q, 1244, 3.464333950028901e-08).upper <= 0.2783235023388343
+
+
+def test_gaussian_sigma_is_never_capped():
+    # a capped sigma = 162754.79 was returned, where the exact delta is 4.9e-29 > 1e-30
+    from sgmfast import calibrate as cal
+
+    s = cal.gaussian_sigma(6e-5, 1e-30)
+    assert _le(mp_exact.composed_gaussian_delta(s, 1, 6e-5), 1e-30)
+    assert not _le(mp_exact.composed_gaussian_delta(s * (1 - 1e-9), 1, 6e-5), 1e-30)
+
+
+def test_calibrated_values_pass_the_public_accountant():
+    # sigma = 0.78790356 came back where pld.epsilon reported 1.0000132 > 1.0
+    from sgmfast import calibrate as cal
+
+    s = cal.calibrate_sigma(1.0, 1e-4, 0.002, 5000)
+    assert pld.epsilon(s, 0.002, 5000, 1e-4).upper <= 1.0
+    q = cal.calibrate_q(1.0, 1e-4, s, 5000)
+    assert pld.epsilon(s, q, 5000, 1e-4).upper <= 1.0
+    t = cal.calibrate_steps(1.0, 1e-4, 0.9, 0.002)
+    assert pld.epsilon(0.9, 0.002, t, 1e-4).upper <= 1.0 < pld.epsilon(0.9, 0.002, t + 1, 1e-4).upper
+    b = cal.calibrate_batch_size(1.0, 1e-4, 0.9, 50_000, epochs=2)
+    assert pld.epsilon(0.9, b / 50_000, math.ceil(2 * 50_000 / b - 1e-9), 1e-4).upper <= 1.0
+
+
+ACCURACY_CALLS = [
+    lambda a: pld.epsilon(1.0, 0.01, 10, 1e-5, accuracy=a),
+    lambda a: pld.delta(1.0, 0.01, 10, 1.0, accuracy=a),
+    lambda a: pld.PLDAccountant(accuracy=a),
+    lambda a: __import__("sgmfast.calibrate").calibrate.calibrate_sigma(1.0, 1e-5, 0.01, 10, accountant="rdp",
+                                                                         accuracy=a),
+    lambda a: __import__("sgmfast.calibrate").calibrate.calibrate_q(1.0, 1e-5, 1.0, 10, accountant="rdp", accuracy=a),
+    lambda a: __import__("sgmfast.calibrate").calibrate.calibrate_steps(1.0, 1e-5, 1.0, 0.01, accountant="rdp",
+                                                                         accuracy=a),
+]
+
+
+@pytest.mark.parametrize("call", ACCURACY_CALLS)
+@pytest.mark.parametrize("bad,error", [("1e-3", TypeError), (True, TypeError), (-1.0, ValueError),
+                                       (float("nan"), ValueError), (5.0, ValueError), (0.0, ValueError)])
+def test_accuracy_is_a_real_number_in_0_1_everywhere(call, bad, error):
+    # a string was accepted, -1 gave "math domain error", NaN a misleading message, 5.0 was used
+    with pytest.raises(error, match="accuracy"):
+        call(bad)
