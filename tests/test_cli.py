@@ -160,3 +160,17 @@ def test_figures_bad_grid_is_a_usage_error(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("sgmfast: error:") and "n_q" in err and err.count("\n") == 1
+
+
+def test_calibrate_defaults_to_the_tight_accountant(capsys):
+    code, out, err = _run(["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.01", "--steps", "1000"], capsys)
+    assert code == 0 and _field(out, "accountant") == "pld"
+    sigma = float(_field(out, "sigma"))
+    from sgmfast import pld
+
+    assert pld.epsilon(sigma, 0.01, 1000, 1e-5).upper <= 2.0  # what the CLI calibrated, the API confirms
+
+
+def test_no_noise_through_the_cli(capsys):
+    code, out, err = _run(["epsilon", "--sigma", "0", "--q", "0.01", "--steps", "100", "--delta", "1e-5"], capsys)
+    assert code == 0 and _field(out, "epsilon") == "inf"
