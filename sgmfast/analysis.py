@@ -129,9 +129,9 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
     epsilon : float or array_like
         epsilon >= 0 (nats).
     q : float or array_like
-        Poisson sampling rate in (0, 1].
+        Poisson sampling rate in [0, 1].
     sigma : float or array_like
-        Noise multiplier (> 0).
+        Noise multiplier in [0, +inf] (0: no noise -- delta = q for remove; +inf: delta = 0).
     direction : {"both", "remove", "add"}
     log : bool
         Return log delta instead of delta (-inf where delta = 0).
@@ -156,8 +156,23 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
     qq = check_q(q)
     s = check_sigma(sigma)
     shape, (e, qq, s) = _broadcast(e, qq, s)
-    out = np.empty_like(e)
-    _ka.log_delta_points(d, e, qq, s, out)
+    out = np.full_like(e, -np.inf)  # q = 0, sigma = +inf, or eps = +inf with noise: delta = 0
+    reg = (qq > 0) & (s > 0) & np.isfinite(s) & np.isfinite(e)
+    if reg.any():
+        r = np.empty(int(reg.sum()))
+        _ka.log_delta_points(d, np.ascontiguousarray(e[reg]), np.ascontiguousarray(qq[reg]),
+                             np.ascontiguousarray(s[reg]), r)
+        out[reg] = r
+    noiseless = (s == 0) & (qq > 0)
+    if noiseless.any():
+        # sigma = 0: remove reveals a sampled record (loss +inf with probability q, else
+        # log(1 - q) < 0): delta = q for every eps, +inf included; add: (1 - e^eps (1 - q))_+
+        en, qn = e[noiseless], qq[noiseless]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            add = np.where(np.isinf(en), 0.0, np.maximum(-np.expm1(en + np.log1p(-qn)), 0.0))
+        val = {_ka.DIR_REMOVE: qn, _ka.DIR_ADD: add}.get(d, np.maximum(qn, add))
+        with np.errstate(divide="ignore"):
+            out[noiseless] = np.log(val)
     if not log:
         out = np.exp(out)
     return _out(out, shape)
@@ -202,8 +217,13 @@ def one_step_sigma(epsilon, delta, q, direction: str = "both"):
     dl = check_delta(delta)
     qq = check_q(q)
     shape, (e, dl, qq) = _broadcast(e, dl, qq)
-    out = np.empty_like(e)
-    _ka.solve_sigma_points(d, e, np.log(dl), qq, SIGMA_XTOL, out)
+    out = np.zeros_like(e)  # q = 0 or eps = +inf: no noise needed
+    reg = (qq > 0) & np.isfinite(e)
+    if reg.any():
+        r = np.empty(int(reg.sum()))
+        _ka.solve_sigma_points(d, np.ascontiguousarray(e[reg]), np.log(dl[reg]), np.ascontiguousarray(qq[reg]),
+                               SIGMA_XTOL, r)
+        out[reg] = r
     if np.isnan(out).any():  # pragma: no cover - the bracket covers sigma in [e^-40, e^700]
         i = int(np.flatnonzero(np.isnan(out))[0])
         raise ValueError(f"no sigma found for epsilon={e[i]:g}, delta={dl[i]:g}, q={qq[i]:g}")
