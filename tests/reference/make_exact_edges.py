@@ -97,6 +97,14 @@ def header(extra):
 # --------------------------------------------------------------------------
 # Independent method: quadrature of the definition
 # --------------------------------------------------------------------------
+
+def write_table(path, comment, columns, rows):
+    """A table: the provenance comment line(s), the column names, the rows."""
+    with open(path, "w") as fh:
+        fh.write(header(comment))
+        fh.write(columns + "\n")
+        fh.writelines(rows)
+
 def _phi(z, s):
     return mpmath.exp(-z * z / (2 * s * s)) / (s * mpmath.sqrt(2 * mpmath.pi))
 
@@ -283,12 +291,10 @@ def gaussian_tables():
                     rows.append("%d,%s,%s,%d,%s,%s\n" % (rid, fmt_in(c), fmt_in(sigma), T,
                                                          fmt_in(eps), fmt_out(d)))
                     rid += 1
-    with open(OUT_G, "w") as fh:
-        fh.write(header("T-fold Gaussian mechanism, mu = sensitivity*sqrt(steps)/sigma:"
+    write_table(OUT_G, "T-fold Gaussian mechanism, mu = sensitivity*sqrt(steps)/sigma:"
                         " delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu);"
-                        " eps in nats; rows with delta < 1e-300 are skipped (gaps in row_id)"))
-        fh.write("row_id,sensitivity,sigma,steps,epsilon,delta\n")
-        fh.writelines(rows)
+                        " eps in nats; rows with delta < 1e-300 are skipped (gaps in row_id)",
+                "row_id,sensitivity,sigma,steps,epsilon,delta", rows)
     print("exact_gaussian_composed.csv: %d rows of %d (skipped %d with delta < 1e-300), %.0f s"
           % (len(rows), rid, n_tiny, time.time() - t0), flush=True)
 
@@ -316,13 +322,11 @@ def gaussian_tables():
                     rows.append("%d,%s,%s,%d,%s,%s\n" % (rid, fmt_in(c), fmt_in(sigma), T,
                                                          fmt_in(target), fmt_out(e)))
                     rid += 1
-    with open(OUT_GE, "w") as fh:
-        fh.write(header("T-fold Gaussian mechanism, mu = sensitivity*sqrt(steps)/sigma:"
+    write_table(OUT_GE, "T-fold Gaussian mechanism, mu = sensitivity*sqrt(steps)/sigma:"
                         " epsilon (nats) = smallest eps >= 0 with delta(eps) <= delta;"
                         " epsilon = 0.0 exactly where delta >= delta(0), kept only in rows %s,"
-                        " other such points skipped" % " ".join(str(r) for r in zero_rows)))
-        fh.write("row_id,sensitivity,sigma,steps,delta,epsilon\n")
-        fh.writelines(rows)
+                        " other such points skipped" % " ".join(str(r) for r in zero_rows),
+                "row_id,sensitivity,sigma,steps,delta,epsilon", rows)
     print("exact_gaussian_composed_eps.csv: %d rows of %d (%d marked epsilon=0 rows, %d"
           " epsilon=0 points skipped), %.0f s"
           % (len(rows), rid, len(zero_rows), n_zero_skipped, time.time() - t0), flush=True)
@@ -406,13 +410,11 @@ def one_step_tables():
                     cell(vals["remove"]), cell(vals["add"]), cell(vals["replace"])))
                 rid += 1
         print("  one-step delta q=%r done, %.0f s" % (q, time.time() - t0), flush=True)
-    with open(OUT_S, "w") as fh:
-        fh.write(header("one-step SGM delta(eps), eps in nats; remove: P=mu, Q=mu0; add: P=mu0,"
+    write_table(OUT_S, "one-step SGM delta(eps), eps in nats; remove: P=mu, Q=mu0; add: P=mu0,"
                         " Q=mu; replace: P=(1-q)N(0,s^2)+qN(-1,s^2), Q=(1-q)N(0,s^2)+qN(1,s^2);"
                         " 0.0 = exactly 0 (add, eps >= -log(1-q)); <1e-300 = positive but below"
-                        " 1e-300 (not written); rows where no value is >= 1e-300 are skipped"))
-        fh.write("row_id,q,sigma,epsilon,delta_remove,delta_add,delta_replace\n")
-        fh.writelines(rows)
+                        " 1e-300 (not written); rows where no value is >= 1e-300 are skipped",
+                "row_id,q,sigma,epsilon,delta_remove,delta_add,delta_replace", rows)
     print("exact_one_step.csv: %d rows of %d (skipped %d), %.0f s"
           % (len(rows), rid, n_skip, time.time() - t0), flush=True)
 
@@ -442,12 +444,10 @@ def one_step_tables():
                     fmt_out(vals["max"]), fmt_out(vals["replace"])))
                 rid += 1
         print("  one-step eps q=%r done, %.0f s" % (q, time.time() - t0), flush=True)
-    with open(OUT_SE, "w") as fh:
-        fh.write(header("one-step SGM epsilon (nats) = smallest eps >= 0 with delta(eps) <= delta;"
+    write_table(OUT_SE, "one-step SGM epsilon (nats) = smallest eps >= 0 with delta(eps) <= delta;"
                         " eps_max = max(eps_remove, eps_add); 0.0 = exactly 0 (delta >= delta(0));"
-                        " rows where all four are 0 are skipped except for q = 0.3"))
-        fh.write("row_id,q,sigma,delta,eps_remove,eps_add,eps_max,eps_replace\n")
-        fh.writelines(rows)
+                        " rows where all four are 0 are skipped except for q = 0.3",
+                "row_id,q,sigma,delta,eps_remove,eps_add,eps_max,eps_replace", rows)
     print("exact_one_step_eps.csv: %d rows of %d (skipped %d all-zero), %.0f s"
           % (len(rows), rid, n_skip, time.time() - t0), flush=True)
 
