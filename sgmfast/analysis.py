@@ -178,6 +178,25 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
     return _out(out, shape)
 
 
+def _certified_private(direction: int, eps: float, delta: float, q: float, sigma: float) -> float:
+    """sigma nudged up (by 1e-13 relative steps, doubling) until the certified upper bound on
+    delta (``sgmfast._kernels.pld.exact``, rounding bounded) is <= delta: the root solve above
+    works on the uncertified log-space delta, whose last digits can sit on the wrong side."""
+    from ._kernels.pld import exact as kx
+
+    kinds = {_ka.DIR_REMOVE: (kx.KIND_REMOVE,), _ka.DIR_ADD: (kx.KIND_ADD,)}.get(
+        direction, (kx.KIND_REMOVE, kx.KIND_ADD))
+    if q >= 1.0:
+        kinds = (kx.KIND_GAUSS,)
+    log_delta = math.log(delta)
+    for k in range(80):
+        w_hi = (1.0 / sigma) * (1.0 + 4.0 * 2.0**-53)
+        if all(not (kx.log_delta_bounds(kind, eps, q, w_hi)[1] > log_delta) for kind in kinds):
+            return sigma
+        sigma *= 1.0 + 1e-13 * 2.0**k
+    return sigma  # (not reached: delta -> 0 as sigma grows)
+
+
 def one_step_sigma(epsilon, delta, q, direction: str = "both"):
     """Smallest noise multiplier sigma(q) for which one SGM step is (epsilon, delta)-DP.
 
@@ -224,6 +243,8 @@ def one_step_sigma(epsilon, delta, q, direction: str = "both"):
         _ka.solve_sigma_points(d, np.ascontiguousarray(e[reg]), np.log(dl[reg]), np.ascontiguousarray(qq[reg]),
                                SIGMA_XTOL, r)
         out[reg] = r
+        for i in np.flatnonzero(reg & (out > 0)):
+            out[i] = _certified_private(d, float(e[i]), float(dl[i]), float(qq[i]), float(out[i]))
     if np.isnan(out).any():  # pragma: no cover - the bracket covers sigma in [e^-40, e^700]
         i = int(np.flatnonzero(np.isnan(out))[0])
         raise ValueError(f"no sigma found for epsilon={e[i]:g}, delta={dl[i]:g}, q={qq[i]:g}")

@@ -65,11 +65,24 @@ def log_mills(x):
 
 
 @jit
-def _log_tail_pair(log_k, u, v):
-    """log(K (R(u) - R(v))) for 0 <= u < v: the difference of two normal tails sharing the
-    factor K = c1 phi(u) = c2 phi(v), i.e. c1 Phibar(u) - c2 Phibar(v)."""
+def _log_tail_pair(log_k, u, v, width):
+    """log(K (R(u) - R(v))) for 0 <= u < v = u + width: the difference of two normal tails
+    sharing the factor K = c1 phi(u) = c2 phi(v), i.e. c1 Phibar(u) - c2 Phibar(v).
+
+    Once the width is below the resolution of u (sigma ~ 1e8: u and v round to the same float),
+    R(u) - R(v) = width (1 - m R(m)) (1 + O(width^2)) at the midpoint m, with
+    1 - t R(t) = 1/t^2 - 3/t^4 + 15/t^6 - ... for large t (the Mills series)."""
     lu = log_mills(u)
-    return log_k + lu + log1mexp(log_mills(v) - lu)
+    d = log_mills(v) - lu
+    if d < -1e-7 * (1.0 + abs(lu)) or width >= 1e-6 * (1.0 + u):
+        return log_k + lu + log1mexp(d)
+    m = u + 0.5 * width
+    if m > 1e3:
+        inv = 1.0 / (m * m)
+        g = inv * (1.0 - 3.0 * inv * (1.0 - 5.0 * inv))
+    else:
+        g = 1.0 - m * math.exp(log_mills(m))
+    return log_k + math.log(width) + math.log(g)
 
 
 @jit
@@ -87,7 +100,7 @@ def log_delta_remove(eps, q, sigma):
             return first
         return log_sub(first, math.log(em1) + log_ndtr(-x2))
     # q Phibar(x1) - h Phibar(x2) = q phi(x1) (R(x1) - R(x2)) since q phi(x1) = h phi(x2).
-    return _log_tail_pair(math.log(q) - 0.5 * x1 * x1 - LOG_SQRT_2PI, x1, x2)
+    return _log_tail_pair(math.log(q) - 0.5 * x1 * x1 - LOG_SQRT_2PI, x1, x2, 1.0 / sigma)
 
 
 @jit
@@ -106,7 +119,7 @@ def log_delta_add(eps, q, sigma):
             return eps + first
         return eps + log_sub(first, math.log(qmg) + log_ndtr(y1))
     # g Phi(y1) - q Phi(y2) = g phi(y1) (R(-y1) - R(-y2)) since g phi(y1) = q phi(y2).
-    return eps + _log_tail_pair(math.log(g) - 0.5 * y1 * y1 - LOG_SQRT_2PI, -y1, -y2)
+    return eps + _log_tail_pair(math.log(g) - 0.5 * y1 * y1 - LOG_SQRT_2PI, -y1, -y2, 1.0 / sigma)
 
 
 @jit

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,14 +78,17 @@ def _nbytes(value) -> int:
     return sum(_nbytes(getattr(value, name, None)) for name in slots) if slots else 0
 
 
+_CACHE_LOCK = threading.Lock()
+
+
 def cache_put(key, value) -> None:
     """Store in the one-step cache, bounded in entries and bytes (callers keep their local:
     another thread may evict it)."""
-    STEP_CACHE[key] = value
-    total = sum(_nbytes(v) for v in STEP_CACHE.values())
-    while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 64):
-        old = next(iter(STEP_CACHE))
-        total -= _nbytes(STEP_CACHE.pop(old))
+    with _CACHE_LOCK:  # (sweeps run calibrations on threads)
+        STEP_CACHE[key] = value
+        total = sum(_nbytes(v) for v in list(STEP_CACHE.values()))
+        while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 64):
+            total -= _nbytes(STEP_CACHE.pop(next(iter(STEP_CACHE))))
 
 
 # --- helper threads (the kernels and FFTs release the GIL) -------------------------------------

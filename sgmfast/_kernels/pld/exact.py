@@ -82,27 +82,56 @@ def _log_rel(e):
 
 
 @jit
-def _narrow(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1):
-    """(log lower, log upper) of val / φ(x_top) for a narrow interval (module notes)."""
-    v = k_a * w
-    s_a = interval_factor(x_top * v, 0.5 * v * v)
-    core_a = math.exp(log_w_a) * v * s_a
-    e_a = e_w_a + 24.0 * EPS64  # the weight's bound, v (exact floats times k_a: 1u), S (16u), products
+def _log_mass_ratio(x, v):
+    """(log of N(x - v, x) / φ(x), bound on its absolute error).  Narrow (|x| v + v^2/2 <= 1): v S,
+    S by Gauss-Legendre (16u); else the Mills ratios R(x - v) e^{v x - v^2/2} - R(x), whose
+    first term is at least e^{1/2} times the second there (no cancellation)."""
+    if abs(x) * v + 0.5 * v * v <= 1.0:
+        return math.log(v * interval_factor(x * v, 0.5 * v * v)), 24.0 * EPS64
+    l1, e1 = log_mills(x - v)
+    l2, e2 = log_mills(x)
+    arg = v * x - 0.5 * v * v
+    lt1 = l1 + arg
+    e_t1 = e1 + 2.0 * EPS64 * (abs(v * x) + v * v + abs(lt1) + 1.0)
+    d = l2 - lt1
+    e = e_t1 + e2
+    if not d + e < 0.0:
+        return NEG_INF, math.inf
+    # log(t1 - t2) within [lt1 - e_t1 + log1mexp(d + e), lt1 + e_t1 + log1mexp(d - e)]
+    lo = lt1 - e_t1 + log1mexp(d + e)
+    hi = lt1 + e_t1 + log1mexp(d - e)
+    return 0.5 * (lo + hi), 0.5 * (hi - lo) + 2.0 * EPS64 * (abs(lt1) + 1.0)
+
+
+@jit
+def _log_difference(la, e_a, lb, e_b):
+    """(log lower, log upper) of e^la - e^lb given log errors e_a, e_b (-inf: no positive lower)."""
+    if lb == NEG_INF:
+        return la - e_a, la + e_a
+    d = lb - la
+    e = e_a + e_b
+    lo = la - e_a + log1mexp(d + e) if d + e < 0.0 else NEG_INF
+    hi = la + e_a + (log1mexp(d - e) if d - e < 0.0 else 0.0)
+    return lo, hi
+
+
+@jit
+def _relative(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1):
+    """(log lower, log upper) of val / φ(x_top): the masses as ratios to φ(x_top)
+    (``_log_mass_ratio``), Φ̄(x_top) = φ(x_top) R(x_top); every term within a few ulp of
+    itself, so a near-cancellation costs only that many ulp of the terms."""
+    lm_a, e_ma = _log_mass_ratio(x_top, k_a * w)
+    la = log_w_a + lm_a
+    e_a = e_w_a + e_ma + 2.0 * EPS64 * (abs(la) + 1.0)
     lr, e_r = log_mills(x_top)
-    inner = math.exp(lr)
-    e_in = math.expm1(e_r) + 2.0 * EPS64
+    l_in, e_in = lr, e_r
     if c_b > 0.0:
-        part = c_b * w * interval_factor(x_top * w, 0.5 * w * w)
-        inner += part
-        e_in = max(e_in, 24.0 * EPS64)  # both parts within their bounds: so is the sum
-    em1 = math.exp(log_em1)
-    core_b = em1 * inner
-    e_b = math.expm1(e_em1) + e_in + 4.0 * EPS64
-    core = core_a - core_b
-    err = e_a * core_a + e_b * core_b + 2.0 * EPS64 * (core_a + core_b)
-    lo = core - err
-    hi = core + err
-    return (math.log(lo) if lo > 0.0 else NEG_INF), (math.log(hi) if hi > 0.0 else NEG_INF)
+        lm_b, e_mb = _log_mass_ratio(x_top, w)
+        l_in = log_add(lr, math.log(c_b) + lm_b)
+        e_in = max(e_r, e_mb + 2.0 * EPS64) + 2.0 * EPS64 * (abs(l_in) + 1.0)
+    lb = log_em1 + l_in
+    e_b = e_em1 + e_in + 2.0 * EPS64 * (abs(lb) + 1.0) if lb > NEG_INF else 0.0
+    return _log_difference(la, e_a, lb, e_b)
 
 
 @jit
@@ -127,13 +156,7 @@ def _wide(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1):
         e_m = _log_rel(mass_slack(lm) + dm * math.exp(-0.5 * xm * xm - LOG_SQRT_2PI - lm) * 1.01)
         lb_in = log_add(math.log1p(-c_b) + lb_in, math.log(c_b) + lm)
         e_in = max(e_in, e_m) + 4.0 * EPS64
-    lb = log_em1 + lb_in
-    e_b = e_em1 + e_in
-    e = e_a + e_b
-    d = lb - la
-    lo = la - e_a + log1mexp(d + e) if d + e < 0.0 else NEG_INF
-    hi = la + e_a + (log1mexp(d - e) if d - e < 0.0 else 0.0)
-    return lo, hi
+    return _log_difference(la, e_a, log_em1 + lb_in, e_em1 + e_in)
 
 
 @jit
@@ -148,13 +171,15 @@ def hockey_log_bounds(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1, eps, d
     if not (dx * (abs(x_top) + 2.0 * w + 1.0) <= 0.25):
         return NEG_INF, math.nan
     v = k_a * w
-    narrow = abs(x_top) * v + 0.5 * v * v <= 1.0 and (c_b == 0.0 or abs(x_top) * w + 0.5 * w * w <= 1.0)
+    # relative to φ(x_top) wherever the Mills ratios hold their precision (|x| up to 1e4, the
+    # shifted end not in the far left tail); else as log-masses
+    relative = abs(x_top) <= 1e4 and x_top - v >= -30.0
     lphi = -0.5 * x_top * x_top - LOG_SQRT_2PI
     e_phi = 2.0 * EPS64 * (x_top * x_top + 2.0)
     # threshold term, relative to φ(x_top)
     l_thr = math.log(4.0 * dens_ratio * v) + eps + 2.0 * math.log(max(dx, 1e-300))
-    if narrow:
-        lo, hi = _narrow(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1)
+    if relative:
+        lo, hi = _relative(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1)
         lo = lo + lphi - e_phi
         hi = log_add(hi, l_thr) + lphi + e_phi
     else:
@@ -215,7 +240,7 @@ def log_delta_bounds(kind, eps, q, w):
         # W = 1 - (1 - q) e^eps > 0: the set's P-mass N(0) minus e^eps times Q's N(0) part
         a = eps + math.log1p(-q)
         log_w = math.log(-math.expm1(a))
-        e_w = 4.0 * EPS64 * (1.0 + (eps + abs(math.log1p(-q)) + 1.0) / abs(a))
+        e_w = 4.0 * EPS64 * (1.0 + (eps + abs(math.log1p(-q))) / abs(a))
         return hockey_log_bounds(x_top, w, 1.0, log_w, e_w, 0.0, log_em1, e_em1, eps, dens, dx)
     # replace-one: the threshold z' with loss(z') = eps (losses.replace_z), x_top = -z' / sigma + w
     x_top, dx = _replace_threshold(eps, q, w)
