@@ -61,7 +61,7 @@ RDP_TOL = 1e-6
 PLD_TOL = 1e-4
 #: Seconds one calibrated point may spend refining its bracket; past it the private end found so
 #: far is returned (verified, less tight than the tolerance).
-CAL_BUDGET = 8.0
+CAL_BUDGET = 4.0
 
 _ACCOUNTANTS = ("pld", "rdp")
 
@@ -338,9 +338,12 @@ class _PldUpper:
                                          if b > 0):
             self.step, self.settled = None, False  # far from the last point: its grid is no hint
         self.last = (sigma, q, steps)
-        # past the deadline the engine returns what it has certified (a looser upper bound: the
-        # search then errs towards privacy)
-        budget = max(0.05, min(5.0, self.deadline - time.monotonic()))
+        # past the deadline: RDP's bound (certified, cheap, looser: the search then errs towards
+        # privacy), else the engine with what is left of the budget
+        budget = self.deadline - time.monotonic()
+        if budget <= 0.0:
+            return _public_eps("rdp", sigma, q, steps, delta, None) if q > 0.0 else 0.0
+        budget = min(5.0, budget)
         if self.settled:
             return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step, budget))
         lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)

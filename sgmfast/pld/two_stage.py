@@ -44,6 +44,7 @@ MIN_STEPS = 4096  # fewest steps of one schedule entry for the two-stage composi
 MIN_ONE_STEP_BINS = 4000  # ... fewest fine bins of its one-step grid
 MIN_TOTAL_BINS = 80000  # ... fewest bins of one-step grid plus composed spread (18 sd)
 SMALL_TAU = 1e-15  # ... or at most this tail cut over all steps (δ below ~1e-8)
+HUGE_SPREAD = 4e5  # ... or a composed spread (18 sd) of at least this many fine bins
 CORE_TAIL = 1e-4  # one-step P-mass per block of T1 steps left to the coarse tail pieces
 STAGE1_GOAL = 1e-18  # tilted mass (relative) the fine windows leave outside (Chernoff)
 MAX_TAIL_EVENTS = 16  # most tail events per block composed exactly (else: one stage)
@@ -64,7 +65,8 @@ def plan(schedule, step, add, tau):
         j_lo, j_hi = 0, MAX_BINS
     spread = 18.0 * math.sqrt(count * loss_moments(sigma, q, add)[1]) / step
     small_delta = tau * count <= SMALL_TAU  # FFT round-off grows with the power taken
-    if not small_delta and (j_hi - j_lo < MIN_ONE_STEP_BINS or j_hi - j_lo + spread < MIN_TOTAL_BINS):
+    huge = spread >= HUGE_SPREAD  # light tails but a composed spread of ~1e6 fine bins (huge T)
+    if not (small_delta or huge) and (j_hi - j_lo < MIN_ONE_STEP_BINS or j_hi - j_lo + spread < MIN_TOTAL_BINS):
         return None
     t1 = max(2, int(round(math.sqrt(count))))
     # a divisor of the count near sqrt(count) saves the remainder block
