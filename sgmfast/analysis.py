@@ -178,6 +178,39 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
     return _out(out, shape)
 
 
+def _certified_upper(direction: int, eps: float, q: float, sigma: float) -> float:
+    """log of the certified upper bound on one step's delta (``sgmfast._kernels.pld.exact``)."""
+    from ._kernels.pld import exact as kx
+
+    kinds = {_ka.DIR_REMOVE: (kx.KIND_REMOVE,), _ka.DIR_ADD: (kx.KIND_ADD,)}.get(
+        direction, (kx.KIND_REMOVE, kx.KIND_ADD))
+    if q >= 1.0:
+        kinds = (kx.KIND_GAUSS,)
+    w_hi = (1.0 / sigma) * (1.0 + 4.0 * 2.0**-53)
+    vals = [kx.log_delta_bounds(kind, eps, q, w_hi)[1] for kind in kinds]
+    return math.inf if any(math.isnan(v) for v in vals) else max(vals)
+
+
+def _certified_sigma_search(direction: int, eps: float, delta: float, q: float) -> float:
+    """The smallest sigma (to 1e-12 in log) whose certified delta bound is <= delta, by bisection in
+    log sigma over the whole float range; 0 if every sigma (the add direction beyond its support)
+    meets it."""
+    ld = math.log(delta)
+    ok = lambda x: _certified_upper(direction, eps, q, math.exp(x)) <= ld  # noqa: E731
+    lo, hi = -744.0, 700.0
+    if ok(lo):
+        return 0.0 if direction == _ka.DIR_ADD or eps == math.inf else math.exp(lo)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if hi - lo <= 1e-12 * max(1.0, abs(mid)):
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(hi)
+
+
 def _certified_private(direction: int, eps: float, delta: float, q: float, sigma: float) -> float:
     """sigma nudged up (by 1e-13 relative steps, doubling) until the certified upper bound on
     delta (``sgmfast._kernels.pld.exact``, rounding bounded) is <= delta: the root solve above
@@ -243,11 +276,12 @@ def one_step_sigma(epsilon, delta, q, direction: str = "both"):
         _ka.solve_sigma_points(d, np.ascontiguousarray(e[reg]), np.log(dl[reg]), np.ascontiguousarray(qq[reg]),
                                SIGMA_XTOL, r)
         out[reg] = r
+        for i in np.flatnonzero(reg & ~(out >= 0)):
+            # outside the root solver's bracket (a huge eps: sigma below e^-40; or an add
+            # direction whose delta is 0 for every sigma): bisection on the certified bound
+            out[i] = _certified_sigma_search(d, float(e[i]), float(dl[i]), float(qq[i]))
         for i in np.flatnonzero(reg & (out > 0)):
             out[i] = _certified_private(d, float(e[i]), float(dl[i]), float(qq[i]), float(out[i]))
-    if np.isnan(out).any():  # pragma: no cover - the bracket covers sigma in [e^-40, e^700]
-        i = int(np.flatnonzero(np.isnan(out))[0])
-        raise ValueError(f"no sigma found for epsilon={e[i]:g}, delta={dl[i]:g}, q={qq[i]:g}")
     return _out(out, shape)
 
 

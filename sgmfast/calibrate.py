@@ -532,11 +532,16 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         if not 0.0 < ep < math.inf:
             raise ValueError(f"epochs must be finite and > 0; got {ep:g}")
         steps_of = lambda b: float(math.ceil(ep * n / b - 1e-9))  # noqa: E731
-    ok = lambda b: _public_eps(accountant, s, b / n, steps_of(b), d, acc) <= e  # noqa: E731
-    if not ok(1):
+    public_ok = lambda b: _public_eps(accountant, s, b / n, steps_of(b), d, acc) <= e  # noqa: E731
+    if not public_ok(1):
         return 0
-    if ok(n):
+    if public_ok(n):
         return n
+    if accountant == "pld":
+        upper = _PldUpper(acc)
+        ok = lambda b: upper(s, b / n, steps_of(b), d) <= e  # noqa: E731
+    else:
+        ok = public_ok
     lo = 1
     if steps is not None:
         # start from the continuous answer
@@ -551,6 +556,10 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
             lo = mid
         else:
             hi = mid
+    step = 1
+    while lo > 1 and not public_ok(lo):
+        lo = max(1, lo - step)
+        step *= 2
     return lo
 
 
@@ -578,9 +587,15 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
     qq = float(check_q(q))
     if qq == 0.0 or s == math.inf or e == math.inf:
         return math.inf
-    ok = lambda t: _public_eps(accountant, s, qq, t, d, acc) <= e  # noqa: E731
-    if not ok(1):
+    public_ok = lambda t: _public_eps(accountant, s, qq, t, d, acc) <= e  # noqa: E731
+    if not public_ok(1):
         return 0
+    if accountant == "pld":
+        # the search on the fast, budgeted upper bound; the answer verified publicly below
+        upper = _PldUpper(acc)
+        ok = lambda t: upper(s, qq, t, d) <= e  # noqa: E731
+    else:
+        ok = public_ok
     if s == 0.0:
         # delta(eps) = 1 - (1 - q)^T: the largest T with it <= delta
         t = math.floor(math.log1p(-d) / math.log1p(-qq)) if qq < 1.0 else 1
@@ -611,6 +626,11 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
             t_lo = mid
         else:
             t_hi = mid
+    # verified by the public accountant (the fast bound and the public one can differ by a hair)
+    step = 1
+    while t_lo > 1 and not public_ok(t_lo):
+        t_lo = max(1, t_lo - step)
+        step *= 2
     return t_lo
 
 

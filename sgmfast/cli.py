@@ -143,10 +143,9 @@ def _resolve_q_steps(args) -> tuple[float, float]:
     else:
         if not (math.isfinite(args.epochs) and args.epochs >= 0):
             raise ValueError(f"--epochs must be finite and >= 0; got {args.epochs}")
-        if q == 0.0:
-            raise ValueError("--epochs needs a sampling rate > 0 (an epoch is 1 / q steps); give --steps")
-        # Round up: more steps can only increase epsilon.
-        steps = float(math.ceil(args.epochs / q - 1e-9))
+        # Round up: more steps can only increase epsilon (q = 0: no step samples anything, and
+        # how many there are does not matter)
+        steps = float(math.ceil(args.epochs / q - 1e-9)) if q > 0.0 else 0.0
     return q, steps
 
 
@@ -220,6 +219,13 @@ def _cmd_calibrate(args) -> None:
         steps = float(cal.calibrate_steps(args.epsilon, args.delta, sigma, q, accountant=args.accountant,
                                           accuracy=args.accuracy))
         print(f"epochs: {steps * q:.6g}" if steps < math.inf else "epochs: inf")
+    if math.isinf(steps):  # every number of steps meets the target: nothing more to evaluate
+        print(f"sigma: {_fmt(float(sigma), 'up')}")
+        print(f"delta: {args.delta:g}")
+        print(f"q: {q:.6g}")
+        print("steps: inf")
+        print(f"accountant: {args.accountant}")
+        return
     upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy)
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")

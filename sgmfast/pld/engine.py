@@ -119,7 +119,7 @@ class Engine:
         if self.p_hi > 0.0:
             lo = np.maximum(lo, self.p_lo)
             up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
-        return lo, up
+        return _monotone(eps, lo, up)
 
     def _delta_noisy(self, eps: np.ndarray):
         lo, up = np.zeros(eps.size), np.zeros(eps.size)
@@ -262,3 +262,16 @@ class Engine:
         into.put(sel, at)
         lo, up = at.lower, at.upper
         return (lo >= shifted.upper) | (up - lo <= 1e-300)
+
+
+def _monotone(eps: np.ndarray, lo: np.ndarray, up: np.ndarray):
+    """δ(eps) is non-increasing, so every upper bound also bounds δ at larger eps and every lower
+    bound δ at smaller eps: the bounds of one call, made monotone (never looser)."""
+    if eps.size < 2:
+        return lo, up
+    order = np.argsort(eps, kind="stable")
+    up_s = np.minimum.accumulate(up[order])
+    lo_s = np.maximum.accumulate(lo[order][::-1])[::-1]
+    up, lo = up.copy(), lo.copy()
+    up[order], lo[order] = up_s, lo_s
+    return lo, up

@@ -156,7 +156,14 @@ def _wide(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1):
         e_m = _log_rel(mass_slack(lm) + dm * math.exp(-0.5 * xm * xm - LOG_SQRT_2PI - lm) * 1.01)
         lb_in = log_add(math.log1p(-c_b) + lb_in, math.log(c_b) + lm)
         e_in = max(e_in, e_m) + 4.0 * EPS64
-    return _log_difference(la, e_a, log_em1 + lb_in, e_em1 + e_in)
+    lo, hi = _log_difference(la, e_a, log_em1 + lb_in, e_em1 + e_in)
+    if x_lo > 0.0:
+        # far in the tail the masses' log error bound (256 u |log mass|) outgrows 1; but
+        # δ <= W Φ̄(x_lo) <= W φ(x_lo) / x_lo (the Mills bound), whose exponent errs by ~u x^2
+        cap = log_w_a + e_w_a + lphi - math.log(x_lo) + 4.0 * EPS64 * (x_lo * x_lo + abs(math.log(x_lo)) + 2.0)
+        if not hi <= cap:
+            hi = cap
+    return lo, hi
 
 
 @jit
@@ -166,11 +173,16 @@ def hockey_log_bounds(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1, eps, d
     with weight e^{log_w_a} (log error e_w_a) on the shifted component and em1 = e^{log_em1}
     (log error e_em1); the upper bound adds the threshold term 4 q(x) e^eps (k_a w) dx^2,
     q(x) = dens_ratio φ(x_top) the Q-density there (valid while dx (|x_top| + 2 w + 1) <= 1/4,
-    which keeps the density within a factor 2 over dx; else the upper bound is 0, i.e. log 0,
-    and the caller must not use it: it signals NaN instead)."""
-    if not (dx * (abs(x_top) + 2.0 * w + 1.0) <= 0.25):
-        return NEG_INF, math.nan
+    which keeps the density within a factor 2 over dx; beyond, only the tail bound
+    δ <= Φ̄(x_top - dx - k_a w) is used, and NaN where even that is out of reach)."""
     v = k_a * w
+    if not (dx * (abs(x_top) + 2.0 * w + 1.0) <= 0.25):
+        # the threshold is too uncertain for the second-order term; still δ <= P(S) <= Φ̄(z) for
+        # every component, z = x_top - dx - v below the set's lowest end, and Φ̄(z) <= φ(z) / z
+        z = x_top - dx - v
+        if z > 1.0:
+            return NEG_INF, -0.5 * z * z - LOG_SQRT_2PI - math.log(z) + 4.0 * EPS64 * (z * z + 2.0)
+        return NEG_INF, math.nan
     # relative to φ(x_top) wherever the Mills ratios hold their precision (|x| up to 1e4, the
     # shifted end not in the far left tail); else as log-masses
     relative = abs(x_top) <= 1e4 and x_top - v >= -30.0
