@@ -81,7 +81,7 @@ def _delta_of(log_delta: float) -> float:
     smallest positive float (an upper bound must not drop to 0 where delta is not 0)."""
     if log_delta == -math.inf:
         return 0.0
-    return max(math.exp(min(log_delta, 0.0)), 5e-324)
+    return min(1.0, math.exp(min(log_delta, 0.0)) + 1e-322)  # (subnormals carry a few bits: padded)
 
 
 def _scalar_or_array(arr: np.ndarray, scalar: bool):

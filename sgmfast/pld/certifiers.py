@@ -16,6 +16,7 @@ larger eps (δ) is the answer, replace-one has one.  A certifier may bound only 
 
 from __future__ import annotations
 
+import contextvars
 import math
 import threading
 from dataclasses import dataclass, field
@@ -177,7 +178,7 @@ class TiltedFFT:
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
         if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
             return self.grid(job, add, True, step, eps_c, eps_lo), self.grid(job, add, False, step, eps_c, eps_lo)
-        fut = grid_pool().submit(self.grid, job, add, False, step, eps_c, eps_lo)
+        fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo)
         try:
             pess = self.grid(job, add, True, step, eps_c, eps_lo)
         finally:

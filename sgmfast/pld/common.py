@@ -6,16 +6,37 @@ from __future__ import annotations
 import math
 import os
 import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-#: Largest number of loss bins (and FFT length) the accountant will allocate: one transform of
-#: this length takes ~0.2 s here, so no grid step of a query takes more than a few seconds
-#: (2**22: every point of the accuracy sweeps still meets 1e-3; 2**24 took 8 s for nothing).
-MAX_BINS = 1 << 22
+#: Largest number of loss bins (and FFT length) the accountant will allocate.
+MAX_BINS = 1 << 24
+#: ... on a query's first grid: one transform of this length takes ~0.2 s here, so the first
+#: answer comes within seconds (every accuracy-sweep point meets 1e-3 within it); refinements
+#: may go up to MAX_BINS while the time budget allows.
+FIRST_BINS = 1 << 22
+_BINS_CAP: ContextVar = ContextVar("sgmfast_bins_cap", default=MAX_BINS)
+
+
+def bins_cap() -> int:
+    """The most bins a grid or window may have now (``bins_limit``; MAX_BINS by default)."""
+    return _BINS_CAP.get()
+
+
+@contextmanager
+def bins_limit(n: int):
+    """Cap the grids built inside the block (the cap follows the context into helper threads
+    started with ``contextvars.copy_context().run``)."""
+    token = _BINS_CAP.set(min(n, MAX_BINS))
+    try:
+        yield
+    finally:
+        _BINS_CAP.reset(token)
 U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
@@ -62,7 +83,7 @@ def log_binom(n, k) -> float:
 
 
 def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
-    return ValueError(f"the {what} would need {n} bins (> {MAX_BINS}); raise accuracy or grid_step")
+    return ValueError(f"the {what} would need {n} bins (> {bins_cap()}); raise accuracy or grid_step")
 
 
 # --- the one-step cache ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import REMOVE, REPLACE, TAU_MIN, U
+from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, bins_limit
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .two_stage import MIN_STEPS, SMALL_TAU
@@ -25,7 +25,8 @@ TILT = TiltedFFT()
 TILT_BRACKET = TiltedFFT(VAR_GROWTH, bracket=True)
 TILT_LONG_WINDOW = TiltedFFT(VAR_GROWTH_SMALL, bracket=True)
 EVENTS = TailEvents()
-BUDGET = 5.0  # seconds a query may spend refining before it returns what it has certified
+BUDGET = 6.0  # CPU seconds a query may spend refining before it returns what it has certified
+_clock = time.process_time  # (CPU time: the answer does not depend on how busy the machine is)
 
 
 class Engine:
@@ -93,9 +94,12 @@ class Engine:
         if self.form is not None:
             return (*exact.eps_bounds(self.form, target), None)
         try:
-            return self._eps_grid(target, step0)
+            lo, up, step = self._eps_grid(target, step0)
         except (ArithmeticError, ValueError, MemoryError):
             return (*self._eps_fallback(target), None)
+        if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
+            lo = max(lo, self._eps_fallback(target)[0])
+        return lo, up, step
 
     # --- certified fallbacks where no grid can be built (extreme parameters) -------------------
     def _one_step_forms(self):
@@ -119,6 +123,10 @@ class Engine:
         if self.p_hi > 0.0:
             lo = np.maximum(lo, self.p_lo)
             up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
+        # below 2.2e-308 floats are subnormal and carry only a few bits: pad by a few of their
+        # ulps (nothing changes for normal values)
+        lo = np.maximum(lo - 1e-322, 0.0)
+        up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
         return _monotone(eps, lo, up)
 
     def _delta_noisy(self, eps: np.ndarray):
@@ -142,26 +150,33 @@ class Engine:
     def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
         """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
         step until the accuracy is met, refining stops helping, or the time budget is spent."""
-        deadline = time.monotonic() + self.budget
+        deadline = _clock() + self.budget
         job = self.job(target)
         est = eps_estimate(self.schedule, target, self.main)
         step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est, self.main)
         cap = self.rdp.epsilon(target)
         found = Certified(job.directions, 0.0, math.inf)
         last_gap = None
+        coarser = 0
         while True:
+            t0 = _clock()
             try:
-                found.narrow(self._eps_at(job, step, target, est, cap).found_dict())
-            except ValueError:  # the grid would not fit in memory: what is certified so far
-                if last_gap is None:
+                with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
+                    found.narrow(self._eps_at(job, step, target, est, cap).found_dict())
+            except ValueError:  # the grid would not fit in memory
+                if last_gap is not None:
+                    return found.lower, found.upper, good_step  # what is certified so far
+                if self.grid_step is not None or coarser >= 6:
                     return (*self._eps_fallback(target), step)
-                return found.lower, found.upper, good_step
+                step, coarser = 4.0 * step, coarser + 1  # an accuracy that fits: wider, still certified
+                continue
             found.cap(cap)
             lo, up = found.lower, found.upper
             gap = up - lo
-            if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:
+            if self.grid_step is not None or self._narrow(found) or gap <= 1e-12 or coarser:
                 return lo, up, step
-            if last_gap is not None and gap > 0.8 * last_gap or time.monotonic() > deadline:
+            # a finer grid costs 2-4 times this one: stop where it would not end within the budget
+            if last_gap is not None and gap > 0.8 * last_gap or _clock() + 2.0 * (_clock() - t0) > deadline:
                 return lo, up, step  # refining no longer helps (or no time left); still sound
             last_gap, good_step = gap, step
             est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
@@ -207,7 +222,7 @@ class Engine:
         """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
-        deadline = time.monotonic() + self.budget
+        deadline = _clock() + self.budget
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
         step = self.grid_step or initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
@@ -216,24 +231,23 @@ class Engine:
         cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
-        last_gap = None
+        first = True
         while True:
+            t0 = _clock()
             at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
             ok = done.copy()
             try:
-                for key in np.unique(keys[~done]):
-                    sel = (keys == key) & ~done
-                    ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
-                                                cap_shift[sel])
+                with bins_limit(FIRST_BINS if first else MAX_BINS):
+                    for key in np.unique(keys[~done]):
+                        sel = (keys == key) & ~done
+                        ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
+                                                    cap_shift[sel])
             except ValueError:
                 return found.lower, found.upper  # the grid would not fit in memory: what is certified
             found.narrow(at.found_dict())
-            gap = float(np.max(np.where(ok, 0.0, found.upper - found.lower)))
-            if self.grid_step is not None or ok.all() or time.monotonic() > deadline:
-                return found.lower, found.upper
-            if last_gap is not None and gap > 0.8 * last_gap:
-                return found.lower, found.upper  # refining no longer helps; the interval is still sound
-            last_gap = gap
+            if self.grid_step is not None or ok.all() or _clock() + 2.0 * (_clock() - t0) > deadline:
+                return found.lower, found.upper  # (a finer grid costs about twice this one)
+            first = False
             try:
                 step = refine(step, 1.0, 0.25)
             except ValueError:

@@ -27,7 +27,7 @@ from scipy.special import ndtri
 from .._kernels.pld import bins as kb
 from .._kernels.pld import discretise as kd
 from .._kernels.pld import losses as kl
-from .common import (ADD, MAX_BINS, REPLACE, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
+from .common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
                      too_many_bins, two_cores)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
@@ -55,7 +55,7 @@ def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) 
         hi = kl.remove_loss(max(1.0 + sigma * x_far, sigma * x_near), sigma, q)
         lo = kl.remove_loss(-sigma * x, sigma, q)
     j_lo, j_hi = math.floor(lo / step), math.ceil(hi / step)
-    if j_hi - j_lo + 1 > MAX_BINS:
+    if j_hi - j_lo + 1 > bins_cap():
         raise too_many_bins(j_hi - j_lo + 1)
     return j_lo, max(j_hi, j_lo + 1)
 
@@ -136,7 +136,7 @@ def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int)
         return hit
     if hit is not None:
         k_lo, k_hi = min(k_lo, hit[0]), max(k_hi, hit[0] + hit[1].size - 1)
-    if k_hi - k_lo + 1 > MAX_BINS:
+    if k_hi - k_lo + 1 > bins_cap():
         raise too_many_bins(k_hi - k_lo + 1)
     arrs = tuple(np.empty(k_hi - k_lo + 1) for _ in range(3))
     if hit is None:

@@ -34,7 +34,7 @@ import scipy.fft
 from .._kernels.pld import coarsen as kc
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
-from .common import MAX_BINS, WORKERS, Grid, NotApplicable, log_binom
+from .common import WORKERS, Grid, NotApplicable, bins_cap, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
@@ -62,7 +62,7 @@ def plan(schedule, step, add, tau):
     try:
         j_lo, j_hi = grid_range(sigma, q, add, step, tau)
     except ValueError:  # too long for one stage
-        j_lo, j_hi = 0, MAX_BINS
+        j_lo, j_hi = 0, bins_cap()
     spread = 18.0 * math.sqrt(count * loss_moments(sigma, q, add)[1]) / step
     small_delta = tau * count <= SMALL_TAU  # FFT round-off grows with the power taken
     huge = spread >= HUGE_SPREAD  # light tails but a composed spread of ~1e6 fine bins (huge T)
@@ -221,7 +221,7 @@ def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     sup_hi = max(c * (pc.jc + pc.tc.size - 1) for c in counts)
     j0 = max(sup_lo, math.floor(a / step) - 1)
     j1 = min(sup_hi, math.ceil(b / step) + 1)
-    if j1 - j0 + 1 > MAX_BINS // 4:
+    if j1 - j0 + 1 > bins_cap() // 4:
         raise NotApplicable("fine window too long")
     n1 = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
     wrap = sup_hi - sup_lo + 1 > n1

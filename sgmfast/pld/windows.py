@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
-from .common import MAX_BINS, too_many_bins
+from .common import bins_cap, too_many_bins
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
 #: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid
@@ -112,7 +112,7 @@ def choose_window(c, theta, pess, eps_lo, tau) -> Window:
     hi_l = max(c.mean, eps_lo) + (PESS_UP_SDS if pess else WINDOW_SDS) * sd
     j0 = max(c.sup_lo, math.floor(lo_l / step))
     j1 = min(c.sup_hi, math.ceil(hi_l / step))
-    if j1 - j0 + 1 > MAX_BINS:
+    if j1 - j0 + 1 > bins_cap():
         raise too_many_bins(j1 - j0 + 1, "composed loss grid")
     n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
     if c.sup_hi - c.sup_lo + 1 <= n:
@@ -160,8 +160,9 @@ def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0) -> Window:
             # the support starts first: reach further up instead, so that what wraps down
             # still lands w_down lower (its bound is taken there)
             hi_l = max(hi_l, c.sup_lo * step + w_down)
-    j0 = max(c.sup_lo, math.floor(lo_l / step), j0 - MAX_BINS // 4)
-    j1 = min(c.sup_hi, math.ceil(hi_l / step), j0 + MAX_BINS - 1)  # past MAX_BINS: charged, not avoided
+    cap = bins_cap()
+    j0 = max(c.sup_lo, math.floor(lo_l / step), j0 - cap // 4)
+    j1 = min(c.sup_hi, math.ceil(hi_l / step), j0 + cap - 1)  # past the cap: charged, not avoided
     n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
     if c.sup_hi - c.sup_lo + 1 <= n:
         return Window(c.sup_lo, n)

@@ -156,7 +156,15 @@ def _wide(x_top, w, k_a, log_w_a, e_w_a, c_b, log_em1, e_em1):
         e_m = _log_rel(mass_slack(lm) + dm * math.exp(-0.5 * xm * xm - LOG_SQRT_2PI - lm) * 1.01)
         lb_in = log_add(math.log1p(-c_b) + lb_in, math.log(c_b) + lm)
         e_in = max(e_in, e_m) + 4.0 * EPS64
-    lo, hi = _log_difference(la, e_a, log_em1 + lb_in, e_em1 + e_in)
+    lb = log_em1 + lb_in
+    b_hi = lb + e_em1 + e_in
+    x_b = x_top - w if c_b > 0.0 else x_top  # B <= em1 Φ̄(x_b), and Φ̄(x) <= φ(x) / x (Mills)
+    if x_b > 1.0:
+        b_hi = min(b_hi, log_em1 + e_em1 - 0.5 * x_b * x_b - LOG_SQRT_2PI - math.log(x_b)
+                   + 4.0 * EPS64 * (x_b * x_b + abs(math.log(x_b)) + 2.0))
+    a_lo = la - e_a
+    lo = a_lo + log1mexp(b_hi - a_lo) if b_hi < a_lo else NEG_INF
+    hi = _log_difference(la, e_a, lb, e_em1 + e_in)[1]
     if x_lo > 0.0:
         # far in the tail the masses' log error bound (256 u |log mass|) outgrows 1; but
         # δ <= W Φ̄(x_lo) <= W φ(x_lo) / x_lo (the Mills bound), whose exponent errs by ~u x^2
