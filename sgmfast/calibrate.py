@@ -27,13 +27,13 @@ True
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from ._kernels import calibrate as _kc
 from ._kernels import roots as _roots
 from ._progress import Progress
+from ._work import UNITS_PER_SECOND, Meter, metered
 from ._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
                           check_steps)
 from .rdp import ORDER_XTOL, REL_MARGIN
@@ -59,8 +59,10 @@ STEPS_MAX = 1e12
 #: Relative tolerance of the RDP and PLD solves.
 RDP_TOL = 1e-6
 PLD_TOL = 1e-4
-#: Seconds one calibrated point may spend refining its bracket; past it the private end found so
-#: far is returned (verified, less tight than the tolerance).
+#: What one calibrated point may spend refining its bracket (seconds on the reference machine,
+#: counted as transform work like the engine's budget: the answer does not depend on the machine
+#: or its load); past it the search uses RDP's bound, and the private end found so far is
+#: returned (verified, less tight than the tolerance).
 CAL_BUDGET = 4.0
 
 _ACCOUNTANTS = ("pld", "rdp")
@@ -88,12 +90,12 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
     return float(_epsilon_one(float(sigma), float(q), float(steps), float(delta), accuracy, None)[1])
 
 
-def _boundary(ok, x_ok, x_bad, tol, deadline=math.inf):
+def _boundary(ok, x_ok, x_bad, tol, stop=None):
     """Bisection in x between a point where ``ok`` holds and one where it does not, until they
-    are within ``tol`` (or the deadline passes); returns the last x where ok held (so the answer
-    is verified)."""
+    are within ``tol`` (or ``stop()`` says the budget is spent); returns the last x where ok held
+    (so the answer is verified)."""
     for _ in range(400):
-        if abs(x_ok - x_bad) <= tol or time.monotonic() > deadline:
+        if abs(x_ok - x_bad) <= tol or (stop is not None and stop()):
             break
         mid = 0.5 * (x_ok + x_bad)
         if ok(mid):
@@ -103,7 +105,7 @@ def _boundary(ok, x_ok, x_bad, tol, deadline=math.inf):
     return x_ok
 
 
-def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, deadline=math.inf):
+def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, stop=None):
     """The boundary of ``ok(x)`` (x = log of the parameter) in [x_min, x_max] near x0, where ok
     holds for large x (``private_up``) or small x: doubling steps from x0 until ok changes, then
     bisection.  Returns the x where ok held last (an end of the range if ok holds up to it), or
@@ -119,7 +121,7 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, deadli
             if x == x_ok:
                 return x_ok
             if not ok(x):
-                return _boundary(ok, x_ok, x, tol, deadline)
+                return _boundary(ok, x_ok, x, tol, stop)
             x_ok, step = x, 2.0 * step
     x_bad = x0
     while True:
@@ -127,7 +129,7 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, deadli
         if x == x_bad:
             return None
         if ok(x):
-            return _boundary(ok, x, x_bad, tol, deadline)
+            return _boundary(ok, x, x_bad, tol, stop)
         x_bad, step = x, 2.0 * step
 
 
@@ -328,8 +330,12 @@ class _PldUpper:
         self.restart()
 
     def restart(self) -> None:
-        """A new point of a sweep: its own time budget (the grid hint is kept)."""
-        self.deadline = time.monotonic() + self.budget
+        """A new point of a sweep: its own budget (the grid hint is kept)."""
+        self.meter = Meter()
+
+    def spent(self) -> bool:
+        """Has this point's budget been spent?"""
+        return self.meter.units >= self.budget * UNITS_PER_SECOND
 
     def __call__(self, sigma, q, steps, delta):
         from .pld.accountant import epsilon_hinted, epsilon_upper_at
@@ -338,15 +344,15 @@ class _PldUpper:
                                          if b > 0):
             self.step, self.settled = None, False  # far from the last point: its grid is no hint
         self.last = (sigma, q, steps)
-        # past the deadline: RDP's bound (certified, cheap, looser: the search then errs towards
+        # past the budget: RDP's bound (certified, cheap, looser: the search then errs towards
         # privacy), else the engine with what is left of the budget
-        budget = self.deadline - time.monotonic()
+        budget = self.budget - self.meter.units / UNITS_PER_SECOND
         if budget <= 0.0:
             return _public_eps("rdp", sigma, q, steps, delta, None) if q > 0.0 else 0.0
-        budget = min(5.0, budget)
-        if self.settled:
-            return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step, budget))
-        lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)
+        with metered(self.meter):
+            if self.settled:
+                return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step, budget))
+            lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)
         if step is not None:
             ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
             factor = 1.0
@@ -485,16 +491,17 @@ def _q_point(accountant, eps, delta, sigma, steps, accuracy):
         q = -math.expm1(math.log1p(-delta) / steps) * (1 - 1e-12)
         return _verified(accountant, eps, q, check, False, 1e-12)
     tol = RDP_TOL if accountant == "rdp" else PLD_TOL
-    deadline = time.monotonic() + CAL_BUDGET
     # start at the Gaussian asymptote q ~ sigma / sigma(1, T) (Räisä et al., ICML 2024, Cor. 5.4)
     s1 = _kc.gaussian_sigma(max(eps, 1e-300), math.log(delta)) * math.sqrt(max(steps, 1.0))
     x0 = math.log(min(1.0, max(sigma / s1, 1e-300)))
+    stop = None
     if accountant == "pld":
         upper = _PldUpper(accuracy)
         fast = lambda x: upper(sigma, min(1.0, math.exp(x)), steps, delta) <= eps  # noqa: E731
+        stop = upper.spent
     else:
         fast = lambda x: check(min(1.0, math.exp(x)))  # noqa: E731
-    x = _search_log(fast, x0, False, tol, x_max=0.0, deadline=deadline)
+    x = _search_log(fast, x0, False, tol, x_max=0.0, stop=stop)
     if x is None:
         return 0.0
     return _verified(accountant, eps, min(1.0, math.exp(x)), check, False, tol)

@@ -37,6 +37,12 @@ def bins_limit(n: int):
         yield
     finally:
         _BINS_CAP.reset(token)
+
+
+# work, the measure of a query's cost (time limits in machine-independent units)
+from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F401
+
+
 U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)

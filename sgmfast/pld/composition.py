@@ -23,7 +23,7 @@ import scipy.fft
 
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
-from .common import SPLIT_MIN, WORKERS, Grid, split_pool, two_cores
+from .common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
 from .onestep import one_step
 from .windows import choose_window
 
@@ -44,6 +44,7 @@ def spectrum_of(t, j_lo, n, c_n):
     f = np.zeros(n)
     kf.fold(t, j_lo, n, f)
     # Parseval: |F f|_2 = sqrt(n) |f|_2
+    charge_fft(n)
     return scipy.fft.rfft(f, workers=WORKERS), c_n * math.sqrt(n * kf.sumsq(f)) * 1.01
 
 
@@ -140,6 +141,7 @@ def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: fl
     counts = np.array([p.count for p in c.parts], dtype=np.int64)
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     err_sum, z2 = _power_product(spectra, counts, e2, z)
+    charge_fft(n)
     x = scipy.fft.irfft(z, n, workers=WORKERS)
     # per-entry error: spectrum errors through the (1/n)-normalised inverse, plus its own round-off
     e_inf = err_sum / n + c_n * math.sqrt(z2 / n) * 1.01

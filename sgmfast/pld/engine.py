@@ -10,13 +10,12 @@ accuracy is met or refining stops helping.  Every interval returned is certified
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, bins_limit
+from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, bins_limit, metered
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .two_stage import MIN_STEPS, SMALL_TAU
@@ -25,8 +24,15 @@ TILT = TiltedFFT()
 TILT_BRACKET = TiltedFFT(VAR_GROWTH, bracket=True)
 TILT_LONG_WINDOW = TiltedFFT(VAR_GROWTH_SMALL, bracket=True)
 EVENTS = TailEvents()
-BUDGET = 6.0  # CPU seconds a query may spend refining before it returns what it has certified
-_clock = time.process_time  # (CPU time: the answer does not depend on how busy the machine is)
+#: what a query may spend refining before it returns what it has certified: seconds on the
+#: reference machine, kept as transform work (``common.metered``), so that the answer does not
+#: depend on the machine, its load or numba's compilation
+BUDGET = 6.0
+
+
+def _over_budget(meter, before: float, budget: float) -> bool:
+    """Would a finer grid (about twice this iteration's work) overrun the budget?"""
+    return meter.units + 2.0 * (meter.units - before) > budget * UNITS_PER_SECOND
 
 
 class Engine:
@@ -35,8 +41,9 @@ class Engine:
 
     The plan: the exact paths first (``exact``: steps that do nothing dropped, noiseless steps
     as an atom at +inf, δ above the total variation, the closed forms for q = 1 and one step),
-    then the grid certifiers.  Time is bounded: past ``budget`` seconds the loops return the
-    certified interval they have, even if it is wider than the accuracy."""
+    then the grid certifiers.  Time is bounded: past ``budget`` (seconds on the reference
+    machine, counted as transform work) the loops return the certified interval they have, even
+    if it is wider than the accuracy."""
 
     def __init__(self, schedule, accuracy: float, grid_step: float | None = None, relation: str = "add_remove",
                  budget: float = BUDGET):
@@ -150,7 +157,10 @@ class Engine:
     def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
         """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
         step until the accuracy is met, refining stops helping, or the time budget is spent."""
-        deadline = _clock() + self.budget
+        with metered() as meter:
+            return self._eps_loop(target, step0, meter)
+
+    def _eps_loop(self, target, step0, meter):
         job = self.job(target)
         est = eps_estimate(self.schedule, target, self.main)
         step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est, self.main)
@@ -159,7 +169,7 @@ class Engine:
         last_gap = None
         coarser = 0
         while True:
-            t0 = _clock()
+            before = meter.units
             try:
                 with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
                     found.narrow(self._eps_at(job, step, target, est, cap).found_dict())
@@ -176,7 +186,7 @@ class Engine:
             if self.grid_step is not None or self._narrow(found) or gap <= 1e-12 or coarser:
                 return lo, up, step
             # a finer grid costs 2-4 times this one: stop where it would not end within the budget
-            if last_gap is not None and gap > 0.8 * last_gap or _clock() + 2.0 * (_clock() - t0) > deadline:
+            if last_gap is not None and gap > 0.8 * last_gap or _over_budget(meter, before, self.budget):
                 return lo, up, step  # refining no longer helps (or no time left); still sound
             last_gap, good_step = gap, step
             est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
@@ -222,7 +232,10 @@ class Engine:
         """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
-        deadline = _clock() + self.budget
+        with metered() as meter:
+            return self._delta_loop(eps, meter)
+
+    def _delta_loop(self, eps, meter):
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
         step = self.grid_step or initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
@@ -233,7 +246,7 @@ class Engine:
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
         first = True
         while True:
-            t0 = _clock()
+            before = meter.units
             at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
             ok = done.copy()
             try:
@@ -245,7 +258,7 @@ class Engine:
             except ValueError:
                 return found.lower, found.upper  # the grid would not fit in memory: what is certified
             found.narrow(at.found_dict())
-            if self.grid_step is not None or ok.all() or _clock() + 2.0 * (_clock() - t0) > deadline:
+            if self.grid_step is not None or ok.all() or _over_budget(meter, before, self.budget):
                 return found.lower, found.upper  # (a finer grid costs about twice this one)
             first = False
             try:

@@ -34,7 +34,7 @@ import scipy.fft
 from .._kernels.pld import coarsen as kc
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
-from .common import WORKERS, Grid, NotApplicable, bins_cap, log_binom
+from .common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
@@ -301,6 +301,7 @@ def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
     """C^{*nk} on the fine window from its spectrum z: the inverse transform, its round-off bound
     added (pessimistic) or subtracted (optimistic) per entry, the input rounding (1 +- rho)^nk,
     and zero outside the exact support of the power."""
+    charge_fft(n1)
     x = scipy.fft.irfft(z, n1, workers=WORKERS)
     e_inf = err_sum / n1 + c_n * math.sqrt(z2 / n1) * 1.01
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):

@@ -46,12 +46,16 @@ PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the
 
 def log_mgf_table(parts, step, sd, lower=True):
     """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up
-    (lambda < 0, for lower tails, only when ``lower``)."""
-    base = 2.0 ** (CHERNOFF_K / 2.0) / max(sd, 1e-300)
+    (lambda < 0, for lower tails, only when ``lower``).  The lambdas scale as 1 / sd, or 1 / step
+    where the grid cannot resolve sd (a point-like composed loss); a log-MGF that overflows is
+    +inf, a valid (trivial) bound."""
+    base = 2.0 ** (CHERNOFF_K / 2.0) / max(sd, step)
     lams = np.concatenate((base, -base)) if lower else base
     total = np.zeros(lams.size)
-    for part in parts:
-        total += part.count * part.log_mgf(step, lams)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for part in parts:
+            total += part.count * part.log_mgf(step, lams)
+    total[np.isnan(total)] = np.inf
     return lams, total
 
 
