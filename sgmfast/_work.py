@@ -1,7 +1,9 @@
 """Work, the measure of a query's cost.
 
-Time limits are kept in units of transform work (a length-n FFT costs n log2 n), not seconds: an
-answer then does not depend on the machine, its load, or whether numba was still compiling.
+Time limits are kept in units of work, not seconds: an answer then does not depend on the
+machine, its load, or whether numba was still compiling.  A length-n FFT costs n log2 n units;
+the other passes over a grid are charged per bin at their measured cost relative to it (a one-step
+discretisation evaluates a few logs and exps per bin, a tilted-moment pass one exp).
 (No numba here: the calibration module imports it without loading the PLD engine.)
 """
 
@@ -43,8 +45,18 @@ def metered(meter: Meter | None = None):
         _METERS.reset(token)
 
 
-def charge_fft(n: int) -> None:
-    """Charge one transform of length n to every open meter."""
-    units = n * math.log2(max(n, 2))
+#: units per bin of the other passes (measured against the FFT's ~4 ns per unit here)
+PER_BIN_DISCRETISE = 50.0
+PER_BIN_MOMENTS = 3.0
+PER_TERM_DIRECT = 4.0
+
+
+def charge(units: float) -> None:
+    """Charge ``units`` of work to every open meter."""
     for meter in _METERS.get():
         meter.add(units)
+
+
+def charge_fft(n: int) -> None:
+    """Charge one transform of length n."""
+    charge(n * math.log2(max(n, 2)))

@@ -27,7 +27,7 @@ EVENTS = TailEvents()
 #: what a query may spend refining before it returns what it has certified: seconds on the
 #: reference machine, kept as transform work (``common.metered``), so that the answer does not
 #: depend on the machine, its load or numba's compilation
-BUDGET = 6.0
+BUDGET = 3.0
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
@@ -78,6 +78,9 @@ class Engine:
         total = sum(c for _, _, c in self.schedule)
         tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(total, 1))
         return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches)
+
+    def _spent(self, meter) -> bool:
+        return meter is not None and meter.units > self.budget * UNITS_PER_SECOND
 
     def _narrow(self, found: Certified) -> bool:
         up = found.upper
@@ -172,7 +175,7 @@ class Engine:
             before = meter.units
             try:
                 with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
-                    found.narrow(self._eps_at(job, step, target, est, cap).found_dict())
+                    found.narrow(self._eps_at(job, step, target, est, cap, meter).found_dict())
             except ValueError:  # the grid would not fit in memory
                 if last_gap is not None:
                     return found.lower, found.upper, good_step  # what is certified so far
@@ -195,17 +198,19 @@ class Engine:
             except ValueError:
                 return lo, up, step  # the grid step would underflow: keep the certified interval
 
-    def _eps_at(self, job: Job, step: float, target: float, est: float, cap: float = math.inf) -> Certified:
+    def _eps_at(self, job: Job, step: float, target: float, est: float, cap: float = math.inf,
+                meter=None) -> Certified:
         """The plan at one grid step: the tilted composition, then -- while the interval is wide --
         the extra tilts (small δ) and the tail-event sum.  The tail-event sum is cheap for short
         runs (the core's T-th power has a short window) and the extra tilts for long ones (two
         stages): the cheaper goes first.  The sum cuts at the likely eps, so it also needs a
-        fairly narrow first interval (measured on the random-sweep points, bench/README)."""
+        fairly narrow first interval (measured on the random-sweep points, bench/README).  Past
+        the budget (``meter``) no further certifier is tried."""
         found = Certified(job.directions, 0.0, math.inf).narrow(TILT.epsilon(job, step, target, est)).cap(cap)
         extra = [TILT_BRACKET, TILT_LONG_WINDOW] if job.tau * job.total <= SMALL_TAU else []
         events_first = job.total < MIN_STEPS and found.upper - found.lower <= 0.1 * found.upper
         for certifier in ([EVENTS] + extra if events_first else extra + [EVENTS]):
-            if self._narrow(found):
+            if self._narrow(found) or self._spent(meter):
                 break
             if certifier is EVENTS:
                 found.narrow(EVENTS.epsilon(job, step, target, found.lower, found.upper))
@@ -254,7 +259,7 @@ class Engine:
                     for key in np.unique(keys[~done]):
                         sel = (keys == key) & ~done
                         ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
-                                                    cap_shift[sel])
+                                                    cap_shift[sel], meter)
             except ValueError:
                 return found.lower, found.upper  # the grid would not fit in memory: what is certified
             found.narrow(at.found_dict())
@@ -267,7 +272,7 @@ class Engine:
                 return found.lower, found.upper
 
     def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
-                     cap_shift):
+                     cap_shift, meter=None):
         """The plan for a group of nearby eps on one grid step, tilted towards its smallest eps:
         the tilted composition, then the tail-event sum where the interval is still wide, all
         capped by RDP.  Writes the intervals into ``into[sel]``; returns whether each is
@@ -279,7 +284,7 @@ class Engine:
         at.cap(cap)
         shifted.cap(cap_shift)
         lo, up, up_shift = at.lower, at.upper, shifted.upper
-        if not ((lo >= up_shift) | (up - lo <= 1e-300)).all():
+        if not ((lo >= up_shift) | (up - lo <= 1e-300)).all() and not self._spent(meter):
             # δ set by a few far-tail steps: sum over their number
             goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
             ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)

@@ -27,6 +27,7 @@ from scipy.special import ndtri
 from .._kernels.pld import bins as kb
 from .._kernels.pld import discretise as kd
 from .._kernels.pld import losses as kl
+from .._work import PER_BIN_DISCRETISE, charge
 from .common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
                      too_many_bins, two_cores)
 
@@ -117,6 +118,7 @@ def discretise(sigma, q, add, step, tau, j_lo, j_hi, keep_low=True, keep_high=Tr
     lp_low = lp_low if keep_low else -math.inf
     lp_high = lp_high if keep_high else -math.inf
     n = j_hi - j_lo + 1
+    charge(PER_BIN_DISCRETISE * n)
     pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
     p_inf, top = kd.discretise_direction(sigma, q, step, b_lo, lm0, ls, le, j_lo, j_hi, bool(add), lp_low, lp_high,
                                          err0, pess, frac, amass)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._kernels.pld import query as kq
+from .._work import PER_TERM_DIRECT, charge
 from .common import Grid
 
 
@@ -38,6 +39,7 @@ def delta_bound(g: Grid, eps: np.ndarray) -> np.ndarray:
 def delta_precise(g: Grid, eps: np.ndarray) -> np.ndarray:
     """``delta_bound`` summed term by term (``kq.delta_direct``): O(n) per eps, but its error is
     relative to δ rather than to the mass above eps."""
+    charge(PER_TERM_DIRECT * g.t.size * eps.size)
     out = np.empty(eps.size)
     kq.delta_direct(np.ascontiguousarray(eps, dtype=np.float64), g.offset, g.step, g.theta, g.log_scale, g.t,
                     g.p_inf, g.inf_err, g.err, g.pess, g.floor, out)

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .._kernels.pld import tilt as kt
+from .._work import PER_BIN_MOMENTS, charge
 from .onestep import hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 
@@ -49,7 +50,10 @@ def _schedule_moments(schedule, add, step, tau):
             pieces = [(one.j_lo, one.pess, step)]
         parts.append((count, pieces))
 
+    bins = sum(p.size for _, pieces in parts for _, p, _ in pieces)  # what one moments() call reads
+
     def moments(theta):
+        charge(PER_BIN_MOMENTS * bins)
         m = v = 0.0
         for count, pieces in parts:
             if len(pieces) == 1:
