@@ -69,9 +69,11 @@ def plan(schedule, step, add, tau):
     if not (small_delta or huge) and (j_hi - j_lo < MIN_ONE_STEP_BINS or j_hi - j_lo + spread < MIN_TOTAL_BINS):
         return None
     t1 = max(2, int(round(math.sqrt(count))))
-    # a divisor of the count near sqrt(count) saves the remainder block
-    for i in range(t1):
-        if count % (t1 + i) == 0 or (t1 - i >= max(2, t1 // 2) and count % (t1 - i) == 0):
+    # a divisor of the count near sqrt(count) saves the remainder block (looked for nearby only:
+    # the search is Python and sqrt(count) reaches 3e6 for calibration's longest runs)
+    low = max(2, t1 // 2)
+    for i in range(min(t1, 4096)):
+        if count % (t1 + i) == 0 or (t1 - i >= low and count % (t1 - i) == 0):
             t1 = t1 + i if count % (t1 + i) == 0 else t1 - i
             break
     m = 2 ** max(1, int(round(math.log2(math.sqrt(t1)))))  # H^2 T / T1 ~ step^2 T (module notes)
