@@ -206,7 +206,10 @@ def _cmd_calibrate(args) -> None:
         b = cal.calibrate_batch_size(args.epsilon, args.delta, args.sigma, args.dataset_size, steps=args.steps,
                                      epochs=args.epochs, accountant=args.accountant, accuracy=args.accuracy)
         sigma, q = args.sigma, b / args.dataset_size
-        steps = args.steps if args.steps is not None else float(math.ceil(args.epochs * args.dataset_size / b - 1e-9))
+        if args.steps is not None:
+            steps = args.steps
+        else:  # (batch size 0: no batch meets the target; an empty batch takes no steps)
+            steps = float(math.ceil(args.epochs * args.dataset_size / b - 1e-9)) if b > 0 else 0.0
         print(f"batch size: {b}")
     else:
         if args.sigma is None:

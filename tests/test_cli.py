@@ -174,3 +174,12 @@ def test_calibrate_defaults_to_the_tight_accountant(capsys):
 def test_no_noise_through_the_cli(capsys):
     code, out, err = _run(["epsilon", "--sigma", "0", "--q", "0.01", "--steps", "100", "--delta", "1e-5"], capsys)
     assert code == 0 and _field(out, "epsilon") == "inf"
+
+
+def test_no_batch_meets_the_target_with_epochs(capsys):
+    # sigma = 0 and a delta below what one sampled example costs: no batch size > 0 is private,
+    # so the planner answers 0 (no steps) -- was a ZeroDivisionError turning epochs into steps
+    code, out, err = _run(["calibrate", "--epsilon", "0.0017", "--delta", "1.7e-17", "--solve-for", "batch-size",
+                           "--sigma", "0", "--dataset-size", "33", "--epochs", "4.57"], capsys)
+    assert code == 0 and err == ""
+    assert _field(out, "batch size") == "0" and _field(out, "steps") == "0"
