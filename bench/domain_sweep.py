@@ -188,26 +188,24 @@ def _peak_rss_reset():
         pass
 
 
-def _peak_rss_mb():
+def _status_mb(key):
+    """A memory figure of this process from /proc/self/status (MB), or None."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) / 1024.0
     except OSError:
         pass
     return None
+
+
+def _peak_rss_mb():
+    return _status_mb("VmHWM")
 
 
 def _rss_mb():
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
+    return _status_mb("VmRSS")
 
 
 def _clear_library_state():
@@ -1059,19 +1057,33 @@ def bounds_of(value):
     return None
 
 
-def check_eps_result(case, refs, model, deltas, lo, up, what, exact_ok=True):
-    """lo/up lists (lo may be None): bounds on eps*(delta) for each delta."""
-    n = len(deltas)
+def _lengths_ok(case, n, lo, up, what):
     if len(up) != n or (lo is not None and len(lo) != n):
         case.fail("bad-output", f"{what}: {n} targets but {len(up)} values")
-        return
+        return False
+    return True
+
+
+def _numeric_pairs(case, targets, lo, up, what, name):
+    """(index, tag, lower or None, upper) of each target whose bounds are numbers; the others
+    are recorded as bad output (the lengths are checked by ``_lengths_ok`` first)."""
+    n = len(targets)
     for i in range(n):
         u = up[i]
         l = lo[i] if lo is not None else None
-        tag = f"{what}[delta={deltas[i]!r}]" if n > 1 else what
+        tag = f"{what}[{name}={targets[i]!r}]" if n > 1 else what
         if not isnum(u) or math.isnan(u) or (l is not None and (not isnum(l) or math.isnan(l))):
             case.fail("bad-output", f"{tag}: NaN or non-number (lower={l!r}, upper={u!r})")
             continue
+        yield i, tag, l, u
+
+
+def check_eps_result(case, refs, model, deltas, lo, up, what, exact_ok=True):
+    """lo/up lists (lo may be None): bounds on eps*(delta) for each delta."""
+    n = len(deltas)
+    if not _lengths_ok(case, n, lo, up, what):
+        return
+    for i, tag, l, u in _numeric_pairs(case, deltas, lo, up, what, "delta"):
         if u < 0 or (l is not None and l < 0):
             case.fail("bad-output", f"{tag}: negative eps (lower={l!r}, upper={u!r})")
         if l is not None and l > u:
@@ -1127,16 +1139,9 @@ def check_eps_result(case, refs, model, deltas, lo, up, what, exact_ok=True):
 
 def check_delta_result(case, refs, model, epss, lo, up, what):
     n = len(epss)
-    if len(up) != n or (lo is not None and len(lo) != n):
-        case.fail("bad-output", f"{what}: {n} targets but {len(up)} values")
+    if not _lengths_ok(case, n, lo, up, what):
         return
-    for i in range(n):
-        u = up[i]
-        l = lo[i] if lo is not None else None
-        tag = f"{what}[eps={epss[i]!r}]" if n > 1 else what
-        if not isnum(u) or math.isnan(u) or (l is not None and (not isnum(l) or math.isnan(l))):
-            case.fail("bad-output", f"{tag}: NaN or non-number (lower={l!r}, upper={u!r})")
-            continue
+    for i, tag, l, u in _numeric_pairs(case, epss, lo, up, what, "eps"):
         if not (0 <= u <= 1) or (l is not None and not (0 <= l <= 1)):
             case.fail("bad-output", f"{tag}: delta outside [0, 1] (lower={l!r}, upper={u!r})")
         if l is not None and l > u:

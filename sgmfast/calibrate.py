@@ -133,6 +133,23 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, stop=N
         x_bad, step = x, 2.0 * step
 
 
+def _int_boundary(ok, public_ok, lo: int, hi: int) -> int:
+    """The largest integer where ``ok`` holds, by bisection between ``lo`` (ok) and ``hi`` (not
+    ok), then stepped down (1, 2, 4, ...) until the public accountant agrees: the fast bound
+    searched on and the public one can differ by a hair.  Never below 1."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    step = 1
+    while lo > 1 and not public_ok(lo):
+        lo = max(1, lo - step)
+        step *= 2
+    return lo
+
+
 def _verified(accountant, eps, value, check, up: bool, tol):
     """Nudge ``value`` towards privacy (up for sigma, down for q) until the public accountant
     meets the target there (grid effects can leave a fast search's answer a hair short)."""
@@ -556,18 +573,7 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         lo = max(1, min(n - 1, int(math.floor(q * n + 1e-9))))
         if not ok(lo):
             lo = 1
-    hi = n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    step = 1
-    while lo > 1 and not public_ok(lo):
-        lo = max(1, lo - step)
-        step *= 2
-    return lo
+    return _int_boundary(ok, public_ok, lo, n)
 
 
 def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3):
@@ -627,18 +633,7 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
         t_hi = t_lo + step
         if t_hi > 1e300:
             return math.inf
-    while t_hi - t_lo > 1:
-        mid = (t_lo + t_hi) // 2
-        if ok(mid):
-            t_lo = mid
-        else:
-            t_hi = mid
-    # verified by the public accountant (the fast bound and the public one can differ by a hair)
-    step = 1
-    while t_lo > 1 and not public_ok(t_lo):
-        t_lo = max(1, t_lo - step)
-        step *= 2
-    return t_lo
+    return _int_boundary(ok, public_ok, t_lo, t_hi)
 
 
 def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3) -> float:
