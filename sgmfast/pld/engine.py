@@ -27,7 +27,7 @@ EVENTS = TailEvents()
 #: what a query may spend refining before it returns what it has certified: seconds on the
 #: reference machine, kept as transform work (``common.metered``), so that the answer does not
 #: depend on the machine, its load or numba's compilation
-BUDGET = 3.0
+BUDGET = 5.0
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
@@ -186,7 +186,7 @@ class Engine:
             found.cap(cap)
             lo, up = found.lower, found.upper
             gap = up - lo
-            if self.grid_step is not None or self._narrow(found) or gap <= 1e-12 or coarser:
+            if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:
                 return lo, up, step
             # a finer grid costs 2-4 times this one: stop where it would not end within the budget
             if last_gap is not None and gap > 0.8 * last_gap or _over_budget(meter, before, self.budget):
