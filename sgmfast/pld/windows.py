@@ -47,29 +47,34 @@ PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the
 def log_mgf_table(parts, step, sd, lower=True):
     """(lambdas, log E e^{lambda L}) of the composed tilted loss L, each log-MGF rounded up
     (lambda < 0, for lower tails, only when ``lower``).  The lambdas scale as 1 / sd, or 1 / step
-    where the grid cannot resolve sd (a point-like composed loss); a log-MGF that overflows is
-    +inf, a valid (trivial) bound."""
-    base = 2.0 ** (CHERNOFF_K / 2.0) / max(sd, step)
+    where sd is 0 (a point-like composed loss); a log-MGF that overflows is
+    +inf, a valid (trivial) bound.  (A NaN entry -- inf - inf in a block's MGF -- carries no
+    information: ``chernoff_edge`` then keeps the heuristic edge and ``chernoff`` charges 1.)"""
+    base = 2.0 ** (CHERNOFF_K / 2.0) / (sd if sd > 0.0 else step)
     lams = np.concatenate((base, -base)) if lower else base
     total = np.zeros(lams.size)
     with np.errstate(over="ignore", invalid="ignore"):
         for part in parts:
             total += part.count * part.log_mgf(step, lams)
-    total[np.isnan(total)] = np.inf
     return lams, total
 
 
 def chernoff_edge(mgf, goal, upper, shift=0.0, offset=0.0):
     """The edge beyond which the Chernoff bounds of the table leave at most ``goal``:
     upper: the smallest b with min over lambda > 0 of e^{offset + Lambda(lambda) - (lambda + shift) b}
-    <= goal; lower: the largest a with min over lambda < 0 of e^{Lambda(lambda) - lambda a} <= goal."""
+    <= goal; lower: the largest a with min over lambda < 0 of e^{Lambda(lambda) - lambda a} <= goal.
+    NaN where the table gives no finite edge (every log-MGF overflowed): the callers take it as
+    the second argument of max/min, which then keep their first -- the heuristic edge -- and the
+    Chernoff charges of that window are then the trivial 1."""
     lams, total = mgf
     lg = math.log(goal)
     if upper:
         sel = lams > 0
-        return float(np.min((total[sel] + offset - lg) / (lams[sel] + shift)))
-    sel = lams < 0
-    return float(np.max((total[sel] - lg) / lams[sel]))
+        edge = float(np.min((total[sel] + offset - lg) / (lams[sel] + shift)))
+    else:
+        sel = lams < 0
+        edge = float(np.max((total[sel] - lg) / lams[sel]))
+    return edge if math.isfinite(edge) else math.nan
 
 
 def chernoff(mgf, b, mean, upper):
