@@ -733,6 +733,18 @@ def fnum(x) -> str:
     return str(x)
 
 
+def _steps_or_epochs(r, argv, meta, steps_table):
+    """--steps from the table (4 in 5 cases) or --epochs, appended to argv and recorded in meta."""
+    if r.random() < 0.8:
+        t = pick(r, steps_table)
+        argv += ["--steps", str(t)]
+        meta["steps"] = t
+    else:
+        ep = lu(r, 0.01, 100.0)
+        argv += ["--epochs", fnum(ep)]
+        meta["epochs"] = ep
+
+
 def sample_cli(r, TB=EDGE):
     u = r.random()
     if u < 0.6:
@@ -748,14 +760,7 @@ def sample_cli(r, TB=EDGE):
             b = max(1, min(n, int(round(lu(r, 1, n))))) if n > 1 else 1
             argv += ["--batch-size", str(b), "--dataset-size", str(n)]
             meta["batch_size"], meta["dataset_size"] = b, n
-        if r.random() < 0.8:
-            t = pick(r, TB["steps"])
-            argv += ["--steps", str(t)]
-            meta["steps"] = t
-        else:
-            ep = lu(r, 0.01, 100.0)
-            argv += ["--epochs", fnum(ep)]
-            meta["epochs"] = ep
+        _steps_or_epochs(r, argv, meta, TB["steps"])
         argv += ["--delta", fnum(d)]
         acc = r.choice(["pld", "pld", "rdp", None])
         if acc:
@@ -787,14 +792,7 @@ def sample_cli(r, TB=EDGE):
             argv += ["--dataset-size", str(n)]
             meta["dataset_size"] = n
         if solve in ("sigma", "batch-size"):
-            if r.random() < 0.8:
-                t = pick(r, TB["cal_steps"])
-                argv += ["--steps", str(t)]
-                meta["steps"] = t
-            else:
-                ep = lu(r, 0.01, 100.0)
-                argv += ["--epochs", fnum(ep)]
-                meta["epochs"] = ep
+            _steps_or_epochs(r, argv, meta, TB["cal_steps"])
         acc = r.choice(["pld", "rdp", None])
         if acc:
             argv += ["--accountant", acc]
@@ -1303,15 +1301,10 @@ def followups_pld(case, res, refs, runner, s, q, t, x, lo, up):
             case.notes.append(f"eps/delta consistency: {fr['outcome']}")
     # monotonicity in sigma, q, T
     if cheap and r.random() < 0.15 and isnum(up) and isnum(lo):
-        which = r.choice(["sigma", "q", "T"])
-        if which == "sigma" and 0 < s < INF:
-            a2, up_truth = [s * 1.25, q, t, x], False
-        elif which == "q" and 0 < q < 1:
-            a2, up_truth = [s, min(1.0, q * 1.25), t, x], True
-        elif which == "T" and 0 < t < 10**7:
-            a2, up_truth = [s, q, min(10**7, 2 * int(t)), x], True
-        else:
+        moved = _moved_args(r, s, q, t, x)
+        if moved is None:
             return
+        which, a2, up_truth = moved
         fr = runner({"entry": e, "args": a2, "kwargs": kw})
         case.checks.append("monotonicity pair")
         if fr["outcome"] == "ok" and isinstance(fr["value"], dict):
@@ -1332,21 +1325,29 @@ def followups_pld(case, res, refs, runner, s, q, t, x, lo, up):
             case.notes.append(f"monotonicity companion: {fr['outcome']}")
 
 
+def _moved_args(r, s, q, t, x):
+    """A monotonicity companion: (which, the arguments with sigma, q or T increased, whether the
+    truth then increases), or None when the chosen parameter cannot move."""
+    which = r.choice(["sigma", "q", "T"])
+    if which == "sigma" and 0 < s < INF:
+        return which, [s * 1.25, q, t, x], False
+    if which == "q" and 0 < q < 1:
+        return which, [s, min(1.0, q * 1.25), t, x], True
+    if which == "T" and 0 < t < 10**7:
+        return which, [s, q, min(10**7, 2 * int(t)), x], True
+    return None
+
+
 def followups_rdp(case, res, runner, s, q, t, x, up):
     spec = case.spec
     e = spec["entry"]
     r = random.Random(spec.get("rng", "") + ":followup")
     if (res.get("time") or 0) > 3.0 or not isnum(up) or r.random() >= 0.15:
         return
-    which = r.choice(["sigma", "q", "T"])
-    if which == "sigma" and 0 < s < INF:
-        a2, up_truth = [s * 1.25, q, t, x], False
-    elif which == "q" and 0 < q < 1:
-        a2, up_truth = [s, min(1.0, q * 1.25), t, x], True
-    elif which == "T" and 0 < t < 10**7:
-        a2, up_truth = [s, q, min(10**7, 2 * int(t)), x], True
-    else:
+    moved = _moved_args(r, s, q, t, x)
+    if moved is None:
         return
+    which, a2, up_truth = moved
     fr = runner({"entry": e, "args": a2, "kwargs": spec.get("kwargs", {})})
     case.checks.append("monotonicity pair")
     if fr["outcome"] == "ok" and isnum(fr["value"]):

@@ -33,7 +33,6 @@ Run from the repository root (single process; about 16 min):
 
 import os
 import sys
-import time
 
 import mpmath
 from mpmath import mp, mpf
@@ -98,12 +97,14 @@ def header(extra):
 # Independent method: quadrature of the definition
 # --------------------------------------------------------------------------
 
-def write_table(path, comment, columns, rows):
-    """A table: the provenance comment line(s), the column names, the rows."""
+def write_table(path, comment, columns, rows, summary):
+    """A table: the provenance comment line(s), the column names, the rows; then ``summary`` (what
+    was written and skipped) on stdout."""
     with open(path, "w") as fh:
         fh.write(header(comment))
         fh.write(columns + "\n")
         fh.writelines(rows)
+    print("%s: %s" % (os.path.basename(path), summary), flush=True)
 
 def _phi(z, s):
     return mpmath.exp(-z * z / (2 * s * s)) / (s * mpmath.sqrt(2 * mpmath.pi))
@@ -272,7 +273,6 @@ def mu_of(c, sigma, T):
 
 
 def gaussian_tables():
-    t0 = time.time()
     rows, rid = [], 0
     n_tiny = 0
     for c in G_SENS:
@@ -294,11 +294,9 @@ def gaussian_tables():
     write_table(OUT_G, "T-fold Gaussian mechanism, mu = sensitivity*sqrt(steps)/sigma:"
                         " delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu);"
                         " eps in nats; rows with delta < 1e-300 are skipped (gaps in row_id)",
-                "row_id,sensitivity,sigma,steps,epsilon,delta", rows)
-    print("exact_gaussian_composed.csv: %d rows of %d (skipped %d with delta < 1e-300), %.0f s"
-          % (len(rows), rid, n_tiny, time.time() - t0), flush=True)
+                "row_id,sensitivity,sigma,steps,epsilon,delta", rows,
+                "%d rows of %d (skipped %d with delta < 1e-300)" % (len(rows), rid, n_tiny))
 
-    t0 = time.time()
     rows, rid = [], 0
     zero_rows, n_zero_skipped = [], 0
     for c in G_SENS:
@@ -326,10 +324,9 @@ def gaussian_tables():
                         " epsilon (nats) = smallest eps >= 0 with delta(eps) <= delta;"
                         " epsilon = 0.0 exactly where delta >= delta(0), kept only in rows %s,"
                         " other such points skipped" % " ".join(str(r) for r in zero_rows),
-                "row_id,sensitivity,sigma,steps,delta,epsilon", rows)
-    print("exact_gaussian_composed_eps.csv: %d rows of %d (%d marked epsilon=0 rows, %d"
-          " epsilon=0 points skipped), %.0f s"
-          % (len(rows), rid, len(zero_rows), n_zero_skipped, time.time() - t0), flush=True)
+                "row_id,sensitivity,sigma,steps,delta,epsilon", rows,
+                "%d rows of %d (%d marked epsilon=0 rows, %d epsilon=0 points skipped)"
+                % (len(rows), rid, len(zero_rows), n_zero_skipped))
 
 
 def check_root(name, kind, a, b, e, target, delta_fn):
@@ -371,7 +368,6 @@ def cell(v):
 
 
 def one_step_tables():
-    t0 = time.time()
     rows, rid, n_skip = [], 0, 0
     kernels = {"remove": mp_exact._k_remove, "add": mp_exact._k_add,
                "replace": mp_exact._k_replace}
@@ -409,16 +405,14 @@ def one_step_tables():
                     rid, fmt_in(q), fmt_in(sigma), fmt_in(eps),
                     cell(vals["remove"]), cell(vals["add"]), cell(vals["replace"])))
                 rid += 1
-        print("  one-step delta q=%r done, %.0f s" % (q, time.time() - t0), flush=True)
+        print("  one-step delta q=%r done" % q, flush=True)
     write_table(OUT_S, "one-step SGM delta(eps), eps in nats; remove: P=mu, Q=mu0; add: P=mu0,"
                         " Q=mu; replace: P=(1-q)N(0,s^2)+qN(-1,s^2), Q=(1-q)N(0,s^2)+qN(1,s^2);"
                         " 0.0 = exactly 0 (add, eps >= -log(1-q)); <1e-300 = positive but below"
                         " 1e-300 (not written); rows where no value is >= 1e-300 are skipped",
-                "row_id,q,sigma,epsilon,delta_remove,delta_add,delta_replace", rows)
-    print("exact_one_step.csv: %d rows of %d (skipped %d), %.0f s"
-          % (len(rows), rid, n_skip, time.time() - t0), flush=True)
+                "row_id,q,sigma,epsilon,delta_remove,delta_add,delta_replace", rows,
+                "%d rows of %d (skipped %d)" % (len(rows), rid, n_skip))
 
-    t0 = time.time()
     rows, rid, n_skip = [], 0, 0
     for q in S_Q:
         for sigma in S_SIGMA:
@@ -443,13 +437,12 @@ def one_step_tables():
                     fmt_out(vals["remove"]), fmt_out(vals["add"]),
                     fmt_out(vals["max"]), fmt_out(vals["replace"])))
                 rid += 1
-        print("  one-step eps q=%r done, %.0f s" % (q, time.time() - t0), flush=True)
+        print("  one-step eps q=%r done" % q, flush=True)
     write_table(OUT_SE, "one-step SGM epsilon (nats) = smallest eps >= 0 with delta(eps) <= delta;"
                         " eps_max = max(eps_remove, eps_add); 0.0 = exactly 0 (delta >= delta(0));"
                         " rows where all four are 0 are skipped except for q = 0.3",
-                "row_id,q,sigma,delta,eps_remove,eps_add,eps_max,eps_replace", rows)
-    print("exact_one_step_eps.csv: %d rows of %d (skipped %d all-zero), %.0f s"
-          % (len(rows), rid, n_skip, time.time() - t0), flush=True)
+                "row_id,q,sigma,delta,eps_remove,eps_add,eps_max,eps_replace", rows,
+                "%d rows of %d (skipped %d all-zero)" % (len(rows), rid, n_skip))
 
 
 def existing_tables():
@@ -471,7 +464,6 @@ def existing_tables():
 
 
 def main():
-    t_all = time.time()
     mp.dps = 50
     existing_tables()
     gaussian_tables()
@@ -479,7 +471,6 @@ def main():
     print("worst relative disagreement per check:")
     for k in sorted(STATS):
         print("  %-36s %s" % (k, mpmath.nstr(STATS[k][0], 3)))
-    print("total %.0f s" % (time.time() - t_all))
 
 
 if __name__ == "__main__":
