@@ -1450,9 +1450,11 @@ def check_one_step_delta(case, res, refs):
     if log and v > 0:
         case.fail("bad-output", f"one_step_delta(log=True) = {v!r} > 0")
     # exact value
-    if q == 0 or sigma == INF or eps == INF:
+    if q == 0 or sigma == INF or (eps == INF and sigma > 0):
         ref = mpmath.mpf(0)
     elif sigma == 0:
+        # no noise: a sampled record is revealed (loss +inf with probability q), so delta = q
+        # at every eps, +inf included (the mass at +inf; tests/reference/mp_exact.py agrees)
         rem = mpmath.mpf(q)
         add = max(mpmath.mpf(0), 1 - mpmath.exp(mpf(eps)) * (1 - mpmath.mpf(q)))
         ref = {"remove": rem, "add": add, "max": max(rem, add)}[direction]

@@ -224,7 +224,7 @@ def _certified_private(direction: int, eps: float, delta: float, q: float, sigma
     log_delta = math.log(delta)
     for k in range(80):
         w_hi = (1.0 / sigma) * (1.0 + 4.0 * 2.0**-53)
-        if all(not (kx.log_delta_bounds(kind, eps, q, w_hi)[1] > log_delta) for kind in kinds):
+        if all(kx.log_delta_bounds(kind, eps, q, w_hi)[1] <= log_delta for kind in kinds):  # NaN: no bound
             return sigma
         sigma *= 1.0 + 1e-13 * 2.0**k
     return sigma  # (not reached: delta -> 0 as sigma grows)

@@ -85,9 +85,33 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
         from . import rdp
 
         return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta)))
-    from .pld.accountant import _epsilon_one
+    return float(_public_pld(float(sigma), float(q), int(steps), float(delta), accuracy)[1])
 
-    return float(_epsilon_one(float(sigma), float(q), float(steps), float(delta), accuracy, None)[1])
+
+#: the public PLD answers met during calibrations (the engine is deterministic, so a hit is the
+#: answer ``pld.epsilon`` gives): the final verification of a searched sigma is then free
+_PUBLIC_PLD: dict = {}
+
+
+def _public_pld(sigma, q, steps, delta, accuracy, budget=None):
+    """(lower, upper, last grid step) of ``pld.epsilon`` at these (validated) arguments.  With a
+    ``budget`` below the engine's, the evaluation stops earlier if it needs more work than
+    that; such an answer is kept (as the public one) only when the budget never bound, since the
+    loop's budget checks fire only once it spent a third of it."""
+    from .pld.engine import BUDGET, Engine
+
+    key = (sigma, q, steps, delta, accuracy)
+    hit = _PUBLIC_PLD.get(key)
+    if hit is not None:
+        return hit
+    b = BUDGET if budget is None else min(budget, BUDGET)
+    with metered() as meter:
+        got = Engine([(sigma, q, steps)], accuracy, None, budget=b).epsilon(delta)
+    if b >= BUDGET or 3.0 * meter.units < b * UNITS_PER_SECOND:
+        if len(_PUBLIC_PLD) >= 4096:
+            _PUBLIC_PLD.clear()
+        _PUBLIC_PLD[key] = got
+    return got
 
 
 def _boundary(ok, x_ok, x_bad, tol, stop=None):
@@ -406,15 +430,16 @@ def _predicted_bracket(f, x0, f0, eps, rdp_eps):
     h = 0.01
     k = (math.log(rdp_eps(x0)) - math.log(rdp_eps(x0 - h))) / h if rdp_eps(x0) > 0 else 0.0
     e0 = f0 + eps
-    if k < 0 and e0 > 0:
+    ok = lambda x: math.isfinite(x) and abs(x - x0) <= 50.0  # noqa: E731  (no inf/NaN step: an infinite eps)
+    if k < 0 and 0 < e0 < math.inf and eps > 0 and ok(x0 + (math.log(eps) - math.log(e0)) / k):
         x1 = x0 + (math.log(eps) - math.log(e0)) / k
         f1 = f(x1)
         pts.append((x1, f1))
         e1 = f1 + eps
-        if e1 > 0 and e1 != e0:
+        if 0 < e1 < math.inf and e1 != e0 and x1 != x0:
             k2 = (math.log(e1) - math.log(e0)) / (x1 - x0)
-            if k2 < 0:
-                x2 = x1 + (math.log(eps) - math.log(e1)) / k2
+            x2 = x1 + (math.log(eps) - math.log(e1)) / k2 if k2 < 0 else math.nan
+            if ok(x2):
                 d = 0.45 * PLD_TOL
                 pts += [(x2 - d, f(x2 - d)), (x2 + d, f(x2 + d))]
     above = [(x, v) for x, v in pts if v > 0]

@@ -156,6 +156,62 @@ def test_sigma_round_trip_extremes(eps, delta, q):
     assert got <= math.log(delta) and got == pytest.approx(math.log(delta), abs=1e-9)
 
 
+_MP = None
+
+
+def _mp_exact():
+    """The mpmath reference module (tests/reference/mp_exact.py), imported on first use."""
+    global _MP
+    if _MP is None:
+        import sys
+
+        sys.path.insert(0, str(pathlib.Path(__file__).parent / "reference"))
+        import mp_exact
+
+        _MP = mp_exact
+    return _MP
+
+
+# Edges the domain sweep (bench/domain_sweep.py) found: e^eps / q beyond the float range
+# (remove: delta came out 0 where it is 1; log delta -inf where it is finite), q = 1 in the add
+# direction (q + expm1(-eps) kept only a few digits), and log delta rounding above log q.
+@pytest.mark.parametrize("eps,q,sigma,direction", [
+    (5011.0446335197485, 1.0, 0.0033819058428495, "remove"),
+    (2028.156000672883, 1.6086362618864378e-06, 0.001, "both"),
+    (1e30, 0.00013885071368631164, 0.056025948418263576, "both"),
+    (800.0, 1e-3, 0.01, "remove"),
+    (24.364399433827366, 1.0, 39.14339871461918, "add"),
+    (700.0, 1.0, 1.0, "add"),
+    (3.882678818780635, 1.0, 0.001, "both"),
+])
+def test_one_step_delta_at_float_range_edges(eps, q, sigma, direction):
+    mp = _mp_exact()
+    ref = mp.one_step_delta(q, sigma, eps, {"both": "max"}.get(direction, direction))
+    got = analysis.one_step_delta(eps, q, sigma, direction=direction, log=True)
+    assert got <= math.log(q)
+    if ref == 0:
+        assert got == -math.inf
+    else:
+        lref = float(mpmath.log(ref))
+        assert abs(got - lref) <= 1e-9 * max(1.0, abs(lref)), (got, lref)
+
+
+@pytest.mark.parametrize("delta,q", [(1.5439403559154297e-30, 3.776104194431812e-06),
+                                     (6.266900763790716e-22, 3.682931021674772e-06)])
+def test_sigma_at_eps_zero_is_private_at_huge_sigma(delta, q):
+    # the certified check returned NaN (no bound) here, and NaN passed as private: sigma came
+    # out a few 1e-15 short (exact delta above the target)
+    mp = _mp_exact()
+    s = analysis.one_step_sigma(0.0, delta, q, direction="add")
+    assert mp.one_step_delta(q, s, 0.0, "add") <= mpmath.mpf(delta)
+    assert mp.one_step_delta(q, s * (1 - 1e-9), 0.0, "add") > mpmath.mpf(delta)  # and minimal
+
+
+def test_noiseless_delta_at_infinite_eps_is_the_revealed_mass():
+    assert analysis.one_step_delta(math.inf, 0.25, 0.0) == 0.25  # P(loss = +inf) = q
+    assert analysis.one_step_delta(math.inf, 0.25, 1.0) == 0.0
+
+
 def test_sigma_is_zero_when_delta_reaches_q():
     assert analysis.one_step_sigma(1.0, 0.02, 0.01) == 0.0
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgmfast import calibrate as cal
-from sgmfast import rdp
+from sgmfast import pld, rdp
 
 POINTS = [
     (2.0, 1e-5, 0.01, 1000),
@@ -165,3 +165,12 @@ def test_pld_sigma_agrees_with_dp_accounting_fine_grid(row):
     eps, delta, q, steps, ref = row
     sigma = cal.calibrate_sigma(eps, delta, q, int(steps), accountant="pld")
     assert sigma == pytest.approx(ref, rel=1e-3)
+
+
+def test_pld_sigma_where_the_secant_step_is_not_finite():
+    # domain sweep: the bracket predictor stepped to NaN (an infinite epsilon on the way) and the
+    # calibration raised "sigma must not be NaN" on a valid target
+    e, d, q, t = 0.002270662839668514, 8.30356564986725e-09, 0.4404489346037516, 109545
+    s = cal.calibrate_sigma(e, d, q, t)
+    assert math.isfinite(s) and s > 0
+    assert pld.epsilon(s, q, t, d).upper <= e

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import numpy as np
+
 from sgmfast import pld
 from sgmfast._kernels.pld import losses as K
 
@@ -114,3 +116,28 @@ def test_accountant_and_relation_errors():
         acc.compose(other)
     with pytest.raises(ValueError, match="relation"):
         pld.epsilon(1.0, 0.01, 10, 1e-5, relation="replace")
+
+
+def test_delta_over_an_array_is_monotone_and_finite_far_out():
+    # one engine for the whole array (answers consistent with each other), and eps far beyond
+    # the grids bounded by RDP through group privacy instead of the trivial 1
+    eps = [1e-12, 4.518666229897042, 541.4800036511297]
+    b = pld.delta(0.38619401637585216, 1.6406831885065087e-05, 3147, eps, relation="replace_one")
+    assert np.all(np.diff(b.upper) <= 0) and np.all(np.diff(b.lower) <= 0)
+    assert b.upper[2] < 1e-100
+    single = pld.delta(0.38619401637585216, 1.6406831885065087e-05, 3147, eps[1], relation="replace_one")
+    assert b.lower[1] <= single.upper and single.lower <= b.upper[1]
+
+
+def test_replace_one_rdp_cap_is_group_privacy_of_add_remove():
+    from sgmfast import rdp
+    from sgmfast.pld.certifiers import RDPBound
+
+    cap = RDPBound([(1.0, 0.01, 1000)], replace=True)
+    e = cap.epsilon(1e-5)
+    # (e/2, d') add/remove with (1 + e^{e/2}) d' <= 1e-5
+    d_half = rdp.delta(1.0, 0.01, 1000, e / 2)
+    assert (1 + math.exp(e / 2)) * d_half <= 1e-5 * (1 + 1e-9)
+    assert cap.delta(np.array([e]))[0] <= 1e-5 * (1 + 1e-9)
+    # and it is above the certified replace-one value
+    assert e >= pld.epsilon(1.0, 0.01, 1000, 1e-5, relation="replace_one").lower

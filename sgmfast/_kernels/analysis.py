@@ -23,7 +23,7 @@ import numba
 
 from ._jit import jit, jit_parallel
 from .calibrate import gaussian_sigma
-from .logmath import LOG_SQRT_2PI, NEG_INF, log1mexp, log_ndtr, log_sub
+from .logmath import LOG_SQRT_2PI, NEG_INF, log1mexp, log_expm1, log_ndtr, log_sub
 from .roots import zeroin_step
 
 DIR_REMOVE = 0
@@ -89,7 +89,15 @@ def _log_tail_pair(log_k, u, v, width):
 def log_delta_remove(eps, q, sigma):
     """log delta(eps) of one SGM step, remove direction (Eq. (45) of Räisä et al. 2024)."""
     em1 = math.expm1(eps)
-    L = math.log1p(em1 / q)
+    if em1 / q < 1e300:
+        L = math.log1p(em1 / q)
+        log_em1 = math.log(em1) if em1 > 0.0 else NEG_INF
+    else:
+        # e^eps / q beyond the float range (eps ~ 700, or eps > 36 with a tiny q): in logs,
+        # L = log(1 + (e^eps - 1)/q) = a + log1p(e^-a) with a = log(e^eps - 1) - log q > 690.
+        log_em1 = log_expm1(eps)
+        a = log_em1 - math.log(q)
+        L = a + math.log1p(math.exp(-a))
     x1 = sigma * L - 0.5 / sigma
     x2 = sigma * L + 0.5 / sigma
     if x1 < 0.0:
@@ -98,7 +106,7 @@ def log_delta_remove(eps, q, sigma):
         first = math.log(q) + _log_phi_diff(x1, x2)
         if em1 == 0.0:
             return first
-        return log_sub(first, math.log(em1) + log_ndtr(-x2))
+        return log_sub(first, log_em1 + log_ndtr(-x2))
     # q Phibar(x1) - h Phibar(x2) = q phi(x1) (R(x1) - R(x2)) since q phi(x1) = h phi(x2).
     return _log_tail_pair(math.log(q) - 0.5 * x1 * x1 - LOG_SQRT_2PI, x1, x2, 1.0 / sigma)
 
@@ -106,10 +114,19 @@ def log_delta_remove(eps, q, sigma):
 @jit
 def log_delta_add(eps, q, sigma):
     """log delta(eps) of one SGM step, add direction; -inf when eps >= -log(1 - q)."""
-    g = q + math.expm1(-eps)
-    if not g > 0.0:
-        return NEG_INF
-    y1 = sigma * (math.log(g) - math.log(q)) + 0.5 / sigma
+    p = 1.0 - q  # exact for q >= 1/2 (Sterbenz), the only case the first branch takes
+    if p == 0.0:
+        log_g = -eps
+    elif p * math.exp(eps) < 0.5:
+        # g = e^-eps (1 - (1 - q) e^eps): no cancellation between e^-eps and 1 - q (at q = 1,
+        # q + expm1(-eps) would keep only ~eps/37 of its digits once e^-eps << 1).
+        log_g = -eps + math.log1p(-p * math.exp(eps))
+    else:
+        g = q + math.expm1(-eps)
+        if not g > 0.0:
+            return NEG_INF
+        log_g = math.log(g)
+    y1 = sigma * (log_g - math.log(q)) + 0.5 / sigma
     y2 = y1 - 1.0 / sigma
     if y1 > 0.0:
         # g Phi(y1) - q Phi(y2) = q [Phi(y1) - Phi(y2)] - (q - g) Phi(y1), q - g = 1 - e^-eps.
@@ -119,7 +136,7 @@ def log_delta_add(eps, q, sigma):
             return eps + first
         return eps + log_sub(first, math.log(qmg) + log_ndtr(y1))
     # g Phi(y1) - q Phi(y2) = g phi(y1) (R(-y1) - R(-y2)) since g phi(y1) = q phi(y2).
-    return eps + _log_tail_pair(math.log(g) - 0.5 * y1 * y1 - LOG_SQRT_2PI, -y1, -y2, 1.0 / sigma)
+    return eps + _log_tail_pair(log_g - 0.5 * y1 * y1 - LOG_SQRT_2PI, -y1, -y2, 1.0 / sigma)
 
 
 @jit
@@ -135,7 +152,9 @@ def log_delta_dir(direction, eps, q, sigma):
 def log_delta_points(direction, eps, q, sigma, out):
     """log delta over flattened, broadcast inputs."""
     for i in range(eps.shape[0]):
-        out[i] = log_delta_dir(direction, eps[i], q[i], sigma[i])
+        # delta <= q in both directions: the clamp only removes rounding above it (log delta
+        # ~ +1e-15 at q = 1 and a tiny sigma)
+        out[i] = min(log_delta_dir(direction, eps[i], q[i], sigma[i]), math.log(q[i]))
 
 
 @jit

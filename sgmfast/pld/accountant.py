@@ -25,14 +25,22 @@ def _check_grid_step(grid_step):
     return None if grid_step is None else float(check_positive(grid_step, "grid_step"))
 
 
-def _epsilon_one(sigma, q, steps, target, accuracy, grid_step, relation="add_remove"):
-    lo, up, _ = Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).epsilon(target)
+def _epsilon_group(engine, targets):
+    """(lower, upper) of ε at each δ in ``targets`` on one engine, made monotone: ε(δ) is
+    non-increasing, so an upper bound at δ also holds at every larger δ and a lower bound at
+    every smaller one."""
+    lo = np.empty(targets.size)
+    up = np.empty(targets.size)
+    for i, d in enumerate(targets):
+        lo[i], up[i] = engine.epsilon(float(d))[:2]
+    order = np.argsort(targets, kind="stable")
+    up[order] = np.minimum.accumulate(up[order])
+    lo[order] = np.maximum.accumulate(lo[order][::-1])[::-1]
     return lo, up
 
 
-def _delta_one(sigma, q, steps, eps, accuracy, grid_step, relation="add_remove"):
-    lo, up = Engine([(sigma, q, int(steps))], accuracy, grid_step, relation).delta(np.array([eps], dtype=np.float64))
-    return float(lo[0]), float(up[0])
+def _delta_group(engine, eps):
+    return engine.delta(np.asarray(eps, dtype=np.float64))  # (already monotone over the array)
 
 
 def epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
@@ -51,16 +59,24 @@ def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon_upper_at(target, step)
 
 
-def _broadcast_call(fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove"):
+def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove"):
+    """Broadcast the inputs; the points sharing (sigma, q, steps) go to one engine in one call,
+    so its caches are shared and the answers are monotone in the query (no point's bound
+    contradicts another's)."""
     arrays = np.broadcast_arrays(sigma, q, steps, x)
     shape = arrays[0].shape
-    lo = np.empty(shape)
-    up = np.empty(shape)
-    for idx in np.ndindex(shape):
-        lo[idx], up[idx] = fn(*(float(a[idx]) for a in arrays), accuracy, grid_step, relation)
+    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    lo = np.empty(flat[0].size)
+    up = np.empty(flat[0].size)
+    groups: dict = {}
+    for i, key in enumerate(zip(flat[0].tolist(), flat[1].tolist(), flat[2].tolist())):
+        groups.setdefault(key, []).append(i)
+    for (s, qq, t), idx in groups.items():
+        engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation)
+        lo[idx], up[idx] = group_fn(engine, flat[3][idx])
     if shape == ():
-        return Bounds(float(lo), float(up))
-    return Bounds(lo, up)
+        return Bounds(float(lo[0]), float(up[0]))
+    return Bounds(lo.reshape(shape), up.reshape(shape))
 
 
 def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", grid_step=None) -> Bounds:
@@ -114,7 +130,7 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
-    return _broadcast_call(_epsilon_one, s, qq, t, d, acc, _check_grid_step(grid_step), relation)
+    return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation)
 
 
 def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", grid_step=None) -> Bounds:
@@ -146,7 +162,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
-    return _broadcast_call(_delta_one, s, qq, t, e, acc, _check_grid_step(grid_step), relation)
+    return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation)
 
 
 class PLDAccountant:

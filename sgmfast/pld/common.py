@@ -96,6 +96,7 @@ def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
 
 STEP_CACHE: dict = {}
 CACHE_BYTES = 256 << 20  # the one-step cache's budget: oldest entries leave first
+_SIZES: dict = {}  # bytes of each entry, measured once when it is stored
 
 
 def _nbytes(value) -> int:
@@ -112,12 +113,19 @@ _CACHE_LOCK = threading.Lock()
 
 def cache_put(key, value) -> None:
     """Store in the one-step cache, bounded in entries and bytes (callers keep their local:
-    another thread may evict it)."""
+    another thread may evict it).  Entries are measured once, on the way in."""
+    size = _nbytes(value)
     with _CACHE_LOCK:  # (sweeps run calibrations on threads)
+        STEP_CACHE.pop(key, None)
         STEP_CACHE[key] = value
-        total = sum(_nbytes(v) for v in list(STEP_CACHE.values()))
+        for k in [k for k in _SIZES if k not in STEP_CACHE]:  # (STEP_CACHE.clear() from outside)
+            del _SIZES[k]
+        _SIZES[key] = size
+        total = sum(_SIZES.values())
         while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 64):
-            total -= _nbytes(STEP_CACHE.pop(next(iter(STEP_CACHE))))
+            old = next(iter(STEP_CACHE))
+            del STEP_CACHE[old]
+            total -= _SIZES.pop(old, 0)
 
 
 # --- helper threads (the kernels and FFTs release the GIL) -------------------------------------
