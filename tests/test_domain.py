@@ -54,6 +54,21 @@ def test_composed_gaussian_delta_is_bracketed(sigma, steps, eps, relation):
 
 
 @SETTINGS
+@given(sigma=log_uniform(1e-1, 1e2), steps=st.sampled_from([10, 1000, 555508, 10**7]),
+       gap=log_uniform(1e-15, 1e-9), eps=log_uniform(1e-8, 10.0), relation=st.sampled_from(list(RELATION)))
+def test_nearly_full_batches_are_bracketed_by_the_gaussian(sigma, steps, gap, eps, relation):
+    # q = 1 - gap: subsampling is post-processing of the Gaussian (δ <= δ_G(eps)) and P^T >=
+    # q^T P_G^T (δ >= q^T δ_G(eps - T log q)); answered without a grid, within the accuracy
+    q = 1.0 - gap
+    c = RELATION[relation][1]
+    g = mp_exact.composed_gaussian_delta(sigma, steps, eps, sensitivity=c)
+    log_all = steps * mpmath.log(mpmath.mpf(q))
+    g_shift = mp_exact.composed_gaussian_delta(sigma, steps, float(eps - log_all), sensitivity=c)
+    b = pld.delta(sigma, q, steps, eps, relation=relation)
+    assert _le(b.lower, g) and _le(mpmath.exp(log_all) * g_shift, b.upper)
+
+
+@SETTINGS
 @given(sigma=log_uniform(1e-2, 1e4), steps=st.sampled_from([1, 3, 100, 10**4, 10**7]),
        delta=log_uniform(1e-30, 0.5), relation=st.sampled_from(list(RELATION)))
 def test_composed_gaussian_epsilon_is_bracketed(sigma, steps, delta, relation):

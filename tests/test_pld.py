@@ -285,11 +285,16 @@ def test_accountant_validates_before_state_change():
 
 
 def test_grid_too_large_falls_back_to_what_is_certified():
-    # a grid of 1e-9 cannot be allocated: the answer is [eps of one step, RDP] (once a
-    # ValueError: every valid input now gets a certified answer)
+    # a grid of 1e-9 cannot be allocated: the answer is [eps of one step, the smaller of RDP
+    # and the full-batch Gaussian] (once a ValueError: every valid input now gets a certified
+    # answer; subsampling is post-processing of the Gaussian mechanism)
     b = pld.epsilon(0.4, 0.5, 10, 1e-5, grid_step=1e-9)
     one = pld.epsilon(0.4, 0.5, 1, 1e-5)
-    assert b.lower == one.lower and b.upper == pytest.approx(rdp.epsilon(0.4, 0.5, 10, 1e-5), rel=1e-12)
+    gauss = pld.epsilon(0.4, 1.0, 10, 1e-5).upper
+    # lower: the single step, or P^T >= q^T P_G^T: eps >= eps_G(δ / q^T) - T log(1 / q)
+    g_low = pld.epsilon(0.4, 1.0, 10, 1e-5 * 2.0**10).lower - 10 * math.log(2.0)
+    assert b.lower == pytest.approx(max(one.lower, g_low), rel=1e-9)
+    assert b.upper == pytest.approx(min(rdp.epsilon(0.4, 0.5, 10, 1e-5), gauss), rel=1e-12)
 
 
 def test_upper_bound_never_above_rdp_and_finite_for_long_runs():

@@ -53,6 +53,7 @@ class Engine:
         noisy, (self.p_lo, self.p_hi) = exact.normalise(schedule)
         self.schedule = tuple(noisy)  # what the grid certifiers compose
         self.form = exact.closed_form(self.schedule, relation) if self.schedule else None
+        self.near = exact.near_gaussian(self.schedule, relation)  # the Gaussian bracket, any q
         self.accuracy = accuracy
         self.grid_step = grid_step
         self.budget = budget
@@ -103,10 +104,14 @@ class Engine:
             return 0.0, 0.0, None
         if self.form is not None:
             return (*exact.eps_bounds(self.form, target), None)
+        g_lo, g_up = exact.near_gaussian_eps(self.near, target)
+        if g_up - g_lo <= self.accuracy * g_up:  # nearly full batches: the Gaussian brackets it
+            return g_lo, g_up, None
         try:
             lo, up, step = self._eps_grid(target, step0)
         except (ArithmeticError, ValueError, MemoryError):
-            return (*self._eps_fallback(target), None)
+            lo, up, step = (*self._eps_fallback(target), None)
+        lo, up = max(lo, g_lo), min(up, g_up)
         if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
             lo = max(lo, self._eps_fallback(target)[0])
         return lo, up, step
@@ -148,10 +153,15 @@ class Engine:
         if self.form is not None:
             lo[finite], up[finite] = exact.delta_bounds(self.form, e)
         else:
-            try:
-                lo[finite], up[finite] = self._delta_grid(e)
-            except (ArithmeticError, ValueError, MemoryError):
-                lo[finite], up[finite] = self._delta_fallback(e)
+            g_lo, g_up = exact.near_gaussian_delta(self.near, e)
+            if np.all(g_up - g_lo <= self.accuracy * g_up):  # nearly full batches
+                l, u = g_lo, g_up
+            else:
+                try:
+                    l, u = self._delta_grid(e)
+                except (ArithmeticError, ValueError, MemoryError):
+                    l, u = self._delta_fallback(e)
+            lo[finite], up[finite] = np.maximum(l, g_lo), np.minimum(u, g_up)
         # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
         up[finite] = np.maximum(up[finite], exact.TINY)
         return lo, up

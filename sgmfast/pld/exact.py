@@ -65,6 +65,44 @@ def gaussian_w(schedule, relation):
     return _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
 
 
+def near_gaussian(schedule, relation):
+    """The Gaussian bracket for any q: (form, L) with form the composed Gaussian's closed form
+    (q = 1 everywhere) and L >= -sum T log q, or None.
+
+    Upper: subsampling is post-processing (given the Gaussian's output, keep it with probability
+    q, else replace it by fresh N(0, sigma^2) noise), so δ(eps) <= δ_G(eps).  Lower: P^T >= Q_all
+    P_G^T as measures, Q_all = prod q^T the chance that every step samples the record, so
+    δ(eps) >= Q_all δ_G(eps + L), L = -log Q_all; and eps(δ) >= eps_G(δ / Q_all) - L.  Tight when
+    L is small (nearly full batches: q = 1 - 1e-12, T = 5e5 gives L = 5e-7)."""
+    if not schedule:
+        return None
+    c = sensitivity(relation)
+    mu2 = sum(count / (sigma * sigma) for sigma, _, count in schedule)
+    w = _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
+    big_l = -sum(count * math.log(q) for _, q, count in schedule) * (1 + (len(schedule) + 4) * U)
+    return ((kx.KIND_GAUSS,), 1.0) + w, big_l
+
+
+def near_gaussian_delta(near, eps: np.ndarray):
+    """(lower, upper) of δ at each eps from ``near_gaussian``."""
+    form, big_l = near
+    up = delta_bounds(form, eps)[1]
+    if big_l == math.inf:
+        return np.zeros(eps.size), up
+    lo = delta_bounds(form, eps + big_l * (1 + 2 * U))[0] * math.exp(-big_l) * (1 - 4 * U)
+    return np.maximum(lo, 0.0), up
+
+
+def near_gaussian_eps(near, target: float):
+    """(lower, upper) of eps(target) from ``near_gaussian``."""
+    form, big_l = near
+    up = eps_bounds(form, target)[1]
+    t = target * math.exp(big_l) * (1 + 4 * U) if big_l < 700 else math.inf
+    if not t < 1.0:
+        return 0.0, up
+    return max(0.0, eps_bounds(form, t)[0] - big_l * (1 + 2 * U)), up
+
+
 def _kind(relation: str, gauss: bool):
     if gauss:
         return (kx.KIND_GAUSS,)
