@@ -13,7 +13,7 @@ import numpy as np
 from .._types import Bounds, Step
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
-from .engine import Engine
+from .engine import BUDGET, Engine
 
 
 def _check_relation(relation: str) -> None:
@@ -72,7 +72,9 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     for i, key in enumerate(zip(flat[0].tolist(), flat[1].tolist(), flat[2].tolist())):
         groups.setdefault(key, []).append(i)
     for (s, qq, t), idx in groups.items():
-        engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation)
+        # one work budget per call and schedule, shared by its queries (at least a second each)
+        engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
+                        budget=max(BUDGET / len(idx), min(1.0, BUDGET)))
         lo[idx], up[idx] = group_fn(engine, flat[3][idx])
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))

@@ -27,7 +27,7 @@ EVENTS = TailEvents()
 #: what a query may spend refining before it returns what it has certified: seconds on the
 #: reference machine, kept as transform work (``common.metered``), so that the answer does not
 #: depend on the machine, its load or numba's compilation
-BUDGET = 5.0
+BUDGET = 3.5
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
