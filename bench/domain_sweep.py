@@ -1658,6 +1658,19 @@ def spec_params(spec):
     return out
 
 
+#: the edge tags of each parameter: the first rule that holds names the case's edge
+_EDGE_RULES = {
+    "sigma": [(lambda v: v == 0, "sigma=0"), (lambda v: v == INF, "sigma=inf"),
+              (lambda v: v <= 0.02, "sigma<=0.02"), (lambda v: v >= 1e5, "sigma>=1e5")],
+    "q": [(lambda v: v == 0, "q=0"), (lambda v: v == 1, "q=1"), (lambda v: v > 0.999, "q~1"),
+          (lambda v: v < 1e-6, "q<1e-6")],
+    "steps": [(lambda v: v == 0, "T=0"), (lambda v: v == 1, "T=1"), (lambda v: v >= 1e6, "T>=1e6")],
+    "delta": [(lambda v: v <= 1e-20, "delta<=1e-20"), (lambda v: v >= 0.5, "delta>=0.5")],
+    "epsilon": [(lambda v: v == 0, "eps=0"), (lambda v: v == INF, "eps=inf"),
+                (lambda v: v <= 1e-6, "eps<=1e-6"), (lambda v: v >= 1e3, "eps>=1e3")],
+}
+
+
 def tags_of(spec):
     p = spec_params(spec)
     tags = []
@@ -1665,48 +1678,11 @@ def tags_of(spec):
     def num(x):
         return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
 
-    s, q, t = p.get("sigma"), p.get("q"), p.get("steps")
-    if num(s):
-        if s == 0:
-            tags.append("sigma=0")
-        elif s == INF:
-            tags.append("sigma=inf")
-        elif s <= 0.02:
-            tags.append("sigma<=0.02")
-        elif s >= 1e5:
-            tags.append("sigma>=1e5")
-    if num(q):
-        if q == 0:
-            tags.append("q=0")
-        elif q == 1:
-            tags.append("q=1")
-        elif q > 0.999:
-            tags.append("q~1")
-        elif q < 1e-6:
-            tags.append("q<1e-6")
-    if num(t):
-        if t == 0:
-            tags.append("T=0")
-        elif t == 1:
-            tags.append("T=1")
-        elif t >= 1e6:
-            tags.append("T>=1e6")
-    d = p.get("delta")
-    if num(d):
-        if d <= 1e-20:
-            tags.append("delta<=1e-20")
-        elif d >= 0.5:
-            tags.append("delta>=0.5")
-    ep = p.get("epsilon")
-    if num(ep):
-        if ep == 0:
-            tags.append("eps=0")
-        elif ep == INF:
-            tags.append("eps=inf")
-        elif ep <= 1e-6:
-            tags.append("eps<=1e-6")
-        elif ep >= 1e3:
-            tags.append("eps>=1e3")
+    for name, rules in _EDGE_RULES.items():
+        v = p.get(name)
+        if num(v):
+            tags.extend([label for holds, label in rules if holds(v)][:1])
+    d, ep = p.get("delta"), p.get("epsilon")
     if isinstance(d, list) or isinstance(ep, list):
         tags.append("vector")
     return tags
