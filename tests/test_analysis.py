@@ -182,6 +182,7 @@ def _mp_exact():
     (800.0, 1e-3, 0.01, "remove"),
     (24.364399433827366, 1.0, 39.14339871461918, "add"),
     (700.0, 1.0, 1.0, "add"),
+    (22.5, 1 - 1e-10, 3.0, "add"),  # e^-eps ~ 1 - q: g = e^-eps (1 - (1 - q) e^eps), 1 - q exact
     (3.882678818780635, 1.0, 0.001, "both"),
 ])
 def test_one_step_delta_at_float_range_edges(eps, q, sigma, direction):

@@ -117,7 +117,7 @@ def log_delta_add(eps, q, sigma):
     p = 1.0 - q  # exact for q >= 1/2 (Sterbenz), the only case the first branch takes
     if p == 0.0:
         log_g = -eps
-    elif p * math.exp(eps) < 0.5:
+    elif q >= 0.5 and p * math.exp(eps) < 1.0:
         # g = e^-eps (1 - (1 - q) e^eps): no cancellation between e^-eps and 1 - q (at q = 1,
         # q + expm1(-eps) would keep only ~eps/37 of its digits once e^-eps << 1).
         log_g = -eps + math.log1p(-p * math.exp(eps))
