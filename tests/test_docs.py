@@ -5,7 +5,9 @@ import importlib
 
 import pytest
 
-MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.analysis"]
+MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.analysis",
+           "sgmfast.analysis.onestep", "sgmfast.analysis.conjecture", "sgmfast.analysis.effective_noise",
+           "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification"]
 
 
 @pytest.mark.parametrize("name", MODULES)
