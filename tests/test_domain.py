@@ -68,6 +68,17 @@ def test_nearly_full_batches_are_bracketed_by_the_gaussian(sigma, steps, gap, ep
     assert _le(b.lower, g) and _le(mpmath.exp(log_all) * g_shift, b.upper)
 
 
+def test_gaussian_floor_is_for_add_remove_only():
+    # P^T >= q^T P_G^T bounds δ from below only where Q is the Gaussian's own N(0)^T (remove);
+    # replace-one's Q is a mixture, so no floor is taken from it
+    from sgmfast.pld import exact
+
+    lo, _ = exact.near_gaussian_delta(exact.near_gaussian([(1.0, 0.99, 3)], "replace_one"), np.array([0.2]))
+    assert lo[0] == 0.0
+    lo, _ = exact.near_gaussian_delta(exact.near_gaussian([(1.0, 0.99, 3)], "add_remove"), np.array([0.2]))
+    assert lo[0] > 0.0
+
+
 @SETTINGS
 @given(sigma=log_uniform(1e-2, 1e4), steps=st.sampled_from([1, 3, 100, 10**4, 10**7]),
        delta=log_uniform(1e-30, 0.5), relation=st.sampled_from(list(RELATION)))

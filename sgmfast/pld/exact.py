@@ -71,8 +71,10 @@ def near_gaussian(schedule, relation):
 
     Upper: subsampling is post-processing (given the Gaussian's output, keep it with probability
     q, else replace it by fresh N(0, sigma^2) noise), so δ(eps) <= δ_G(eps).  Lower: P^T >= Q_all
-    P_G^T as measures, Q_all = prod q^T the chance that every step samples the record, so
-    δ(eps) >= Q_all δ_G(eps + L), L = -log Q_all; and eps(δ) >= eps_G(δ / Q_all) - L.  Tight when
+    P_G^T as measures, Q_all = prod q^T the chance that every step samples the record, so in the
+    remove direction, whose Q = N(0)^T is the Gaussian's own (not so for replace-one: no floor,
+    L = +inf there), δ(eps) >= Q_all δ_G(eps + L), L = -log Q_all; and eps(δ) >= eps_G(δ / Q_all)
+    - L.  Tight when
     L is small (nearly full batches: q = 1 - 1e-12, T = 5e5 gives L = 5e-7)."""
     if not schedule:
         return None
@@ -80,6 +82,10 @@ def near_gaussian(schedule, relation):
     mu2 = sum(count / (sigma * sigma) for sigma, _, count in schedule)
     w = _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
     big_l = -sum(count * math.log(q) for _, q, count in schedule) * (1 + (len(schedule) + 4) * U)
+    if relation == "replace_one":
+        # the floor needs Q = N(0)^T, the remove direction's second measure; replace-one's Q is a
+        # mixture too (its other terms can be negative), so it gets the upper bound only
+        big_l = math.inf
     return ((kx.KIND_GAUSS,), 1.0) + w, big_l
 
 
