@@ -19,16 +19,26 @@ from contextvars import ContextVar
 UNITS_PER_SECOND = 2.5e8
 
 
-class Meter:
-    """Transform work charged inside a ``metered`` block (and its helper threads)."""
+class WorkLimit(ValueError):
+    """A metered block went past its hard limit: the work in progress is abandoned (nothing
+    partial is returned; callers keep what they had already certified).  A ValueError, like a
+    grid that would not fit in memory, and handled the same way."""
 
-    def __init__(self):
+
+class Meter:
+    """Transform work charged inside a ``metered`` block (and its helper threads); past ``limit``
+    units (if given) the next charge raises ``WorkLimit``."""
+
+    def __init__(self, limit: float | None = None):
         self.units = 0.0
+        self.limit = limit
         self._lock = threading.Lock()
 
     def add(self, units: float) -> None:
         with self._lock:  # (the grid pair charges from two threads)
             self.units += units
+        if self.limit is not None and self.units > self.limit:
+            raise WorkLimit(f"work limit of {self.limit / UNITS_PER_SECOND:.3g} s reached")
 
 
 _METERS: ContextVar = ContextVar("sgmfast_meters", default=())

@@ -183,6 +183,8 @@ def _mp_exact():
     (24.364399433827366, 1.0, 39.14339871461918, "add"),
     (700.0, 1.0, 1.0, "add"),
     (22.5, 1 - 1e-10, 3.0, "add"),  # e^-eps ~ 1 - q: g = e^-eps (1 - (1 - q) e^eps), 1 - q exact
+    (139.86878556900677, 1.0, 0.001597166818035765, "add"),  # delta ~ 1 as a difference of e^eps terms
+    (1e-12, 0.00044624850131356667, 700000000.0, "add"),  # log(g / q) ~ -2e-9 to full precision
     (3.882678818780635, 1.0, 0.001, "both"),
 ])
 def test_one_step_delta_at_float_range_edges(eps, q, sigma, direction):

@@ -114,23 +114,33 @@ def log_delta_remove(eps, q, sigma):
 @jit
 def log_delta_add(eps, q, sigma):
     """log delta(eps) of one SGM step, add direction; -inf when eps >= -log(1 - q)."""
-    p = 1.0 - q  # exact for q >= 1/2 (Sterbenz), the only case the first branch takes
+    p = 1.0 - q  # exact for q >= 1/2 (Sterbenz), the only case the second branch takes
+    lq = math.log(q)
     if p == 0.0:
-        log_g = -eps
+        lgq = -eps  # log(g / q)
     elif q >= 0.5 and p * math.exp(eps) < 1.0:
         # g = e^-eps (1 - (1 - q) e^eps): no cancellation between e^-eps and 1 - q (at q = 1,
         # q + expm1(-eps) would keep only ~eps/37 of its digits once e^-eps << 1).
-        log_g = -eps + math.log1p(-p * math.exp(eps))
+        lgq = -eps + math.log1p(-p * math.exp(eps)) - lq
     else:
-        g = q + math.expm1(-eps)
-        if not g > 0.0:
+        # log(g / q) = log1p(expm1(-eps) / q): relative to itself (log(g) - log(q) erred by u
+        # absolute, 5e-8 of it at eps = 1e-12, sigma = 7e8)
+        y = math.expm1(-eps) / q
+        if not y > -1.0:
             return NEG_INF
-        log_g = math.log(g)
-    y1 = sigma * (log_g - math.log(q)) + 0.5 / sigma
+        lgq = math.log1p(y)
+    log_g = lgq + lq
+    y1 = sigma * lgq + 0.5 / sigma
     y2 = y1 - 1.0 / sigma
     if y1 > 0.0:
+        # e^eps [g Phi(y1) - q Phi(y2)]: directly when the second term is below e^-1 of the first
+        # (a large eps, where the form below would cancel at the scale of e^eps)
+        a = eps + log_g + log_ndtr(y1)
+        b = eps + lq + log_ndtr(y2)
+        if b < a - 1.0:
+            return log_sub(a, b)
         # g Phi(y1) - q Phi(y2) = q [Phi(y1) - Phi(y2)] - (q - g) Phi(y1), q - g = 1 - e^-eps.
-        first = math.log(q) + _log_phi_diff(y2, y1)
+        first = lq + _log_phi_diff(y2, y1)
         qmg = -math.expm1(-eps)
         if qmg == 0.0:
             return eps + first

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
+from .._work import Meter
 from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, bins_limit, metered
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -28,6 +29,10 @@ EVENTS = TailEvents()
 #: reference machine, kept as transform work (``common.metered``), so that the answer does not
 #: depend on the machine, its load or numba's compilation
 BUDGET = 3.5
+#: a single grid iteration can outgrow the prediction the budget checks use (two-stage blocks
+#: with many tail terms at sigma ~ 1e-3): past this multiple of the budget the work in progress
+#: is abandoned (``WorkLimit``) and the query keeps what it had certified
+HARD_LIMIT = 2.0
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
@@ -159,6 +164,10 @@ class Engine:
             else:
                 try:
                     l, u = self._delta_grid(e)
+                    wide = ~(u - l <= self.accuracy * u)
+                    if wide.any():  # a wide answer: the single steps' bound may help
+                        l = l.copy()
+                        l[wide] = np.maximum(l[wide], self._delta_fallback(e[wide])[0])
                 except (ArithmeticError, ValueError, MemoryError):
                     l, u = self._delta_fallback(e)
             lo[finite], up[finite] = np.maximum(l, g_lo), np.minimum(u, g_up)
@@ -170,7 +179,7 @@ class Engine:
     def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
         """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
         step until the accuracy is met, refining stops helping, or the time budget is spent."""
-        with metered() as meter:
+        with metered(Meter(HARD_LIMIT * self.budget * UNITS_PER_SECOND)) as meter:
             return self._eps_loop(target, step0, meter)
 
     def _eps_loop(self, target, step0, meter):
@@ -250,7 +259,7 @@ class Engine:
         """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
-        with metered() as meter:
+        with metered(Meter(HARD_LIMIT * self.budget * UNITS_PER_SECOND)) as meter:
             return self._delta_loop(eps, meter)
 
     def _delta_loop(self, eps, meter):
