@@ -32,7 +32,7 @@ BUDGET = 3.5
 #: a single grid iteration can outgrow the prediction the budget checks use (two-stage blocks
 #: with many tail terms at sigma ~ 1e-3): past this multiple of the budget the work in progress
 #: is abandoned (``WorkLimit``) and the query keeps what it had certified
-HARD_LIMIT = 2.0
+HARD_LIMIT = 1.5
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
