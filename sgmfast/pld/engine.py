@@ -28,7 +28,7 @@ EVENTS = TailEvents()
 #: what a query may spend refining before it returns what it has certified: seconds on the
 #: reference machine, kept as transform work (``common.metered``), so that the answer does not
 #: depend on the machine, its load or numba's compilation
-BUDGET = 3.5
+BUDGET = 4.0
 #: a single grid iteration can outgrow the prediction the budget checks use (two-stage blocks
 #: with many tail terms at sigma ~ 1e-3): past this multiple of the budget the work in progress
 #: is abandoned (``WorkLimit``) and the query keeps what it had certified
