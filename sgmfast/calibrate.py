@@ -63,7 +63,7 @@ PLD_TOL = 1e-4
 #: counted as transform work like the engine's budget: the answer does not depend on the machine
 #: or its load); past it the search uses RDP's bound, and the private end found so far is
 #: returned (verified, less tight than the tolerance).
-CAL_BUDGET = 1.5
+CAL_BUDGET = 1.0
 
 _ACCOUNTANTS = ("pld", "rdp")
 

@@ -36,8 +36,9 @@ HARD_LIMIT = 1.5
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
-    """Would a finer grid (about twice this iteration's work) overrun the budget?"""
-    return meter.units + 2.0 * (meter.units - before) > budget * UNITS_PER_SECOND
+    """Would a finer grid (about twice this iteration's work) end past the hard limit?  (A grid
+    that does overrun it is abandoned there, and the query keeps what it had certified.)"""
+    return meter.units + 2.0 * (meter.units - before) > HARD_LIMIT * budget * UNITS_PER_SECOND
 
 
 class Engine:
@@ -186,9 +187,12 @@ class Engine:
         job = self.job(target)
         est = eps_estimate(self.schedule, target, self.main)
         cap = self.rdp.epsilon(target)
-        # the Gaussian estimate misses heavy tails (small q, few steps: 0.02 where eps is 0.125,
-        # and a first grid 30x finer than the accuracy needs); half RDP's bound is a floor
-        est_step = max(est, 0.5 * cap) if math.isfinite(cap) else est
+        # with few steps the Gaussian estimate misses heavy one-step tails (small q, T = 10: 0.02
+        # where eps is 0.125, and a first grid 30x finer than the accuracy needs): half RDP's
+        # bound is a floor there (not for long runs, whose sums are near Gaussian: a coarser
+        # first grid there only costs a refinement)
+        short = sum(c for _, _, c in self.schedule) < MIN_STEPS
+        est_step = max(est, 0.5 * cap) if short and math.isfinite(cap) else est
         step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est_step, self.main)
         found = Certified(job.directions, 0.0, math.inf)
         last_gap = None
