@@ -13,7 +13,7 @@ import numpy as np
 from .._types import Bounds, Step
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
-from .engine import BUDGET, Engine
+from .engine import BUDGET, Engine, monotone
 
 
 def _check_relation(relation: str) -> None:
@@ -26,17 +26,12 @@ def _check_grid_step(grid_step):
 
 
 def _epsilon_group(engine, targets):
-    """(lower, upper) of ε at each δ in ``targets`` on one engine, made monotone: ε(δ) is
-    non-increasing, so an upper bound at δ also holds at every larger δ and a lower bound at
-    every smaller one."""
+    """(lower, upper) of ε at each δ in ``targets`` on one engine, made monotone in δ."""
     lo = np.empty(targets.size)
     up = np.empty(targets.size)
     for i, d in enumerate(targets):
         lo[i], up[i] = engine.epsilon(float(d))[:2]
-    order = np.argsort(targets, kind="stable")
-    up[order] = np.minimum.accumulate(up[order])
-    lo[order] = np.maximum.accumulate(lo[order][::-1])[::-1]
-    return lo, up
+    return monotone(targets, lo, up)
 
 
 def _delta_group(engine, eps):
@@ -74,7 +69,7 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     for (s, qq, t), idx in groups.items():
         # one work budget per call and schedule, shared by its queries (at least a second each)
         engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
-                        budget=max(BUDGET / len(idx), min(1.0, BUDGET)))
+                        budget=max(BUDGET / len(idx), 1.0))
         lo[idx], up[idx] = group_fn(engine, flat[3][idx])
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))
@@ -238,9 +233,8 @@ class PLDAccountant:
         d = check_delta(delta)
         if not self.history:
             return Bounds(np.zeros(d.shape), np.zeros(d.shape)) if d.ndim else Bounds(0.0, 0.0)
-        vals = [self._get_engine().epsilon(float(x))[:2] for x in d.ravel()]
-        lo = np.array([v[0] for v in vals]).reshape(d.shape)
-        up = np.array([v[1] for v in vals]).reshape(d.shape)
+        lo, up = _epsilon_group(self._get_engine(), np.asarray(d, dtype=np.float64).ravel())
+        lo, up = lo.reshape(d.shape), up.reshape(d.shape)
         return Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up)
 
     def delta(self, epsilon) -> Bounds:

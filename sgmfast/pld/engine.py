@@ -148,7 +148,7 @@ class Engine:
         # ulps (nothing changes for normal values)
         lo = np.maximum(lo - 1e-322, 0.0)
         up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
-        return _monotone(eps, lo, up)
+        return monotone(eps, lo, up)
 
     def _delta_noisy(self, eps: np.ndarray):
         lo, up = np.zeros(eps.size), np.zeros(eps.size)
@@ -327,14 +327,14 @@ class Engine:
         return (lo >= shifted.upper) | (up - lo <= 1e-300)
 
 
-def _monotone(eps: np.ndarray, lo: np.ndarray, up: np.ndarray):
-    """δ(eps) is non-increasing, so every upper bound also bounds δ at larger eps and every lower
-    bound δ at smaller eps: the bounds of one call, made monotone (never looser)."""
-    if eps.size < 2:
+def monotone(x: np.ndarray, lo: np.ndarray, up: np.ndarray):
+    """Bounds on a non-increasing function at the points x -- δ(eps), or eps(δ) -- made
+    consistent: an upper bound also bounds the function at every larger x, a lower bound at every
+    smaller x.  Never looser than the input."""
+    if x.size < 2:
         return lo, up
-    order = np.argsort(eps, kind="stable")
-    up_s = np.minimum.accumulate(up[order])
-    lo_s = np.maximum.accumulate(lo[order][::-1])[::-1]
+    order = np.argsort(x, kind="stable")
     up, lo = up.copy(), lo.copy()
-    up[order], lo[order] = up_s, lo_s
+    up[order] = np.minimum.accumulate(up[order])
+    lo[order] = np.maximum.accumulate(lo[order][::-1])[::-1]
     return lo, up
