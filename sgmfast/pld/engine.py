@@ -15,8 +15,7 @@ import numpy as np
 
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .._work import Meter
-from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, bins_limit, metered
+from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered
 from .estimates import eps_estimate, initial_step, refine
 from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .two_stage import MIN_STEPS, SMALL_TAU
@@ -59,7 +58,7 @@ class Engine:
         noisy, (self.p_lo, self.p_hi) = exact.normalise(schedule)
         self.schedule = tuple(noisy)  # what the grid certifiers compose
         self.form = exact.closed_form(self.schedule, relation) if self.schedule else None
-        self.near = exact.near_gaussian(self.schedule, relation)  # the Gaussian bracket, any q
+        self.near = exact.near_gaussian(self.schedule, relation)  # the Gaussian bracket (q near 1)
         self.accuracy = accuracy
         self.grid_step = grid_step
         self.budget = budget
@@ -111,7 +110,7 @@ class Engine:
         if self.form is not None:
             return (*exact.eps_bounds(self.form, target), None)
         g_lo, g_up = exact.near_gaussian_eps(self.near, target)
-        if g_up - g_lo <= self.accuracy * g_up:  # nearly full batches: the Gaussian brackets it
+        if g_up < math.inf and g_up - g_lo <= self.accuracy * g_up:  # nearly full batches: the Gaussian brackets it
             return g_lo, g_up, None
         try:
             lo, up, step = self._eps_grid(target, step0)

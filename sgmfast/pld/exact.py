@@ -65,32 +65,36 @@ def gaussian_w(schedule, relation):
     return _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
 
 
+#: beyond this L = -sum T log q the Gaussian bracket is skipped: its floor e^-L δ_G is below the
+#: smallest δ asked (1e-30), and with q^T that small RDP caps far below δ_G
+NEAR_GAUSSIAN_MAX_L = 70.0
+
+
 def near_gaussian(schedule, relation):
-    """The Gaussian bracket for any q: (form, L) with form the composed Gaussian's closed form
-    (q = 1 everywhere) and L >= -sum T log q, or None.
+    """The Gaussian bracket of nearly full batches: (form, L) with form the composed Gaussian's
+    closed form (q = 1 everywhere) and L >= -sum T log q, or None where L > 70.
 
     Upper: subsampling is post-processing (given the Gaussian's output, keep it with probability
-    q, else replace it by fresh N(0, sigma^2) noise), so δ(eps) <= δ_G(eps).  Lower: P^T >= Q_all
-    P_G^T as measures, Q_all = prod q^T the chance that every step samples the record, so in the
-    remove direction, whose Q = N(0)^T is the Gaussian's own (not so for replace-one: no floor,
-    L = +inf there), δ(eps) >= Q_all δ_G(eps + L), L = -log Q_all; and eps(δ) >= eps_G(δ / Q_all)
-    - L.  Tight when
-    L is small (nearly full batches: q = 1 - 1e-12, T = 5e5 gives L = 5e-7)."""
+    q, else replace it by fresh N(0, sigma^2) noise), so δ(eps) <= δ_G(eps).  Lower: P^T >=
+    Q_all P_G^T as measures, Q_all = prod q^T = e^-L the chance that every step samples the
+    record; in the remove direction Q = N(0)^T is the Gaussian's own, so δ(eps) >= e^-L
+    δ_G(eps + L) and eps(δ) >= eps_G(δ e^L) - L.  Replace-one's Q is a mixture too (the other
+    terms can be negative): no floor there (L = +inf).  Tight when L is small: q = 1 - 1e-12,
+    T = 5e5 gives L = 5e-7."""
     if not schedule:
         return None
-    c = sensitivity(relation)
-    mu2 = sum(count / (sigma * sigma) for sigma, _, count in schedule)
-    w = _bracket(c * math.sqrt(mu2), 2 * len(schedule) + 4)
     big_l = -sum(count * math.log(q) for _, q, count in schedule) * (1 + (len(schedule) + 4) * U)
-    if relation == "replace_one":
-        # the floor needs Q = N(0)^T, the remove direction's second measure; replace-one's Q is a
-        # mixture too (its other terms can be negative), so it gets the upper bound only
-        big_l = math.inf
-    return ((kx.KIND_GAUSS,), 1.0) + w, big_l
+    if big_l > NEAR_GAUSSIAN_MAX_L:
+        return None
+    mu2 = sum(count / (sigma * sigma) for sigma, _, count in schedule)
+    w = _bracket(sensitivity(relation) * math.sqrt(mu2), 2 * len(schedule) + 4)
+    return ((kx.KIND_GAUSS,), 1.0) + w, (math.inf if relation == "replace_one" else big_l)
 
 
 def near_gaussian_delta(near, eps: np.ndarray):
-    """(lower, upper) of δ at each eps from ``near_gaussian``."""
+    """(lower, upper) of δ at each eps from ``near_gaussian`` ([0, 1] without one)."""
+    if near is None:
+        return np.zeros(eps.size), np.ones(eps.size)
     form, big_l = near
     up = delta_bounds(form, eps)[1]
     if big_l == math.inf:
@@ -100,7 +104,9 @@ def near_gaussian_delta(near, eps: np.ndarray):
 
 
 def near_gaussian_eps(near, target: float):
-    """(lower, upper) of eps(target) from ``near_gaussian``."""
+    """(lower, upper) of eps(target) from ``near_gaussian`` ([0, inf] without one)."""
+    if near is None:
+        return 0.0, math.inf
     form, big_l = near
     up = eps_bounds(form, target)[1]
     t = target * math.exp(big_l) * (1 + 4 * U) if big_l < 700 else math.inf
