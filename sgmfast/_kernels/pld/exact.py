@@ -253,11 +253,13 @@ def log_delta_bounds(kind, eps, q, w):
         if not g > 0.0 or eps >= -math.log1p(-q):
             return NEG_INF, NEG_INF  # beyond the largest add loss -log(1 - q): δ = 0
         # lg = log(g / q) = log1p(y), y = expm1(-eps) / q in (-1, 0]: y errs by LIBM relative
-        # (expm1 and the division), which moves log1p by |y| LIBM / (1 + y) = LIBM |em1n| / g;
-        # log1p adds LIBM |lg|.  Relative, so exact at eps = 0 (the old absolute 2u bound,
-        # divided by w = 1/sigma, made the threshold useless at sigma ~ 1e24: NaN).
+        # (expm1 and the division), which moves log1p by at most |y| LIBM / (1 + y_min) =
+        # LIBM |em1n| / g_min, g_min a lower bound on the true g (the float g = q + em1n errs by
+        # up to LIBM (q + |em1n|)); log1p adds LIBM |lg|.  Relative, so exact at eps = 0 (the old
+        # absolute 2u bound, divided by w = 1/sigma, made the threshold useless at sigma ~ 1e24).
         lg = math.log1p(em1n / q)
-        e_g = LIBM * (1.01 * abs(em1n) / g + abs(lg)) + 1e-300
+        g_min = g - LIBM * (q + abs(em1n))
+        e_g = LIBM * (abs(em1n) / g_min + abs(lg)) + 1e-300 if g_min > 0.0 else math.inf
         x_top = -lg / w + 0.5 * w
         dx = e_g / w + 4.0 * EPS64 * (abs(x_top) + w)
         dens = (1.0 - q) * math.exp(min(w * x_top - 0.5 * w * w, 700.0)) + q
