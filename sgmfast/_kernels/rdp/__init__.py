@@ -48,6 +48,7 @@ from .log_a import (  # noqa: F401
     log_a_int,
     log_a_quad,
     log_a_series,
+    quad_setup,
     trap_step,
 )
 from .conversion import (  # noqa: F401

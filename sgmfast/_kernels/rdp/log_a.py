@@ -139,13 +139,16 @@ def _quad_lower_end(sigma):
 
 
 @jit
+def quad_setup(q, sigma, alpha):
+    """What every trapezoidal pass over z needs at order alpha: log q, log(1 - q), 1 / (2 sigma^2),
+    the spacing, the first node and the point past which the scan may stop."""
+    return (math.log(q), math.log1p(-q), 0.5 / (sigma * sigma), trap_step(sigma), _quad_lower_end(sigma),
+            max(alpha, 2.0) + sigma)
+
+
+@jit
 def _log_a_quad_logspace(q, sigma, alpha):
-    log_q = math.log(q)
-    log_1mq = math.log1p(-q)
-    inv2s2 = 0.5 / (sigma * sigma)
-    h = trap_step(sigma)
-    z = _quad_lower_end(sigma)
-    z_past = max(alpha, 2.0) + sigma
+    log_q, log_1mq, inv2s2, h, z, z_past = quad_setup(q, sigma, alpha)
     m = NEG_INF
     s = 0.0
     nodes = 0
@@ -186,12 +189,7 @@ def log_a_quad(q, sigma, alpha):
     """
     if q == 1.0:
         return alpha * (alpha - 1.0) / (2.0 * sigma * sigma)
-    log_q = math.log(q)
-    log_1mq = math.log1p(-q)
-    inv2s2 = 0.5 / (sigma * sigma)
-    h = trap_step(sigma)
-    z = _quad_lower_end(sigma)
-    z_past = max(alpha, 2.0) + sigma
+    log_q, log_1mq, inv2s2, h, z, z_past = quad_setup(q, sigma, alpha)
     beta = alpha - 1.0
     fmax = 0.0
     s = 0.0

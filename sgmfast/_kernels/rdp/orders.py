@@ -21,6 +21,7 @@ from .log_a import (
     _quad_lower_end,
     log_a,
     log_a_quad,
+    quad_setup,
     trap_step,
 )
 from .conversion import _from_rdp, _objective, bh_log_delta, schedule_rdp
@@ -74,12 +75,7 @@ def prepare_nodes(q, sigma, alpha_hi, out_w, out_h1, out_e, out_l):
     ``log_a_quad`` would use at ``alpha_hi``, which covers smaller orders too: their integrand
     has every mode below max(alpha, 2) as well and decays at least as fast beyond it.
     """
-    log_q = math.log(q)
-    log_1mq = math.log1p(-q)
-    inv2s2 = 0.5 / (sigma * sigma)
-    h = trap_step(sigma)
-    z = _quad_lower_end(sigma)
-    z_past = max(alpha_hi, 2.0) + sigma
+    log_q, log_1mq, inv2s2, h, z, z_past = quad_setup(q, sigma, alpha_hi)
     beta = alpha_hi - 1.0
     scale = h / (sigma * math.exp(LOG_SQRT_2PI))
     fmax = 0.0
