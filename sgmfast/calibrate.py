@@ -407,8 +407,8 @@ def _predicted_bracket(f, x0, f0, eps, rdp_eps):
     k = (math.log(rdp_eps(x0)) - math.log(rdp_eps(x0 - h))) / h if rdp_eps(x0) > 0 else 0.0
     e0 = f0 + eps
     ok = lambda x: math.isfinite(x) and abs(x - x0) <= 50.0  # noqa: E731  (no inf/NaN step: an infinite eps)
-    if k < 0 and 0 < e0 < math.inf and eps > 0 and ok(x0 + (math.log(eps) - math.log(e0)) / k):
-        x1 = x0 + (math.log(eps) - math.log(e0)) / k
+    x1 = x0 + (math.log(eps) - math.log(e0)) / k if k < 0 and 0 < e0 < math.inf and eps > 0 else math.nan
+    if ok(x1):
         f1 = f(x1)
         pts.append((x1, f1))
         e1 = f1 + eps
