@@ -114,28 +114,27 @@ class Engine:
             return g_lo, g_up, None
         try:
             lo, up, step = self._eps_grid(target, step0)
-        except (ArithmeticError, ValueError, MemoryError):
-            lo, up, step = (*self._eps_fallback(target), None)
+        except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
+            lo, up, step = 0.0, self.rdp.epsilon(target), None
         lo, up = max(lo, g_lo), min(up, g_up)
         if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
-            lo = max(lo, self._eps_fallback(target)[0])
+            lo = max(lo, self._eps_floor(target))
         return lo, up, step
 
-    # --- certified fallbacks where no grid can be built (extreme parameters) -------------------
+    # --- the single steps' floor, for answers the grids leave wide (extreme parameters) --------
     def _one_step_forms(self):
         return [exact.closed_form([(sigma, q, 1)], self.relation) for sigma, q, _ in self.schedule]
 
-    def _eps_fallback(self, target: float):
-        """[eps of the most revealing single step, RDP]: a composition is at least as revealing as
-        any one of its steps (post-processing), and RDP bounds it from above."""
-        lo = max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
-        return lo, max(lo, self.rdp.epsilon(target))
+    def _eps_floor(self, target: float) -> float:
+        """eps of the most revealing single step: a composition is at least as revealing as any
+        one of its steps (post-processing)."""
+        return max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
 
-    def _delta_fallback(self, eps: np.ndarray):
+    def _delta_floor(self, eps: np.ndarray) -> np.ndarray:
         lo = np.zeros(eps.size)
         for f in self._one_step_forms():
             lo = np.maximum(lo, exact.delta_bounds(f, eps)[0])
-        return lo, np.maximum(lo, self.rdp.delta(eps))
+        return lo
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of δ at each eps."""
@@ -164,13 +163,13 @@ class Engine:
             else:
                 try:
                     l, u = self._delta_grid(e)
-                    wide = ~(u - l <= self.accuracy * u)
-                    if wide.any():  # a wide answer: the single steps' bound may help
-                        l = l.copy()
-                        l[wide] = np.maximum(l[wide], self._delta_fallback(e[wide])[0])
-                except (ArithmeticError, ValueError, MemoryError):
-                    l, u = self._delta_fallback(e)
-            lo[finite], up[finite] = np.maximum(l, g_lo), np.minimum(u, g_up)
+                except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
+                    l, u = np.zeros(e.size), self.rdp.delta(e)
+                l, u = np.maximum(l, g_lo), np.minimum(u, g_up)
+                wide = ~(u - l <= self.accuracy * u)
+                if wide.any():  # a wide answer: the single steps' bound may help
+                    l[wide] = np.maximum(l[wide], self._delta_floor(e[wide]))
+            lo[finite], up[finite] = l, u
         # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
         up[finite] = np.maximum(up[finite], exact.TINY)
         return lo, up
@@ -205,7 +204,7 @@ class Engine:
                 if last_gap is not None:
                     return found.lower, found.upper, good_step  # what is certified so far
                 if self.grid_step is not None or coarser >= 6:
-                    return (*self._eps_fallback(target), step)
+                    return 0.0, self.rdp.epsilon(target), step  # no grid fits: RDP (the caller adds the floor)
                 step, coarser = 4.0 * step, coarser + 1  # an accuracy that fits: wider, still certified
                 continue
             found.cap(cap)
