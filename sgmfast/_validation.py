@@ -19,6 +19,7 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_steps",
+    "check_checkpoints",
     "check_orders",
     "check_positive_int",
     "check_positive",
@@ -118,6 +119,18 @@ def check_steps(steps, name: str = "steps") -> np.ndarray:
     if not ok.all():
         raise ValueError(f"{name} must be a non-negative integer; got {_show(_first_bad(arr, ok))}")
     return arr
+
+
+def check_checkpoints(steps, name: str = "steps") -> np.ndarray:
+    """Checkpoints of a run: a non-empty 1-D increasing array of step counts (int64)."""
+    arr = np.atleast_1d(check_steps(steps, name))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a one-dimensional array of checkpoints; got shape {arr.shape}")
+    if arr.size > 1 and not (np.diff(arr) > 0).all():
+        raise ValueError(f"{name} must be strictly increasing; got {_show(arr)}")
+    if arr[-1] > 2**62:
+        raise ValueError(f"{name} must be at most 2**62; got {_show(arr[-1])}")
+    return arr.astype(np.int64)
 
 
 def check_positive_int(value, name: str) -> int:

@@ -30,6 +30,7 @@ import numpy as np
 from ._kernels import rdp as _k
 from ._types import Step
 from ._validation import (
+    check_checkpoints,
     check_delta,
     check_epsilon,
     check_orders,
@@ -42,6 +43,7 @@ __all__ = [
     "log_a",
     "log_a_closed_form_bound",
     "rdp",
+    "epsilon_curve",
     "epsilon",
     "delta",
     "RDPAccountant",
@@ -52,7 +54,7 @@ __all__ = [
 REL_MARGIN = 1e-12
 #: Relative tolerance on the optimal order in the continuous optimisation; the epsilon at the
 #: returned order is within ~1e-9 relative of the optimum (and a valid bound regardless).
-ORDER_XTOL = 1e-4
+ORDER_XTOL = 1e-6
 
 
 _U = 2.0 ** -53
@@ -212,6 +214,12 @@ def _optimise(qs, sigmas, counts, target, mode, orders):
     return _k.optimise_order(qs, sigmas, counts * (1.0 + REL_MARGIN), target, mode, True, ORDER_XTOL)
 
 
+def schedule_value(qs, sigmas, counts, target: float, mode: int) -> float:
+    """RDP's eps at log δ = target (mode 0) or its log δ at eps = target (mode 1) for a schedule
+    of noisy steps given as arrays (no validation: for the PLD engine's caps)."""
+    return float(_k.optimise_order(qs, sigmas, counts * (1.0 + REL_MARGIN), target, mode, True, ORDER_XTOL)[0])
+
+
 _SCALARS = (int, float)
 
 
@@ -347,6 +355,34 @@ def delta(sigma, q, steps, epsilon, *, orders=None, return_order: bool = False):
     return _query(sigma, q, steps, epsilon, 1, orders, return_order)
 
 
+def epsilon_curve(sigma, q, steps, delta, *, orders=None) -> np.ndarray:
+    """:func:`epsilon` after each of the checkpoints ``steps`` (a strictly increasing 1-D array of
+    step counts) of one run: an array, non-decreasing in the steps.
+
+    Examples
+    --------
+    >>> from sgmfast import rdp
+    >>> rdp.epsilon_curve(1.0, 0.01, [100, 1000], 1e-5).round(4)
+    array([1.214 , 2.1013])
+    """
+    t = check_checkpoints(steps)
+    for name, v in (("sigma", sigma), ("q", q), ("delta", delta)):
+        if np.ndim(v):
+            raise ValueError(f"{name} must be a single number for a curve; got shape {np.shape(v)}")
+    return _upper_monotone(np.atleast_1d(epsilon(sigma, q, t.astype(np.float64), delta, orders=orders)))
+
+
+def _upper_monotone(up: np.ndarray) -> np.ndarray:
+    """Upper bounds on a quantity that grows along a run: each also bounds every earlier point."""
+    return np.minimum.accumulate(up[::-1])[::-1]
+
+
+#: histories longer than this get their curves on the integer orders 2..CURVE_MAX_ORDER (one pass
+#: over the segments) instead of an optimisation per prefix (a pass per segment)
+CURVE_SEGMENTS = 256
+CURVE_MAX_ORDER = 512
+
+
 class RDPAccountant:
     """Records SGM steps and reports (epsilon, delta) by RDP; an upper bound.
 
@@ -409,6 +445,38 @@ class RDPAccountant:
         for st in steps:
             self.step(st.sigma, st.q, st.count)
         return self
+
+    def epsilon_curve(self, delta: float) -> np.ndarray:
+        """:meth:`epsilon` after each recorded segment (``history``): an array, non-decreasing.
+        Up to ``CURVE_SEGMENTS`` segments each point is exactly :meth:`epsilon` of its prefix;
+        beyond, the points are optimised over the integer orders 2..``CURVE_MAX_ORDER`` only
+        (still upper bounds, a little looser; the last point is :meth:`epsilon` itself)."""
+        d = float(check_delta(delta))
+        hist = self._history
+        if len(hist) <= CURVE_SEGMENTS or self._orders is not None:
+            out = [RDPAccountant(self._orders).compose(hist[: k + 1]).epsilon(d) for k in range(len(hist))]
+            return _upper_monotone(np.array(out, dtype=np.float64)) if out else np.zeros(0)
+        orders = np.arange(2.0, CURVE_MAX_ORDER + 1.0)
+        per: dict = {}
+        total = np.zeros(orders.size)
+        log_keep = 0.0
+        out = np.empty(len(hist))
+        for k, st in enumerate(hist):
+            if st.sigma == 0.0 and st.q > 0.0:
+                log_keep += st.count * math.log1p(-st.q) if st.q < 1.0 else -math.inf
+            elif 0.0 < st.sigma < math.inf and st.q > 0.0:
+                key = (st.sigma, st.q)
+                if key not in per:
+                    per[key] = _rdp_curve(np.array([st.q]), np.array([st.sigma]), np.array([1.0]), orders)
+                total += st.count * per[key]
+            p = 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 4 * _U))
+            if d <= p:
+                out[k] = math.inf
+                continue
+            dd = (d - p) / (1.0 - p) * (1 - 4 * _U) if p > 0.0 else d
+            out[k] = _k.best_of_orders(total * (1.0 + 4 * (k + 1) * _U), orders, math.log(dd), 0)[0] if total.any() else 0.0
+        out[-1] = min(out[-1], self.epsilon(d))
+        return _upper_monotone(out)
 
     def rdp(self, orders) -> np.ndarray:
         """Total RDP of the recorded steps at ``orders`` (+inf with a noiseless step)."""

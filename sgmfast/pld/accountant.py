@@ -11,8 +11,9 @@ import math
 import numpy as np
 
 from .._types import Bounds, Step
-from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
+from .._validation import check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
+from . import curve as _curve
 from .engine import BUDGET, Engine, monotone
 
 
@@ -162,6 +163,71 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation)
 
 
+def _scalar(value, name):
+    if np.ndim(value):
+        raise ValueError(f"{name} must be a single number for a curve; got shape {np.shape(value)}")
+    return float(value)
+
+
+def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+    """Certified bounds on ε(δ) after each of the checkpoints ``steps`` of one run, in one call.
+
+    Parameters
+    ----------
+    sigma, q : float
+        Noise multiplier and sampling rate, as in :func:`epsilon`.
+    steps : array_like of int
+        Strictly increasing step counts (for example the steps after each epoch).
+    delta : float
+        Target δ in (0, 1).
+    accuracy, relation :
+        As in :func:`epsilon`; every point is certified and refined to the accuracy like one
+        :func:`epsilon` call.
+
+    Returns
+    -------
+    Bounds
+        Arrays ``lower``, ``upper``, one entry per checkpoint, non-decreasing in the steps.
+
+    Notes
+    -----
+    Costs about one :func:`epsilon` at the last checkpoint, not one per checkpoint: the
+    checkpoints share the one-step grids and their transforms (:mod:`sgmfast.pld.curve`).
+
+    Examples
+    --------
+    >>> b = epsilon_curve(1.1, 256 / 60000, [234, 2344, 14062], 1e-5)
+    >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
+    True
+    """
+    _check_relation(relation)
+    acc = check_accuracy(accuracy)
+    s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
+    t = check_checkpoints(steps)
+    d = _scalar(check_delta(delta), "delta")
+    lo, up = _curve.epsilon_curve(_curve.Run([(s, qq)], t.reshape(-1, 1)), d, acc, relation)
+    return Bounds(lo, up)
+
+
+def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+    """Certified bounds on δ(ε) after each of the checkpoints ``steps`` of one run, in one call
+    (as :func:`epsilon_curve`; each point refined like one :func:`delta` call).
+
+    Examples
+    --------
+    >>> b = delta_curve(1.1, 256 / 60000, [234, 2344, 14062], 1.0)
+    >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
+    True
+    """
+    _check_relation(relation)
+    acc = check_accuracy(accuracy)
+    s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
+    t = check_checkpoints(steps)
+    e = _scalar(check_epsilon(epsilon), "epsilon")
+    lo, up = _curve.delta_curve(_curve.Run([(s, qq)], t.reshape(-1, 1)), e, acc, relation)
+    return Bounds(lo, up)
+
+
 class PLDAccountant:
     """Accountant for a schedule of SGM steps, with certified (lower, upper) answers.
 
@@ -236,6 +302,33 @@ class PLDAccountant:
         lo, up = _epsilon_group(self._get_engine(), np.asarray(d, dtype=np.float64).ravel())
         lo, up = lo.reshape(d.shape), up.reshape(d.shape)
         return Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up)
+
+    def _run(self):
+        """The history as checkpoints: one per recorded segment."""
+        parts: dict = {}
+        for st in self.history:
+            parts.setdefault((st.sigma, st.q), len(parts))
+        counts = np.zeros((len(self.history), len(parts)), dtype=np.int64)
+        for k, st in enumerate(self.history):
+            counts[k:, parts[(st.sigma, st.q)]] += st.count
+        return _curve.Run(list(parts), counts)
+
+    def epsilon_curve(self, delta) -> Bounds:
+        """Certified bounds on ε(δ) after each recorded segment (arrays, one entry per ``step``
+        call that recorded steps), for about the cost of one :meth:`epsilon`."""
+        d = _scalar(check_delta(delta), "delta")
+        if not self.history:
+            return Bounds(np.zeros(0), np.zeros(0))
+        lo, up = _curve.epsilon_curve(self._run(), d, self.accuracy, self.relation)
+        return Bounds(lo, up)
+
+    def delta_curve(self, epsilon) -> Bounds:
+        """Certified bounds on δ(ε) after each recorded segment (as :meth:`epsilon_curve`)."""
+        e = _scalar(check_epsilon(epsilon), "epsilon")
+        if not self.history:
+            return Bounds(np.zeros(0), np.zeros(0))
+        lo, up = _curve.delta_curve(self._run(), e, self.accuracy, self.relation)
+        return Bounds(lo, up)
 
     def delta(self, epsilon) -> Bounds:
         """Certified bounds on δ(ε) for the recorded schedule."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.fft
 
 #: Largest number of loss bins (and FFT length) the accountant will allocate.
 MAX_BINS = 1 << 24
@@ -81,6 +82,13 @@ class Grid:
     eta: float  # total (finite + inf) untilted mass <= 1 + eta
     floor: float = -math.inf
     sums: Any = field(default=None, repr=False)  # suffix sums, built by the first query
+
+
+def fast_len(n: int) -> int:
+    """The FFT length for n points: the least even 5-smooth number >= n.  Even, so that the
+    half spectrum's last frequency is the Nyquist one, which the error sums of the power kernels
+    weight once (an odd length's last frequency has a conjugate partner and would count twice)."""
+    return 2 * scipy.fft.next_fast_len(max((n + 1) // 2, 8), real=True)
 
 
 def log_binom(n, k) -> float:

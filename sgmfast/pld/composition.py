@@ -77,7 +77,8 @@ class Composite:
     ``log_scale`` the summed log normalisers; ``rho_n`` the relative rounding of the tilted
     entries summed over the count; ``p_inf`` the untilted +inf mass; [sup_lo, sup_hi] the
     support; ``err_rel`` (optimistic only) the tilted l1 mass, relative to e^{log_scale}, the
-    arrays may carry in excess of an optimistic PLD."""
+    arrays may carry in excess of an optimistic PLD; ``mgf`` optionally supplies the Chernoff
+    table (curves share the parts' tables across checkpoints)."""
 
     parts: list
     step: float
@@ -90,40 +91,73 @@ class Composite:
     sup_lo: int
     sup_hi: int
     err_rel: float = 0.0
+    mgf: object = None  # optional: sd, lower -> the log-MGF table of ``windows.log_mgf_table`` (shared tables)
 
 
-def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
-    """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
-    single step: the tilted array itself, no transform)."""
-    parts = []
-    mean = var = log_scale = rho_n = 0.0
-    p_inf_log = 0.0  # log of the finite mass product (1 - p_inf) ^ T
-    sup_lo = sup_hi = 0
-    for sigma, q, count in schedule:
+class TiltedStep:
+    """One (sigma, q) step of a direction, tilted by theta: the ``ArrayPart`` (count 1) and its
+    per-step contributions to a ``Composite`` (log normaliser, tilted mean and variance, relative
+    rounding, +inf mass, support)."""
+
+    __slots__ = ("part", "s", "mu", "v", "rho", "p_inf", "lo", "hi")
+
+    def __init__(self, sigma, q, add, step, theta, pess, tau):
         one = one_step(sigma, q, add, step, tau)
         p = one.masses(pess)
         t = np.empty(p.size)
         s, mu, v, rho, dropped = kt.tilt(p, one.j_lo, 0.0, step, theta, pess, t)
         if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
             raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
-        p_inf_step = (one.p_inf + dropped) * (1 + 1e-12) if pess else 0.0
-        parts.append(ArrayPart(one.j_lo, t, int(count)))
-        mean += count * mu
-        var += count * v
-        log_scale += count * s
-        rho_n += count * rho
-        p_inf_log += count * math.log1p(-min(p_inf_step, 1.0)) if p_inf_step < 1.0 else -math.inf
-        sup_lo += count * one.j_lo
-        sup_hi += count * (one.j_lo + p.size - 1)
+        self.part = ArrayPart(one.j_lo, t, 1)
+        self.s, self.mu, self.v, self.rho = s, mu, v, rho
+        self.p_inf = (one.p_inf + dropped) * (1 + 1e-12) if pess else 0.0
+        self.lo, self.hi = one.j_lo, one.j_lo + p.size - 1
+
+
+def composite(steps, counts, step: float, pess: bool) -> Composite:
+    """The ``Composite`` of ``counts[i]`` copies of each ``TiltedStep`` (zero counts left out)."""
+    parts = []
+    mean = var = log_scale = rho_n = 0.0
+    p_inf_log = 0.0  # log of the finite mass product (1 - p_inf) ^ T
+    sup_lo = sup_hi = 0
+    for ts, count in zip(steps, counts):
+        count = int(count)
+        if count <= 0:
+            continue
+        parts.append(ArrayPart(ts.part.j_lo, ts.part.t, count))
+        mean += count * ts.mu
+        var += count * ts.v
+        log_scale += count * ts.s
+        rho_n += count * ts.rho
+        p_inf_log += count * math.log1p(-min(ts.p_inf, 1.0)) if ts.p_inf < 1.0 else -math.inf
+        sup_lo += count * ts.lo
+        sup_hi += count * ts.hi
     p_inf = -math.expm1(p_inf_log) * (1 + 1e-12) if pess else 0.0
-    if len(parts) == 1 and parts[0].count == 1:
-        j_lo, t = parts[0].j_lo, parts[0].t
-        grow = math.expm1(rho_n * (1 + 1e-9))
-        ls = log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
-        return Grid(step, theta, pess, j_lo, t, ls, 0.0, p_inf, 0.0, 0.0)
     n_steps = sum(p.count for p in parts)
-    return compose_parts(Composite(parts, step, n_steps, mean, var, log_scale, rho_n, p_inf, sup_lo, sup_hi),
-                         theta, pess, eps_lo, tau)
+    return Composite(parts, step, n_steps, mean, var, log_scale, rho_n, p_inf, sup_lo, sup_hi)
+
+
+def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+    """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
+    single step: the tilted array itself, no transform)."""
+    steps = [TiltedStep(sigma, q, add, step, theta, pess, tau) for sigma, q, _ in schedule]
+    c = composite(steps, [count for _, _, count in schedule], step, pess)
+    if len(c.parts) == 1 and c.parts[0].count == 1:
+        part = c.parts[0]
+        grow = math.expm1(c.rho_n * (1 + 1e-9))
+        ls = c.log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
+        return Grid(step, theta, pess, part.j_lo, part.t, ls, 0.0, c.p_inf, 0.0, 0.0)
+    return compose_parts(c, theta, pess, eps_lo, tau)
+
+
+def part_spectra(parts, n: int):
+    """(half spectra of the parts folded modulo n, bounds on their l2 errors over the full spectrum)."""
+    c_n = fft_const(n)
+    spectra = np.empty((len(parts), n // 2 + 1), dtype=np.complex128)
+    e2 = np.empty(len(parts))
+    for i, part in enumerate(parts):
+        spectra[i], e2[i] = part.spectrum(n, c_n)
+    return spectra, e2
 
 
 def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
@@ -133,16 +167,22 @@ def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: fl
     eps_lo = min(eps_lo, c.sup_hi * c.step)
     win = choose_window(c, theta, pess, eps_lo, tau)
     n = win.n
-    c_n = fft_const(n)
-    spectra = np.empty((len(c.parts), n // 2 + 1), dtype=np.complex128)
-    e2 = np.empty(len(c.parts))
-    for i, part in enumerate(c.parts):
-        spectra[i], e2[i] = part.spectrum(n, c_n)
+    spectra, e2 = part_spectra(c.parts, n)
     counts = np.array([p.count for p in c.parts], dtype=np.int64)
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     err_sum, z2 = _power_product(spectra, counts, e2, z)
     charge_fft(n)
     x = scipy.fft.irfft(z, n, workers=WORKERS)
+    return grid_of(c, win, theta, pess, eps_lo, x, err_sum, z2)
+
+
+def grid_of(c: Composite, win, theta: float, pess: bool, eps_lo: float, x, err_sum: float, z2: float) -> Grid:
+    """The grid from the inverse transform x of a composed spectrum on the window ``win``, given
+    a bound ``err_sum`` on the spectrum's full-spectrum l1 error and its squared l2 norm ``z2``:
+    every entry's error bound added (pessimistic) or subtracted (optimistic), the input rounding
+    composed, the mass outside the window charged."""
+    n = win.n
+    c_n = fft_const(n)
     # per-entry error: spectrum errors through the (1/n)-normalised inverse, plus its own round-off
     e_inf = err_sum / n + c_n * math.sqrt(z2 / n) * 1.01
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):

@@ -65,6 +65,7 @@ class Engine:
         self.caches = Caches()
         self._rdp = None
         self._tv = None
+        self.last_step = None  # the grid step of the last grid query (curves start there)
 
     @property
     def rdp(self) -> RDPBound:
@@ -197,6 +198,7 @@ class Engine:
         coarser = 0
         while True:
             before = meter.units
+            self.last_step = step
             try:
                 with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
                     found.narrow(self._eps_at(job, step, target, est, cap, meter).found_dict())
@@ -276,6 +278,7 @@ class Engine:
         first = True
         while True:
             before = meter.units
+            self.last_step = step
             at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
             ok = done.copy()
             fits = False

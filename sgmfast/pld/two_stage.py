@@ -34,7 +34,7 @@ import scipy.fft
 from .._kernels.pld import coarsen as kc
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
-from .common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, log_binom
+from .common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, fast_len, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
@@ -225,7 +225,7 @@ def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     j1 = min(sup_hi, math.ceil(b / step) + 1)
     if j1 - j0 + 1 > bins_cap() // 4:
         raise NotApplicable("fine window too long")
-    n1 = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    n1 = fast_len(max(j1 - j0 + 1, 16))
     wrap = sup_hi - sup_lo + 1 > n1
     return (j0 if wrap else sup_lo), n1, wrap, (lams, lm), sup_lo
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
-import scipy.fft
 
-from .common import bins_cap, too_many_bins
+from .common import bins_cap, fast_len, too_many_bins
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
 #: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid
@@ -109,13 +109,22 @@ class Window:
     wrap_up: float = 0.0
 
 
-def choose_window(c, theta, pess, eps_lo, tau) -> Window:
+def widen(win: Window, n: int) -> Window:
+    """The same window with length n >= win.n, its charges kept: each is a bound for the shorter
+    window that holds for the longer one too (the mass above j0 + n, and what wraps in from above
+    -- it lands n lower -- only shrink as n grows; what wraps up travels n and weighs at most
+    e^{-theta n step}; the mass below j0 and the floor do not depend on n)."""
+    return Window(win.j0, n, win.tail_up, win.tail_alias, win.wrap_up)
+
+
+def choose_window(c, theta, pess, eps_lo, tau, n_min: int = 16) -> Window:
     """The window for composing ``c`` (a ``composition.Composite``) tilted by theta.
 
     It starts at mean +- WINDOW_SDS sd (and room below eps_lo) and is widened to where Chernoff
     bounds on the tilted composed MGF leave less than TAIL_GOAL outside it -- far beyond the sd
     scale when one-step tails are heavy (small q and sigma, few steps).  If the whole support
-    fits, nothing wraps at all."""
+    fits, nothing wraps at all.  The length is at least ``n_min`` (a longer window is as sound:
+    its charges are computed for the length it has)."""
     step, sd = c.step, math.sqrt(c.var)
     lo_l = min(c.mean - WINDOW_SDS * sd, eps_lo - 2 * sd - 2 * step)
     hi_l = max(c.mean, eps_lo) + (PESS_UP_SDS if pess else WINDOW_SDS) * sd
@@ -123,15 +132,15 @@ def choose_window(c, theta, pess, eps_lo, tau) -> Window:
     j1 = min(c.sup_hi, math.ceil(hi_l / step))
     if j1 - j0 + 1 > bins_cap():
         raise too_many_bins(j1 - j0 + 1, "composed loss grid")
-    n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    n = fast_len(max(j1 - j0 + 1, n_min))
     if c.sup_hi - c.sup_lo + 1 <= n:
         return Window(c.sup_lo, n)  # the whole support fits: no wrap-around at all
-    return _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0)
+    return _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0, n_min)
 
 
-def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0) -> Window:
+def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0, n_min) -> Window:
     step = c.step
-    mgf = log_mgf_table(c.parts, step, math.sqrt(c.var), lower=not pess)
+    mgf = (c.mgf or partial(log_mgf_table, c.parts, step))(math.sqrt(c.var), lower=not pess)
     a_max = eps_lo - 2 * math.sqrt(c.var) - 2 * step  # the window must reach below every eps queried
     goal = abs_goal(tau, c.n_steps)
     # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
@@ -172,7 +181,7 @@ def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0) -> Window:
     cap = bins_cap()
     j0 = max(c.sup_lo, math.floor(lo_l / step), j0 - cap // 4)
     j1 = min(c.sup_hi, math.ceil(hi_l / step), j0 + cap - 1)  # past the cap: charged, not avoided
-    n = scipy.fft.next_fast_len(max(j1 - j0 + 1, 16), real=True)
+    n = fast_len(max(j1 - j0 + 1, n_min))
     if c.sup_hi - c.sup_lo + 1 <= n:
         return Window(c.sup_lo, n)
     win = Window(j0, n)

@@ -10,7 +10,8 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64
 
-__all__ = ["fold", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "block_spectrum"]
+__all__ = ["fold", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "power_checkpoints",
+           "block_spectrum"]
 
 
 @jit
@@ -159,6 +160,84 @@ def power_series(spec, e2, c0, out):
     for j in range(nt):
         err[j] += (c0 + j) * e2 * math.sqrt(wsum[j]) * (1.0 + 1e-12)
     return err, z2
+
+
+@jit
+def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, f0, f1, acc, lsum, labs, out, err, z2, wsum):
+    """The composed spectra of a run at K checkpoints, each one product more than the last:
+    z_k = z_{k-1} prod_i spectra[i]^rows[row_of[k], i] (z_{-1} = ``acc``), by exponentiation by
+    squaring of each distinct increment row, on the half-spectrum frequencies f0 <= f < f1.
+
+    The bounds are those of ``power_product`` with the cumulative counts C_ki: z_k is a product
+    of N_k = ``ntot[k]`` computed factors, so its relative rounding is <= (1 + 3u)^N_k - 1 however
+    the products were grouped; with R_i = |spectra[i, f]| + e2[i], M_k = prod_i R_i^C_ki and
+    W_ik = M_k / R_i, the input errors add sum_i C_ki e2[i] sqrt(sum_f W_ik^2).  Frequencies with
+    M_k < 1e-300 are set to 0 (error <= M_k).  M_k = exp(L_k) with L_k = sum_i C_ki log R_i summed
+    as the checkpoints go; its rounding is bounded by (m + k + 4) 2u sum_i C_ki |log R_i| and the
+    exp/log errors by 1e-12 (1 + |L_k|), both added before the exp.
+
+    Checkpoint k reads the sub-spectrum f = 0, dec[k], 2 dec[k], ...: the transform of the parts
+    folded modulo n / dec[k] (a shorter window for an earlier checkpoint); its sums (``err[k]``:
+    rounding and cut-off part of the full-spectrum l1 error; ``z2[k]``; ``wsum[k, i]``) run over
+    that sub-spectrum only, weighted 1 at frequency 0 and at the Nyquist frequency, else 2.
+    ``out[k, f]`` is written at the frequencies checkpoint k reads; ``acc``, ``lsum`` and ``labs``
+    (L and sum C |log R| at the last checkpoint) carry the state from one call to the next."""
+    m = spectra.shape[0]
+    nd = rows.shape[0]
+    nk = row_of.shape[0]
+    rel = np.empty(nk)
+    for k in range(nk):
+        rel[k] = math.expm1(ntot[k] * math.log1p(3.0 * EPS64))
+    logr = np.empty(m)
+    r = np.empty(m)
+    rpow = np.empty(nd, dtype=np.complex128)
+    rlog = np.empty(nd)
+    rabs = np.empty(nd)
+    for f in range(f0, f1):
+        for i in range(m):
+            r[i] = abs(spectra[i, f]) + e2[i]
+            logr[i] = math.log(r[i]) if r[i] > 0.0 else -math.inf
+        for d in range(nd):
+            z = complex(1.0, 0.0)
+            lr = 0.0
+            la = 0.0
+            for i in range(m):
+                c = rows[d, i]
+                if c > 0:
+                    z = z * _cpow(spectra[i, f], c)
+                    lr += c * logr[i]
+                    la += c * abs(logr[i])
+            rpow[d] = z
+            rlog[d] = lr
+            rabs[d] = la
+        a = acc[f]
+        lsf = lsum[f]
+        laf = labs[f]
+        for k in range(nk):
+            d = row_of[k]
+            a = a * rpow[d]
+            lsf += rlog[d]
+            laf += rabs[d]
+            mk = dec[k]
+            if f % mk != 0:
+                continue
+            fk = f // mk
+            wk = 1.0 if (fk == 0 or 2 * fk * mk == n) else 2.0
+            bound = lsf + 2.0 * (m + k + 4) * EPS64 * laf + 1e-12 * (1.0 + abs(lsf))
+            if not bound > -690.0:  # M_k < 3e-300 (or some R_i = 0): the exact product is at most that
+                out[k, f] = 0.0
+                err[k] += wk * 3e-300
+                continue
+            mag = math.exp(bound)
+            for i in range(m):
+                w = mag / r[i] * (1.0 + 4.0 * EPS64)
+                wsum[k, i] += wk * w * w
+            out[k, f] = a
+            err[k] += wk * (rel[k] * mag + 1e-300 * ntot[k])
+            z2[k] += wk * (a.real * a.real + a.imag * a.imag)
+        acc[f] = a
+        lsum[f] = lsf
+        labs[f] = laf
 
 
 @jit

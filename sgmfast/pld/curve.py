@@ -1,0 +1,316 @@
+"""Privacy curves: eps(δ) or δ(eps) at every checkpoint of one run, for about the cost of the last.
+
+A run's checkpoints T_1 < ... < T_K share its one-step arrays.  The composed spectrum at T_k is
+the one at T_{k-1} times the steps in between (kernel ``fft_power.power_checkpoints``), so the
+one-step arrays are discretised, tilted and transformed once -- on the grid step and the tilt
+that the last checkpoint needed -- and each checkpoint costs one inverse transform, on a window
+of its own length: every d-th frequency of a length-n spectrum is the spectrum of the arrays
+folded modulo n / d, so an early checkpoint, whose composed loss is narrower, reads a shorter
+transform off the same spectrum.
+
+Soundness.  Each checkpoint's grid is the one ``composition.compose_parts`` builds for its
+schedule on that step, tilt and window (``composition.grid_of``, with the error sums of the
+shared kernel, which are ``power_product``'s for the cumulative counts): the same certified
+bounds.  A tilt away from a checkpoint's saddle point only widens its interval.  A checkpoint
+whose interval is wider than the accuracy (or whose add direction may set the answer) is
+answered by its own ``Engine``, started on the same grid step.  Both eps(δ) and δ(eps) grow
+with the number of steps (a run's prefix is a post-processing of the run), so every upper bound
+also holds at the earlier checkpoints and every lower bound at the later ones: the curve is made
+monotone that way, never looser than its points.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+import scipy.fft
+
+from .._kernels.pld import fft_power as kf
+from .. import rdp as _rdp
+from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, split_pool, two_cores
+from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
+from .engine import BUDGET, TILT, Engine
+from .estimates import _gauss_delta, loss_moments
+from .queries import delta_bound, eps_bound
+from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
+
+#: memory for the composed spectra of a batch of checkpoints (complex, bytes)
+BATCH_BYTES = 64 << 20
+
+
+class Run:
+    """A run as checkpoints: ``parts`` [(sigma, q)] and ``counts`` (K x m) the number of steps of
+    each part composed by checkpoint k (non-decreasing down the rows)."""
+
+    def __init__(self, parts, counts):
+        self.parts = list(parts)
+        self.counts = np.asarray(counts, dtype=np.int64).reshape(-1, len(self.parts))
+
+    def schedule(self, k: int):
+        return [(s, q, int(c)) for (s, q), c in zip(self.parts, self.counts[k]) if c > 0]
+
+    @property
+    def plain(self) -> bool:
+        """Every part a noisy, subsampled step (the exact paths of ``Engine`` do the others)."""
+        return all(0.0 < s < math.inf and 0.0 < q < 1.0 for s, q in self.parts)
+
+
+def _monotone_in_steps(lo, up):
+    """Non-decreasing in the checkpoints: an upper bound holds at every earlier one, a lower
+    bound at every later one."""
+    return np.maximum.accumulate(lo), np.minimum.accumulate(up[::-1])[::-1]
+
+
+def _estimates(run: Run, target: float, add) -> np.ndarray:
+    """The Gaussian estimate of eps(target) at each checkpoint (mean and variance add)."""
+    mom = np.array([loss_moments(s, q, add) for s, q in run.parts])
+    out = np.zeros(run.counts.shape[0])
+    for k, c in enumerate(run.counts):
+        mean, var = float(c @ mom[:, 0]), float(c @ mom[:, 1])
+        if var <= 0 or _gauss_delta(0.0, mean, var) <= target:
+            continue
+        lo, hi = 0.0, mean + 50 * math.sqrt(var) + 50
+        for _ in range(60):  # bisection to ~1e-6 relative is plenty for a tilt and a window
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if _gauss_delta(mid, mean, var) > target else (lo, mid)
+            if hi - lo <= 1e-6 * hi:
+                break
+        out[k] = hi
+    return out
+
+
+def _even_divisors(n: int) -> list:
+    out = set()
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            out.update(d for d in (i, n // i) if d % 2 == 0)
+        i += 1
+    return sorted(out)
+
+
+class _Tables:
+    """Chernoff tables (``windows.log_mgf_table``) shared by the checkpoints: each part's log-MGF
+    on the lattice lambda = +-2^(j/2) / sd_ref, the checkpoint's table the count-weighted sum at
+    the lattice points nearest its own 2^(k/2) / sd.  (Any lambda gives a valid bound.)"""
+
+    def __init__(self, parts, step, sd_ref):
+        self.parts, self.step, self.sd_ref = parts, step, sd_ref
+        self.memo = {}
+
+    def _per_part(self, shift, lower):
+        key = (shift, lower)
+        if key not in self.memo:
+            base = 2.0 ** ((CHERNOFF_K + shift) / 2.0) / self.sd_ref
+            lams = np.concatenate((base, -base)) if lower else base
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.memo[key] = (lams, np.array([p.log_mgf(self.step, lams) for p in self.parts]))
+        return self.memo[key]
+
+    def table(self, counts):
+        used = counts > 0
+
+        def mgf(sd, lower=True):
+            if not (sd > 0.0 and self.sd_ref > 0.0):
+                parts = [ArrayPart(p.j_lo, p.t, int(c)) for p, c in zip(self.parts, counts) if c > 0]
+                return log_mgf_table(parts, self.step, sd, lower)
+            lams, per = self._per_part(int(round(2.0 * math.log2(self.sd_ref / sd))), lower)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return lams, counts[used].astype(np.float64) @ per[used]
+
+        return mgf
+
+
+def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarray, tau: float):
+    """The composed grid of every checkpoint of ``run`` in one direction, in order (``composition``
+    notes: the same grids, their spectra shared); a generator, so that each grid can be read and
+    dropped before the next is built (fresh memory for all of them costs more than the transforms)."""
+    steps = [TiltedStep(s, q, add, step, theta, pess, tau) for s, q in run.parts]
+    comps = [composite(steps, c, step, pess) for c in run.counts]
+    tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var))
+    for c, counts in zip(comps, run.counts):
+        c.mgf = tables.table(counts)
+    los = [min(e, c.sup_hi * step) for e, c in zip(eps_lo, comps)]
+    wins = [choose_window(c, theta, pess, e, tau) for c, e in zip(comps, los)]
+    n = max(w.n for w in wins)
+    divisors = _even_divisors(n)
+    wins = [widen(w, divisors[bisect.bisect_left(divisors, w.n)]) for w in wins]
+    spectra, e2 = part_spectra([s.part for s in steps], n)
+    rows, row_of = np.unique(np.diff(run.counts, axis=0, prepend=0), axis=0, return_inverse=True)
+    ntot = run.counts.sum(axis=1).astype(np.float64)
+    dec = np.array([n // w.n for w in wins], dtype=np.int64)
+    h = n // 2 + 1
+    state = (np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h))
+    batch = max(1, BATCH_BYTES // (16 * h))
+    for k0 in range(0, len(comps), batch):
+        k1 = min(len(comps), k0 + batch)
+        z, err, z2, wsum = _power(spectra, e2, rows.astype(np.int64), row_of.reshape(-1)[k0:k1].astype(np.int64),
+                                  ntot[k0:k1], dec[k0:k1], n, state)
+        for j, k in enumerate(range(k0, k1)):
+            counts = run.counts[k]
+            werr = float(np.sum(np.where(counts > 0, counts * e2 * np.sqrt(wsum[j]), 0.0))) * (1 + 1e-12)
+            m, nk = int(dec[k]), wins[k].n
+            charge_fft(nk)
+            x = scipy.fft.irfft(z[j, ::m][: nk // 2 + 1], nk, workers=WORKERS)
+            yield grid_of(comps[k], wins[k], theta, pess, los[k], x, err[j] + werr, z2[j])
+
+
+def _power(spectra, e2, rows, row_of, ntot, dec, n, state):
+    """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread."""
+    h = spectra.shape[1]
+    nk = row_of.size
+    z = np.zeros((nk, h), dtype=np.complex128)
+    parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])))]
+    acc, lsum, labs = state
+    if h < SPLIT_MIN or not two_cores():
+        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, 0, h, acc, lsum, labs, z, *parts[0])
+    else:
+        parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0]))))
+        m = h // 2
+        fut = split_pool().submit(kf.power_checkpoints, spectra, e2, rows, row_of, ntot, dec, n, m, h, acc, lsum,
+                                  labs, z, *parts[1])
+        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, 0, m, acc, lsum, labs, z, *parts[0])
+        fut.result()
+    err = sum(p[0] for p in parts)
+    z2 = sum(p[1] for p in parts)
+    wsum = sum(p[2] for p in parts)
+    return z, err, z2, wsum
+
+
+# --- the curves --------------------------------------------------------------------------------
+
+def _engine(run, k, accuracy, relation, budget):
+    return Engine(run.schedule(k), accuracy, None, relation, budget=budget)
+
+
+def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
+    """(lower, upper) of eps(target) at every checkpoint of ``run``."""
+    kk = run.counts.shape[0]
+    lo, up = np.zeros(kk), np.full(kk, math.inf)
+    live = run.counts.sum(axis=1) > 0
+    if not live.any():
+        return np.zeros(kk), np.zeros(kk)
+    last = kk - 1
+    final = _engine(run, last, accuracy, relation, BUDGET)
+    lo[last], up[last], step = final.epsilon(target)
+    todo = [k for k in range(last) if live[k]]
+    if step is not None and run.plain and todo:
+        sub = Run(run.parts, run.counts[todo])
+        try:
+            f_lo, f_up, ok = _fast_epsilon(final, sub, target, step, 0.5 * (lo[last] + up[last]))
+        except (ArithmeticError, ValueError, MemoryError):
+            f_lo, f_up, ok = np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
+        lo[todo], up[todo] = f_lo, f_up
+        rest = [k for k, good in zip(todo, ok) if not good]
+    else:
+        rest = todo
+    for k in rest:  # each on its own engine (the exact paths, or a tilt of its own)
+        e_lo, e_up, _ = _engine(run, k, accuracy, relation, max(BUDGET / len(rest), 0.5)).epsilon(target, step)
+        lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
+    lo[~live], up[~live] = 0.0, 0.0
+    return _monotone_in_steps(lo, up)
+
+
+def _narrow(lo, up, accuracy):
+    return np.isfinite(up) & (up - lo <= accuracy * up)
+
+
+def _fast_epsilon(final: Engine, sub: Run, target, step, est_final):
+    job = final.job(target)
+    tau = job.tau
+    est = _estimates(sub, target, final.main)
+    eps_lo = 0.5 * np.maximum(est, 1e-9)
+    cap = _rdp_curve(sub, math.log(target), 0) if not final.replace else np.full(len(est), math.inf)
+    main = REPLACE if final.replace else REMOVE
+    theta = TILT.theta(job, main, step, est_final)
+    g_up = grids(sub, main, True, step, theta, eps_lo, tau)
+    g_lo = grids(sub, main, False, step, theta, eps_lo, tau)
+    up = np.array([eps_bound(g, target) for g in g_up])
+    lo = np.array([eps_bound(g, target) for g in g_lo])
+    if not final.replace:
+        # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
+        # coarser grid, as the engine first checks it) joins the remove one's; a checkpoint where
+        # it is the larger goes to its own engine unless the interval is narrow anyway
+        theta_a = TILT.theta(job, ADD, 4 * step, est_final)
+        g_a = grids(sub, ADD, True, 4 * step, theta_a, eps_lo, tau)
+        up = np.maximum(up, [eps_bound(g, target) for g in g_a])
+    up = np.minimum(up, cap)
+    return lo, up, _narrow(lo, up, final.accuracy)
+
+
+def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
+    """(lower, upper) of δ(eps) at every checkpoint of ``run``."""
+    kk = run.counts.shape[0]
+    lo, up = np.zeros(kk), np.ones(kk)
+    live = run.counts.sum(axis=1) > 0
+    if not live.any():
+        return np.zeros(kk), np.zeros(kk)
+    last = kk - 1
+    final = _engine(run, last, accuracy, relation, BUDGET)
+    e = np.array([eps])
+    l, u = final.delta(e)
+    lo[last], up[last] = l[0], u[0]
+    step = final.last_step
+    todo = [k for k in range(last) if live[k]]
+    if step is not None and run.plain and math.isfinite(eps) and todo:
+        sub = Run(run.parts, run.counts[todo])
+        try:
+            f_lo, f_up, ok = _fast_delta(final, sub, eps, step)
+        except (ArithmeticError, ValueError, MemoryError):
+            f_lo, f_up, ok = np.zeros(len(todo)), np.ones(len(todo)), np.zeros(len(todo), bool)
+        lo[todo], up[todo] = f_lo, f_up
+        rest = [k for k, good in zip(todo, ok) if not good]
+    else:
+        rest = todo
+    for k in rest:
+        l, u = _engine(run, k, accuracy, relation, max(BUDGET / len(rest), 0.5)).delta(e)
+        lo[k], up[k] = max(lo[k], l[0]), min(up[k], u[0])
+    lo[~live], up[~live] = 0.0, 0.0
+    return _monotone_in_steps(lo, up)
+
+
+def _fast_delta(final: Engine, sub: Run, eps, step):
+    """The checkpoints' δ at eps and its upper bound at eps + h (h = accuracy * max(eps, 1e-2)):
+    resolved where lower(eps) >= upper(eps + h), the engine's criterion."""
+    job = final.job(1e-16)
+    h = final.accuracy * max(eps, 1e-2)
+    e = np.array([eps, eps + h])
+    kk = sub.counts.shape[0]
+    main = REPLACE if final.replace else REMOVE
+    theta = TILT.theta(job, main, step, eps)
+    lo_e = np.full(kk, eps)
+    g_up = grids(sub, main, True, step, theta, lo_e, job.tau)
+    g_lo = grids(sub, main, False, step, theta, lo_e, job.tau)
+    ups = np.array([delta_bound(g, e) for g in g_up])
+    lo = np.array([delta_bound(g, e[:1])[0] for g in g_lo])
+    if not final.replace:
+        theta_a = TILT.theta(job, ADD, 4 * step, eps)
+        g_a = grids(sub, ADD, True, 4 * step, theta_a, lo_e, job.tau)
+        ups = np.maximum(ups, [delta_bound(g, e) for g in g_a])  # the pair's: the larger direction's
+        cap = np.array([[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
+        ups = np.minimum(ups, cap)
+    up = np.minimum(ups[:, 0], 1.0)
+    ok = (lo >= ups[:, 1]) | (up - lo <= 1e-300)
+    return lo, up, ok
+
+
+def _rdp_curve(run: Run, log_target: float, mode: int) -> np.ndarray:
+    """RDP's eps (mode 0, at δ = e^log_target) or log δ (mode 1, at eps = log_target's place)
+    at each checkpoint: an upper bound, as the engine's cap."""
+    qs = np.array([q for _, q in run.parts])
+    ss = np.array([s for s, _ in run.parts])
+    out = np.empty(run.counts.shape[0])
+    for k, c in enumerate(run.counts):
+        sel = c > 0
+        out[k] = _rdp.schedule_value(qs[sel], ss[sel], c[sel].astype(np.float64), log_target, mode)
+    return out
+
+
+def _rdp_delta(run: Run, k: int, eps: float) -> float:
+    c = run.counts[k]
+    sel = c > 0
+    qs = np.array([q for _, q in run.parts])[sel]
+    ss = np.array([s for s, _ in run.parts])[sel]
+    return _rdp._delta_of(_rdp.schedule_value(qs, ss, c[sel].astype(np.float64), eps, 1))
