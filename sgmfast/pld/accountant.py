@@ -15,6 +15,7 @@ from .._validation import check_accuracy, check_checkpoints, check_delta, check_
 from .common import RELATIONS
 from . import curve as _curve
 from .engine import BUDGET, Engine, monotone
+from .schedules import make_engine
 
 
 def _check_relation(relation: str) -> None:
@@ -291,7 +292,7 @@ class PLDAccountant:
 
     def _get_engine(self):
         if self._engine is None:
-            self._engine = Engine(self._schedule(), self.accuracy, self.grid_step, self.relation)
+            self._engine = make_engine(self._schedule(), self.accuracy, self.grid_step, self.relation)
         return self._engine
 
     def epsilon(self, delta) -> Bounds:

@@ -32,6 +32,7 @@ from .. import rdp as _rdp
 from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, split_pool, two_cores
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
 from .engine import BUDGET, TILT, Engine
+from .schedules import MAX_PARTS, make_engine
 from .estimates import _gauss_delta, loss_moments
 from .queries import delta_bound, eps_bound
 from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
@@ -53,8 +54,9 @@ class Run:
 
     @property
     def plain(self) -> bool:
-        """Every part a noisy, subsampled step (the exact paths of ``Engine`` do the others)."""
-        return all(0.0 < s < math.inf and 0.0 < q < 1.0 for s, q in self.parts)
+        """Every part a noisy, subsampled step (the exact paths of ``Engine`` do the others), and
+        few enough of them to be composed exactly (``schedules``)."""
+        return len(self.parts) <= MAX_PARTS and all(0.0 < s < math.inf and 0.0 < q < 1.0 for s, q in self.parts)
 
 
 def _monotone_in_steps(lo, up):
@@ -182,7 +184,7 @@ def _power(spectra, e2, rows, row_of, ntot, dec, n, state):
 # --- the curves --------------------------------------------------------------------------------
 
 def _engine(run, k, accuracy, relation, budget):
-    return Engine(run.schedule(k), accuracy, None, relation, budget=budget)
+    return make_engine(run.schedule(k), accuracy, None, relation, budget=budget)
 
 
 def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):

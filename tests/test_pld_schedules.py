@@ -1,0 +1,81 @@
+"""Per-step schedules (issue #16 item 2): many distinct (sigma, q) answered by a sandwich of two
+short schedules (``sgmfast.pld.schedules``).  References: the constant schedules at the ends of
+the range (post-processing orders them), and the exact engine where it is still affordable."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sgmfast import pld
+from sgmfast.pld.engine import Engine
+from sgmfast.pld.schedules import MAX_PARTS, Sandwich, brackets, make_engine
+
+
+def _schedule(sigmas, q=0.01, count=1):
+    acc = pld.PLDAccountant()
+    for s in sigmas:
+        acc.step(float(s), q, count)
+    return acc
+
+
+@pytest.mark.parametrize("n", [10, 200, 2000])
+def test_schedule_lands_between_the_constant_ones(n):
+    rng = np.random.default_rng(n)
+    a, b, q = 0.8, 1.4, 0.01
+    sig = rng.uniform(a, b, n)
+    steps = 2000 // n
+    acc = _schedule(sig, q, steps)
+    e = acc.epsilon(1e-6)
+    at_a = pld.epsilon(a, q, n * steps, 1e-6)  # least noise: the most revealing
+    at_b = pld.epsilon(b, q, n * steps, 1e-6)
+    assert e.lower <= e.upper
+    assert e.lower <= at_a.upper and at_b.lower <= e.upper
+    assert e.upper <= at_a.upper * (1 + 1e-9)  # (the upper bracket is never above the constant at a)
+    d = acc.delta(1.0)
+    assert d.lower <= pld.delta(a, q, n * steps, 1.0).upper and pld.delta(b, q, n * steps, 1.0).lower <= d.upper
+
+
+def test_sandwich_contains_the_exact_composition():
+    rng = np.random.default_rng(1)
+    sched = [(float(s), float(q), 25) for s, q in zip(rng.uniform(0.9, 1.2, MAX_PARTS + 8),
+                                                       rng.uniform(0.005, 0.02, MAX_PARTS + 8))]
+    sw = make_engine(sched, 1e-3)
+    assert isinstance(sw, Sandwich)
+    lo, up, _ = sw.epsilon(1e-5)
+    ex_lo, ex_up, _ = Engine(sched, 1e-3).epsilon(1e-5)
+    assert lo <= ex_up and ex_lo <= up
+    dl, du = sw.delta(np.array([0.5, 2.0]))
+    el, eu = Engine(sched, 1e-3).delta(np.array([0.5, 2.0]))
+    assert (dl <= eu).all() and (el <= du).all()
+
+
+def test_brackets_dominate_step_by_step():
+    rng = np.random.default_rng(2)
+    sched = [(float(s), float(q), int(c)) for s, q, c in zip(rng.uniform(0.5, 3, 500), rng.uniform(1e-3, 0.5, 500),
+                                                              rng.integers(1, 5, 500))]
+    up, lo = brackets(sched, 16)
+    assert len(up) <= 16 and len(lo) <= 16
+    assert sum(c for *_, c in up) == sum(c for *_, c in lo) == sum(c for *_, c in sched)
+    # each group's upper representative is at least as revealing as every step it replaces
+    srt = sorted(sched, key=lambda p: (p[0] / p[1], p[0]))
+    assert min(s for s, _, _ in up) <= min(s for s, _, _ in srt) and max(q for _, q, _ in up) >= max(q for _, q, _ in srt)
+    assert max(s for s, _, _ in lo) >= max(s for s, _, _ in srt) and min(q for _, q, _ in lo) <= min(q for _, q, _ in srt)
+
+
+def test_many_segments_with_a_noiseless_phase():
+    acc = _schedule(np.linspace(1.0, 1.3, 100), 0.01, 5)
+    acc.step(0.0, 0.01, 2)
+    p = 1 - (1 - 0.01) ** 2
+    e = acc.epsilon(p / 2)
+    assert e.lower == math.inf
+    e = acc.epsilon(min(0.99, 2 * p))
+    assert e.upper < math.inf and e.lower <= e.upper
+    assert acc.delta(1.0).lower >= p * (1 - 1e-12)
+
+
+def test_full_batch_schedules_stay_exact():
+    sched = [(1.0 + 0.01 * i, 1.0, 1) for i in range(100)]
+    assert isinstance(make_engine(sched, 1e-3), Engine)  # q = 1: the composed Gaussian, closed form
