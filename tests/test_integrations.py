@@ -134,7 +134,7 @@ def test_opacus_registry_and_noise_multiplier(opacus):
         get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=0.01)
 
 
-def _train(opacus, accountant, steps=12):
+def _train(opacus, accountant, steps=12, noiseless=()):
     import torch
 
     torch.manual_seed(0)
@@ -149,6 +149,7 @@ def _train(opacus, accountant, steps=12):
     done = 0
     while done < steps:
         for xb, yb in loader:
+            opt.noise_multiplier = 0.0 if done in noiseless else 1.1  # (a non-private phase: no noise)
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xb), yb).backward()
             opt.step()
@@ -178,6 +179,25 @@ def test_opacus_training_loop(opacus):
     e_low, e_est, e_up = acc.compute_epsilon(delta=1e-5, num_self_compositions=[n])
     assert e_low <= eps <= e_up
     assert math.isfinite(eps) and eps > 0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_opacus_training_loop_with_an_unnoised_phase(opacus):
+    """sigma = 0 for three steps in the middle of a run: Opacus's own RDP accountant reports
+    eps = inf for it, and so must ours (δ(eps) >= 1 - (1 - q)^3 for every finite eps)."""
+    import sgmfast.integrations.opacus  # noqa: F401  registers "sgmfast"
+
+    engine = _train(opacus, "sgmfast", noiseless=(4, 5, 6))
+    acc = engine.accountant
+    assert [h[0] for h in acc.history] == [1.1, 0.0, 1.1] and len(acc) == 12
+    q = 8 / 64
+    p = 1 - (1 - q) ** 3
+    assert engine.get_epsilon(1e-5) == math.inf
+    assert acc.get_delta(1.0) >= p
+    assert math.isfinite(acc.get_epsilon(min(0.99, p + 0.05)))
+    theirs = _train(opacus, "rdp", noiseless=(4, 5, 6))
+    assert theirs.get_epsilon(1e-5) == math.inf
 
 
 def test_dp_accounting_non_private_is_infinite(dpa):
