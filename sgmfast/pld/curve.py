@@ -31,6 +31,7 @@ from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
 from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, split_pool, two_cores
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
+from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
 from .estimates import _gauss_delta, loss_moments
@@ -201,7 +202,7 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
     if step is not None and run.plain and todo:
         sub = Run(run.parts, run.counts[todo])
         try:
-            f_lo, f_up, ok = _fast_epsilon(final, sub, target, step, 0.5 * (lo[last] + up[last]))
+            f_lo, f_up, ok = _fast_epsilon(final, sub, target, step)
         except (ArithmeticError, ValueError, MemoryError):
             f_lo, f_up, ok = np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
         lo[todo], up[todo] = f_lo, f_up
@@ -219,26 +220,52 @@ def _narrow(lo, up, accuracy):
     return np.isfinite(up) & (up - lo <= accuracy * up)
 
 
-def _fast_epsilon(final: Engine, sub: Run, target, step, est_final):
-    job = final.job(target)
-    tau = job.tau
+#: checkpoints within this ratio of steps share one tilt, the saddle point of the largest of them
+#: (a tilt far from a checkpoint's own widens its interval, or sends it to its own engine)
+TILT_GROUP = 4.0
+
+
+def _tilt_groups(sub: Run):
+    """Index ranges of ``sub``'s checkpoints, from the first, each within TILT_GROUP in steps."""
+    tot = sub.counts.sum(axis=1)
+    groups, hi = [], len(tot)
+    while hi > 0:
+        lo = hi - 1
+        while lo > 0 and tot[lo - 1] * TILT_GROUP > tot[hi - 1]:
+            lo -= 1
+        groups.append(np.arange(lo, hi))
+        hi = lo
+    return groups[::-1]
+
+
+def _tilts(final: Engine, sub: Run, g, step, eps_c, goal):
+    """(tilt of the main direction, tilt of the add direction on the 4x grid) for a group, at the
+    saddle points of its largest checkpoint (a ``Job`` of its own: the tilt caches are per schedule)."""
+    job = final.job(goal)
+    own = Job(tuple(sub.schedule(int(g[-1]))), final.replace, final.accuracy, job.tau, Caches())
+    main = REPLACE if final.replace else REMOVE
+    theta_a = None if final.replace else TILT.theta(own, ADD, 4 * step, eps_c)
+    return TILT.theta(own, main, step, eps_c), theta_a, job.tau
+
+
+def _fast_epsilon(final: Engine, sub: Run, target, step):
     est = _estimates(sub, target, final.main)
     eps_lo = 0.5 * np.maximum(est, 1e-9)
-    cap = _rdp_curve(sub, math.log(target), 0) if not final.replace else np.full(len(est), math.inf)
+    kk = len(est)
+    lo, up = np.zeros(kk), np.full(kk, math.inf)
     main = REPLACE if final.replace else REMOVE
-    theta = TILT.theta(job, main, step, est_final)
-    g_up = grids(sub, main, True, step, theta, eps_lo, tau)
-    g_lo = grids(sub, main, False, step, theta, eps_lo, tau)
-    up = np.array([eps_bound(g, target) for g in g_up])
-    lo = np.array([eps_bound(g, target) for g in g_lo])
+    for g in _tilt_groups(sub):
+        part = Run(sub.parts, sub.counts[g])
+        theta, theta_a, tau = _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target)
+        up[g] = [eps_bound(x, target) for x in grids(part, main, True, step, theta, eps_lo[g], tau)]
+        lo[g] = [eps_bound(x, target) for x in grids(part, main, False, step, theta, eps_lo[g], tau)]
+        if theta_a is not None:
+            # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
+            # coarser grid, as the engine first checks it) joins the remove one's
+            up_a = [eps_bound(x, target) for x in grids(part, ADD, True, 4 * step, theta_a, eps_lo[g], tau)]
+            up[g] = np.maximum(up[g], up_a)
     if not final.replace:
-        # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
-        # coarser grid, as the engine first checks it) joins the remove one's; a checkpoint where
-        # it is the larger goes to its own engine unless the interval is narrow anyway
-        theta_a = TILT.theta(job, ADD, 4 * step, est_final)
-        g_a = grids(sub, ADD, True, 4 * step, theta_a, eps_lo, tau)
-        up = np.maximum(up, [eps_bound(g, target) for g in g_a])
-    up = np.minimum(up, cap)
+        up = np.minimum(up, _rdp_curve(sub, math.log(target), 0))
     return lo, up, _narrow(lo, up, final.accuracy)
 
 
@@ -276,23 +303,21 @@ def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
 def _fast_delta(final: Engine, sub: Run, eps, step):
     """The checkpoints' δ at eps and its upper bound at eps + h (h = accuracy * max(eps, 1e-2)):
     resolved where lower(eps) >= upper(eps + h), the engine's criterion."""
-    job = final.job(1e-16)
     h = final.accuracy * max(eps, 1e-2)
     e = np.array([eps, eps + h])
     kk = sub.counts.shape[0]
     main = REPLACE if final.replace else REMOVE
-    theta = TILT.theta(job, main, step, eps)
-    lo_e = np.full(kk, eps)
-    g_up = grids(sub, main, True, step, theta, lo_e, job.tau)
-    g_lo = grids(sub, main, False, step, theta, lo_e, job.tau)
-    ups = np.array([delta_bound(g, e) for g in g_up])
-    lo = np.array([delta_bound(g, e[:1])[0] for g in g_lo])
+    ups, lo = np.ones((kk, 2)), np.zeros(kk)
+    for g in _tilt_groups(sub):
+        part = Run(sub.parts, sub.counts[g])
+        theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
+        lo_e = np.full(len(g), eps)
+        ups[g] = [delta_bound(x, e) for x in grids(part, main, True, step, theta, lo_e, tau)]
+        lo[g] = [delta_bound(x, e[:1])[0] for x in grids(part, main, False, step, theta, lo_e, tau)]
+        if theta_a is not None:  # the pair's: the larger direction's
+            ups[g] = np.maximum(ups[g], [delta_bound(x, e) for x in grids(part, ADD, True, 4 * step, theta_a, lo_e, tau)])
     if not final.replace:
-        theta_a = TILT.theta(job, ADD, 4 * step, eps)
-        g_a = grids(sub, ADD, True, 4 * step, theta_a, lo_e, job.tau)
-        ups = np.maximum(ups, [delta_bound(g, e) for g in g_a])  # the pair's: the larger direction's
-        cap = np.array([[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
-        ups = np.minimum(ups, cap)
+        ups = np.minimum(ups, [[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
     up = np.minimum(ups[:, 0], 1.0)
     ok = (lo >= ups[:, 1]) | (up - lo <= 1e-300)
     return lo, up, ok
