@@ -1,7 +1,7 @@
 """Tight privacy-loss-distribution (PLD) accountant for DP-SGD with certified bounds.
 
 Public API: :func:`epsilon`, :func:`delta`, :func:`epsilon_curve`, :func:`delta_curve`,
-:class:`PLDAccountant` and the limit ``MAX_BINS``.
+:func:`tradeoff`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
 
 The pipeline, one module per stage (kernels in ``sgmfast._kernels.pld``, same names):
 
@@ -19,6 +19,7 @@ stage                   module
 5. tail events          ``tail_events`` -- small δ: δ as a sum over the number of far-tail steps
 queries                 ``queries`` -- δ(eps), eps(δ) read off composed grids
 curves                  ``curve`` -- every checkpoint of a run from one set of spectra
+trade-off curves        ``tradeoff`` -- f-DP β(α), both bounds, from the certified profile
 exact paths             ``exact`` -- closed forms that need no grid (q = 1)
 certifiers              ``certifiers`` -- each method as a certifier that returns certified
                         intervals or says it does not apply; its soundness argument beside it
@@ -38,7 +39,7 @@ contributions of norm <= 1 on either side of the replacement, so the batch sum m
 2; symmetric, so one direction suffices; no RDP cap applies to it).
 """
 
-from .accountant import PLDAccountant, delta, delta_curve, epsilon, epsilon_curve
+from .accountant import PLDAccountant, delta, delta_curve, epsilon, epsilon_curve, tradeoff
 from .common import MAX_BINS
 
-__all__ = ["epsilon", "delta", "epsilon_curve", "delta_curve", "PLDAccountant", "MAX_BINS"]
+__all__ = ["epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "PLDAccountant", "MAX_BINS"]

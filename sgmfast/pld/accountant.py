@@ -11,9 +11,10 @@ import math
 import numpy as np
 
 from .._types import Bounds, Step
-from .._validation import check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
+from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
 from . import curve as _curve
+from . import tradeoff as _tradeoff
 from .engine import BUDGET, Engine, monotone
 from .schedules import make_engine
 
@@ -226,6 +227,55 @@ def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove
     True
     """
     return _curve_call(_curve.delta_curve, sigma, q, steps, check_epsilon(epsilon), "epsilon", accuracy, relation)
+
+
+def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+    """Certified bounds on the trade-off curve β(α) (f-DP) that the privacy profile of ``steps``
+    SGM steps implies.
+
+    β(α) is a type-II error (missed members) that no membership test with type-I error (false
+    alarms) at most α can beat: an attack's true-positive rate at false-positive rate α is at
+    most ``1 - lower``.  It is the trade-off function of the certified profile δ(ε) (Dong, Roth
+    & Su 2022, Prop. 2.12): the largest symmetric f that the profile certifies -- for a
+    symmetric mechanism (q = 1: β(α) = Φ(Φ⁻¹(1 - α) - μ), μ = sqrt(steps) / sigma) exactly its
+    trade-off function; where the two directions of add/remove differ, the best attack can be
+    weaker still, so ``upper`` bounds what any (ε, δ) accountant can certify, not that attack.
+
+    Parameters
+    ----------
+    sigma, q, steps :
+        Scalars, as in :func:`epsilon`.
+    alpha : float or array_like
+        Type-I errors in [0, 1].
+    accuracy, relation :
+        As in :func:`epsilon` (for the profile's δ bounds).
+
+    Returns
+    -------
+    Bounds
+        ``lower <= β(α) <= upper`` at each α (arrays if ``alpha`` is one).
+
+    Examples
+    --------
+    >>> b = tradeoff(1.0, 1.0, 1, [0.01, 0.1])    # the Gaussian mechanism, mu = 1
+    >>> [round(float(x), 4) for x in b.lower], [round(float(x), 4) for x in b.upper]
+    ([0.9076, 0.6109], [0.9077, 0.6109])
+    """
+    _check_relation(relation)
+    acc = check_accuracy(accuracy)
+    s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
+    t = int(_scalar(check_steps(steps), "steps"))
+    a = as_float_array(alpha, "alpha")
+    if not ((a >= 0.0) & (a <= 1.0)).all():
+        raise ValueError(f"alpha (type-I error) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
+    flat = a.reshape(-1)
+    eps = _tradeoff.profile_grid(s, qq, t, flat, relation)
+    goal = max(1e-3 * float(np.min(flat[flat > 0], initial=1.0)), 1e-300)
+    eps, d_lo, d_up = _tradeoff.profile(s, qq, t, eps, relation, acc, goal)
+    lo, up = _tradeoff.beta_bounds(flat, eps, d_lo, d_up)
+    if a.ndim == 0:
+        return Bounds(float(lo[0]), float(up[0]))
+    return Bounds(lo.reshape(a.shape), up.reshape(a.shape))
 
 
 class PLDAccountant:
