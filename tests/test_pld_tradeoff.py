@@ -1,5 +1,6 @@
 """Certified trade-off curves (issue #17 item 2) against exact references: the Gaussian
-mechanism's f-DP curve (closed form, Dong, Roth & Su 2022), the noiseless mechanism's (a
+mechanism's f-DP curve (closed form, Dong, Roth & Su 2022), one subsampled step by the
+Neyman-Pearson lemma (scipy root finding on the threshold), the noiseless mechanism's (a
 record revealed with probability p), and the certified profile itself."""
 
 from __future__ import annotations
@@ -33,14 +34,46 @@ def test_gaussian_curve_is_bracketed(sigma, steps):
 
 
 @pytest.mark.parametrize("q, steps", [(0.01, 10), (0.3, 2)])
-def test_lower_bound_holds_for_the_noiseless_mechanism(q, steps):
-    """sigma = 0: a member is revealed with probability p = 1 - (1 - q)^T, else nothing is; the
-    best test of either order has beta = max(1 - a / (1 - p), (1 - p)(1 - a))."""
+def test_noiseless_mechanism_is_bracketed(q, steps):
+    """sigma = 0: a member is revealed with probability p = 1 - (1 - q)^T, else nothing is.
+    Testing 'member' first: beta = 1 - a / (1 - p) (reject only on silent outcomes); testing
+    'non-member' first: beta = (1 - p)(1 - a).  The curve is the smaller."""
     p = 1 - (1 - q) ** steps
-    true = np.maximum(np.maximum(1 - ALPHA / (1 - p), 0.0), (1 - p) * (1 - ALPHA))
+    true = np.minimum(np.maximum(1 - ALPHA / (1 - p), 0.0), (1 - p) * (1 - ALPHA))
     b = pld.tradeoff(0.0, q, steps, ALPHA)
     _sane(b)
-    assert (b.lower <= true + 1e-12).all()
+    assert (b.lower <= true + 1e-12).all() and (true <= b.upper + 1e-12).all()
+    assert np.max(b.upper - b.lower) < 2e-3  # (the eps cells: e^{2E / POINTS} - 1 ~ 1e-3)
+
+
+def _one_step_exact(sigma, q, alpha):
+    """min(T(P, Q), T(Q, P)) for P = (1-q)N(0, s^2) + qN(1, s^2), Q = N(0, s^2): the likelihood
+    ratio grows with x, so the best tests are thresholds on x (Neyman-Pearson)."""
+    from scipy.optimize import brentq
+
+    def p_below(c):
+        return (1 - q) * norm.cdf(c / sigma) + q * norm.cdf((c - 1) / sigma)
+
+    out = []
+    for a in alpha:
+        if a <= 0.0 or a >= 1.0:
+            out.append(1.0 - a)
+            continue
+        c1 = brentq(lambda c: p_below(c) - a, -60, 60, xtol=1e-14)  # H0 = P, reject below c1
+        t_pq = 1 - norm.cdf(c1 / sigma)
+        c2 = brentq(lambda c: norm.sf(c / sigma) - a, -60, 60, xtol=1e-14)  # H0 = Q, reject above c2
+        t_qp = p_below(c2)
+        out.append(min(t_pq, t_qp))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("sigma, q", [(0.8, 0.1), (1.5, 0.5), (0.5, 0.01)])
+def test_one_step_matches_neyman_pearson(sigma, q):
+    alpha = ALPHA[(ALPHA > 0) & (ALPHA < 1)]
+    exact = _one_step_exact(sigma, q, alpha)
+    b = pld.tradeoff(sigma, q, 1, alpha)
+    assert (b.lower <= exact + 1e-9).all() and (exact <= b.upper + 1e-9).all()
+    assert np.max(b.upper - b.lower) < 2e-3
 
 
 def test_no_steps_reveal_nothing():

@@ -230,16 +230,14 @@ def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove
 
 
 def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") -> Bounds:
-    """Certified bounds on the trade-off curve β(α) (f-DP) that the privacy profile of ``steps``
-    SGM steps implies.
+    """Certified bounds on the trade-off curve β(α) (f-DP) of ``steps`` SGM steps.
 
-    β(α) is a type-II error (missed members) that no membership test with type-I error (false
-    alarms) at most α can beat: an attack's true-positive rate at false-positive rate α is at
-    most ``1 - lower``.  It is the trade-off function of the certified profile δ(ε) (Dong, Roth
-    & Su 2022, Prop. 2.12): the largest symmetric f that the profile certifies -- for a
-    symmetric mechanism (q = 1: β(α) = Φ(Φ⁻¹(1 - α) - μ), μ = sqrt(steps) / sigma) exactly its
-    trade-off function; where the two directions of add/remove differ, the best attack can be
-    weaker still, so ``upper`` bounds what any (ε, δ) accountant can certify, not that attack.
+    β(α) is the least type-II error (missed members) of any membership test whose type-I error
+    (false alarms) is at most α, over both orders of the neighbouring pair: an attack's
+    true-positive rate at false-positive rate α is at most ``1 - lower``.  Each direction's
+    curve is read off its certified privacy-loss distribution, eps over the whole real line
+    (:mod:`sgmfast.pld.tradeoff`); at q = 1 it is the Gaussian curve
+    β(α) = Φ(Φ⁻¹(1 - α) - μ), μ = sqrt(steps) / sigma.
 
     Parameters
     ----------
@@ -259,7 +257,7 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     --------
     >>> b = tradeoff(1.0, 1.0, 1, [0.01, 0.1])    # the Gaussian mechanism, mu = 1
     >>> [round(float(x), 4) for x in b.lower], [round(float(x), 4) for x in b.upper]
-    ([0.9076, 0.6109], [0.9077, 0.6109])
+    ([0.9076, 0.6109], [0.9076, 0.6109])
     """
     _check_relation(relation)
     acc = check_accuracy(accuracy)
@@ -269,10 +267,8 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     if not ((a >= 0.0) & (a <= 1.0)).all():
         raise ValueError(f"alpha (type-I error) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
     flat = a.reshape(-1)
-    eps = _tradeoff.profile_grid(s, qq, t, flat, relation)
     goal = max(1e-3 * float(np.min(flat[flat > 0], initial=1.0)), 1e-300)
-    eps, d_lo, d_up = _tradeoff.profile(s, qq, t, eps, relation, acc, goal)
-    lo, up = _tradeoff.beta_bounds(flat, eps, d_lo, d_up)
+    lo, up = _tradeoff.bounds(s, qq, t, np.ascontiguousarray(flat), relation, acc, goal)
     if a.ndim == 0:
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(a.shape), up.reshape(a.shape))
