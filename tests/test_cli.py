@@ -171,6 +171,12 @@ def test_calibrate_defaults_to_the_tight_accountant(capsys):
     assert pld.epsilon(sigma, 0.01, 1000, 1e-5).upper <= 2.0  # what the CLI calibrated, the API confirms
 
 
+def test_batch_size_defaults_to_the_tight_accountant(capsys):
+    code, out, err = _run(["batch-size", "--dataset-size", "60000", "--epsilon", "2", "--delta", "1e-5",
+                           "--epochs", "10", "--grad-norm", "1", "--candidates", "4096"], capsys)
+    assert code == 0 and err == "" and "accountant=pld" in out
+
+
 def test_no_noise_through_the_cli(capsys):
     code, out, err = _run(["epsilon", "--sigma", "0", "--q", "0.01", "--steps", "100", "--delta", "1e-5"], capsys)
     assert code == 0 and _field(out, "epsilon") == "inf"
@@ -183,3 +189,139 @@ def test_no_batch_meets_the_target_with_epochs(capsys):
                            "--sigma", "0", "--dataset-size", "33", "--epochs", "4.57"], capsys)
     assert code == 0 and err == ""
     assert _field(out, "batch size") == "0" and _field(out, "steps") == "0"
+
+
+# ---------------------------------------------------------------- sgmfast curve
+
+
+def _csv(out):
+    lines = out.strip().splitlines()
+    assert lines[0] == "step,epoch,epsilon_lower,epsilon_upper"
+    return [line.split(",") for line in lines[1:]]
+
+
+def test_curve_prints_what_the_api_computes_rounded_outward(capsys):
+    from sgmfast import pld
+    from sgmfast.cli import _fmt
+
+    # q = 0.01, 3 epochs: one checkpoint per epoch, ceil(e / q) steps
+    code, out, err = _run(["curve", "--sigma", "1.0", "--q", "0.01", "--epochs", "3", "--delta", "1e-5"], capsys)
+    assert code == 0 and err == ""
+    rows = _csv(out)
+    b = pld.epsilon_curve(1.0, 0.01, [100, 200, 300], 1e-5)
+    assert [r[0] for r in rows] == ["100", "200", "300"]
+    assert [r[1] for r in rows] == ["1", "2", "3"]
+    assert [r[2] for r in rows] == [_fmt(float(x), "down") for x in b.lower]
+    assert [r[3] for r in rows] == [_fmt(float(x), "up") for x in b.upper]
+
+
+def test_curve_default_checkpoints_over_steps_and_rdp_has_no_lower_column(capsys):
+    from sgmfast.cli import CURVE_POINTS, _fmt
+
+    code, out, err = _run(["curve", "--sigma", "1.0", "--batch-size", "100", "--dataset-size", "10000",
+                           "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp"], capsys)
+    assert code == 0 and err == ""
+    rows = _csv(out)
+    steps = [int(r[0]) for r in rows]
+    assert len(steps) == CURVE_POINTS and steps[-1] == 1000 and steps == sorted(set(steps))
+    assert all(r[2] == "" for r in rows)
+    up = rdp.epsilon_curve(1.0, 0.01, steps, 1e-5)
+    assert [r[3] for r in rows] == [_fmt(float(x), "up") for x in up]
+    assert float(rows[-1][1]) == pytest.approx(10.0)  # epoch = step * q
+
+
+def test_curve_every_and_points(capsys):
+    argv = ["curve", "--sigma", "1.0", "--q", "0.01", "--steps", "1000", "--delta", "1e-5", "--accountant", "rdp"]
+    _, out, _ = _run(argv + ["--every", "300"], capsys)
+    assert [int(r[0]) for r in _csv(out)] == [300, 600, 900, 1000]  # and the last step
+    _, out, _ = _run(argv + ["--points", "4"], capsys)
+    assert [int(r[0]) for r in _csv(out)] == [250, 500, 750, 1000]
+    _, out, _ = _run(argv[:6] + ["10"] + argv[7:] + ["--points", "100"], capsys)
+    assert [int(r[0]) for r in _csv(out)] == list(range(1, 11))  # no more checkpoints than steps
+    _, out, _ = _run(argv[:5] + ["--checkpoints", "7", "70", "700"] + argv[7:], capsys)
+    assert [int(r[0]) for r in _csv(out)] == [7, 70, 700]
+
+
+def test_curve_in_chunks_stays_certified_and_monotone(capsys, monkeypatch):
+    # past CURVE_CHUNK checkpoints the CLI calls the API chunk by chunk (to show progress): each
+    # chunk is certified, so the merged curve must overlap the one-call curve at every checkpoint
+    from sgmfast import cli, pld
+
+    monkeypatch.setattr(cli, "CURVE_CHUNK", 2)
+    code, out, err = _run(["curve", "--sigma", "1.0", "--q", "0.01", "--steps", "500", "--points", "5",
+                           "--delta", "1e-5"], capsys)
+    assert code == 0 and err == ""
+    rows = _csv(out)
+    lo, up = [float(r[2]) for r in rows], [float(r[3]) for r in rows]
+    b = pld.epsilon_curve(1.0, 0.01, [100, 200, 300, 400, 500], 1e-5)
+    assert all(l <= bu and bl <= u for l, u, bl, bu in zip(lo, up, b.lower, b.upper))
+    assert lo == sorted(lo) and up == sorted(up) and all(l <= u for l, u in zip(lo, up))
+
+
+def test_curve_without_noise_is_inf(capsys):
+    code, out, err = _run(["curve", "--sigma", "0", "--q", "0.01", "--steps", "100", "--points", "2",
+                           "--delta", "1e-5"], capsys)
+    assert code == 0 and err == ""
+    assert _csv(out) == [["50", "0.5", "inf", "inf"], ["100", "1", "inf", "inf"]]
+
+
+_CURVE = ["curve", "--sigma", "1", "--q", "0.01", "--delta", "1e-5"]
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (_CURVE + ["--checkpoints", "10", "5"], "strictly increasing"),
+        (_CURVE + ["--checkpoints", "10", "10"], "strictly increasing"),
+        (_CURVE + ["--checkpoints", "-10"], "--checkpoints"),
+        (_CURVE + ["--steps", "100", "--points", "0"], "--points"),
+        (_CURVE + ["--steps", "100", "--every", "0"], "--every"),
+        (_CURVE + ["--steps", "0"], "at least one step"),
+        (_CURVE + ["--epochs", "0"], "--epochs"),
+        (_CURVE + ["--steps", "10", "--every", "2", "--points", "3"], "--points"),
+        (_CURVE + ["--checkpoints", "10", "--every", "2"], "--checkpoints"),
+        (_CURVE + ["--steps", "1e12", "--every", "1"], "checkpoints"),
+        (["curve", "--sigma", "1", "--q", "0.01", "--steps", "100"], "--delta"),
+        (["curve", "--sigma", "-1", "--q", "0.01", "--steps", "100", "--delta", "1e-5"], "sigma"),
+        (["curve", "--sigma", "1", "--q", "0", "--epochs", "3", "--delta", "1e-5"], "q > 0"),
+        (_CURVE + ["--steps", "10", "--relation", "replace-one", "--accountant", "rdp"], "--accountant pld"),
+    ],
+)
+def test_curve_bad_input_one_line_exit_2(argv, needle, capsys):
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("sgmfast: error:")
+    assert needle in err
+
+
+def test_curve_out_writes_a_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "curve.png"
+    code, out, err = _run(["curve", "--sigma", "1.0", "--q", "0.01", "--epochs", "3", "--delta", "1e-5",
+                           "--out", str(path)], capsys)
+    assert code == 0 and err == ""
+    assert len(_csv(out)) == 3  # the CSV still goes to stdout
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_curve_out_checked_before_the_work(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    argv = _CURVE + ["--steps", "100", "--out"]
+    for bad, needle in ((str(tmp_path / "curve.xyz"), ".png"), (str(tmp_path / "no" / "curve.png"), "no folder")):
+        code, out, err = _run(argv + [bad], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and needle in err
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    code, out, err = _run(argv + [str(tmp_path / "curve.png")], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "matplotlib" in err
+
+
+def test_console_run_flushes_before_its_fast_exit(tmp_path):
+    # run as a command, main() ends the process itself (no interpreter teardown): the output must
+    # be complete and the exit code kept, on success and on error
+    cmd = [sys.executable, "-m", "sgmfast.cli", "curve", "--sigma", "1", "--q", "0.01", "--steps", "1000",
+           "--every", "1", "--delta", "1e-5", "--accountant", "rdp"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0 and res.stderr == ""
+    assert len(_csv(res.stdout)) == 1000
+    res = subprocess.run(cmd[:-4] + ["--delta", "2"], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stdout == "" and res.stderr.startswith("sgmfast: error:")
