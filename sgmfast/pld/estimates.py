@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import losses as kl
@@ -47,6 +46,8 @@ def eps_estimate(schedule, target_delta: float, add=False) -> float:
     hi = mean + 50 * math.sqrt(var) + 50
     if _gauss_delta(hi, mean, var) > target_delta:
         return hi
+    from scipy.optimize import brentq  # (here: importing scipy.optimize costs ~0.15 s of every cold start)
+
     return brentq(lambda e: _gauss_delta(e, mean, var) - target_delta, 0.0, hi, xtol=1e-6)
 
 
