@@ -46,7 +46,7 @@ def test_tradeoff(benchmark, impl):
     beta = fn()
     shown = ", ".join(f"{a:g}: {np.interp(math.log(a), np.log(ALPHA), beta):.6f}" for a in SHOW)
     print(f"\n{impl}: beta at {shown}")
-    dense = np.unique(np.concatenate((ALPHA, np.linspace(0.0, 1.0, 2001))))
+    dense = np.unique(np.concatenate((np.geomspace(1e-14, 1.0, 4000), np.linspace(0.0, 1.0, 2001))))
     if impl == "sgmfast":
         dense_beta = pld.tradeoff(SIGMA, Q, STEPS, dense).lower
     else:
