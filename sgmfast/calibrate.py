@@ -34,8 +34,8 @@ from ._kernels import calibrate as _kc
 from ._kernels import roots as _roots
 from ._progress import Progress
 from ._work import UNITS_PER_SECOND, Meter, metered
-from ._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
-                          check_steps)
+from ._validation import (as_float_array, check_accuracy, check_delta, check_epsilon, check_positive,
+                          check_positive_int, check_q, check_sigma, check_steps)
 from .rdp import ORDER_XTOL, REL_MARGIN
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "calibrate_steps",
     "calibrate_epochs",
     "gaussian_sigma",
+    "calibrate_sigma_to_risk",
     "SIGMA_MIN",
     "SIGMA_MAX",
 ]
@@ -181,6 +182,45 @@ def gaussian_sigma(epsilon: float, delta: float, steps: int = 1) -> float:
     if t == 0 or e == math.inf:
         return 0.0
     return _exact_sigma(e, d, t)
+
+
+def calibrate_sigma_to_risk(max_tpr: float, fpr: float, q: float, steps: int, *, relation: str = "add_remove",
+                            accuracy: float = 1e-3) -> float:
+    """Smallest noise multiplier at which no membership attack has a true-positive rate above
+    ``max_tpr`` at false-positive rate ``fpr``, certified: ``1 - pld.tradeoff(...).lower <=
+    max_tpr`` holds at the returned sigma (within a relative ``PLD_TOL`` of the smallest such).
+
+    An operational risk target (Kulynych et al., "Attack-aware noise calibration", 2024) in
+    place of (ε, δ).  Returns 0 when even no noise meets it (``max_tpr`` >= 1) and +inf when no
+    finite sigma does (``max_tpr`` <= ``fpr``: the attack that guesses at random has TPR = FPR).
+
+    Examples
+    --------
+    >>> s = calibrate_sigma_to_risk(0.05, 0.01, 1.0, 1)   # Gaussian: mu = z(0.99) - z(0.95) = 0.6815
+    >>> round(s, 3)
+    1.467
+    """
+    from . import pld
+
+    t = float(check_positive(max_tpr, "max_tpr"))
+    a = float(as_float_array(fpr, "fpr"))
+    if not 0.0 <= a < 1.0:
+        raise ValueError(f"fpr (false-positive rate) must be in [0, 1); got {a!r}")
+    qq, steps_ = float(check_q(q)), int(check_steps(steps))
+    if t >= 1.0:
+        return 0.0
+    if t <= a:
+        return math.inf
+
+    def ok(x):
+        return 1.0 - float(pld.tradeoff(math.exp(x), qq, steps_, a, relation=relation, accuracy=accuracy).lower) <= t
+
+    from scipy.special import ndtri
+
+    mu = float(ndtri(1.0 - a) - ndtri(1.0 - t)) if a > 0.0 else 1.0
+    guess = max(qq, 1e-6) * math.sqrt(max(steps_, 1)) / max(mu, 1e-3)  # (sigma_eff heuristic: a start)
+    x = _search_log(ok, math.log(guess), True, PLD_TOL)
+    return math.inf if x is None else math.exp(x)
 
 
 def _exact_sigma(eps, delta, steps):

@@ -107,3 +107,26 @@ def test_replace_one_is_below_add_remove():
 def test_alpha_is_checked(alpha):
     with pytest.raises(ValueError, match="alpha"):
         pld.tradeoff(1.0, 0.01, 10, alpha)
+
+
+@pytest.mark.parametrize("tpr, fpr, steps", [(0.05, 0.01, 1), (0.5, 0.1, 10), (0.01, 1e-3, 100)])
+def test_risk_calibration_matches_the_gaussian(tpr, fpr, steps):
+    """q = 1: TPR(FPR) = 1 - Phi(Phi^-1(1 - fpr) - mu), so sigma = sqrt(T) / (z(1-fpr) - z(1-tpr))."""
+    from sgmfast.calibrate import PLD_TOL, calibrate_sigma_to_risk
+
+    exact = math.sqrt(steps) / (norm.ppf(1 - fpr) - norm.ppf(1 - tpr))
+    s = calibrate_sigma_to_risk(tpr, fpr, 1.0, steps)
+    assert exact * (1 - 1e-9) <= s <= exact * (1 + 2 * PLD_TOL)
+
+
+def test_risk_calibration_is_certified_on_the_private_side():
+    from sgmfast.calibrate import calibrate_sigma_to_risk
+
+    q, steps = 0.01, 500
+    s = calibrate_sigma_to_risk(0.1, 0.01, q, steps)
+    assert 1 - pld.tradeoff(s, q, steps, 0.01).lower <= 0.1
+    assert 1 - pld.tradeoff(s * 0.99, q, steps, 0.01).lower > 0.1  # (and not far from the least)
+    assert calibrate_sigma_to_risk(1.0, 0.01, q, steps) == 0.0
+    assert calibrate_sigma_to_risk(0.01, 0.01, q, steps) == math.inf
+    with pytest.raises(ValueError, match="fpr"):
+        calibrate_sigma_to_risk(0.1, 1.5, q, steps)
