@@ -32,6 +32,7 @@ import numpy as np
 
 from ._kernels import calibrate as _kc
 from ._kernels import roots as _roots
+from ._executor import CHUNK_PLD, CHUNK_RDP, check_executor, chunked
 from ._progress import Progress
 from ._work import UNITS_PER_SECOND, Meter, metered
 from ._validation import (as_float_array, check_accuracy, check_delta, check_epsilon, check_positive,
@@ -265,7 +266,7 @@ def _sigma_guess(eps, delta, q, steps):
 
 
 def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3,
-                    progress: bool | None = None):
+                    progress: bool | None = None, executor=None):
     """Smallest noise multiplier whose certified epsilon is <= ``epsilon`` at ``delta``.
 
     Parameters
@@ -282,6 +283,10 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         PLD accuracy setting (see :mod:`sgmfast.pld`), in (0, 1).
     progress : bool, optional
         Show a progress bar on stderr; by default only for long sweeps on a terminal.
+    executor : concurrent.futures.Executor, optional
+        Run the points of an array call on it, in chunks (a process pool; on a cluster
+        ``dask.distributed.Client(...).get_executor()`` or Ray's); the answers are those of the
+        serial call (``sgmfast._executor``).
 
     Returns
     -------
@@ -303,6 +308,10 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
     qq = check_q(q)
     t = check_steps(steps)
     shape, (e, d, qq, t) = _broadcast(e, d, qq, t)
+    if check_executor(executor) is not None and e.shape[0] > 1:
+        out = chunked(__name__, "calibrate_sigma", (e, d, qq, t), dict(accountant=accountant, accuracy=acc, progress=False),
+                      CHUNK_PLD if accountant == "pld" else CHUNK_RDP, executor)
+        return out.reshape(shape)
     sig = np.zeros(e.shape[0])
     # no noise needed: nothing is sampled, nothing composed, no target, or delta >= 1 - (1 - q)^T
     with np.errstate(divide="ignore"):
@@ -324,9 +333,12 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
                 sig[i] = _rdp_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j])
         else:
             with Progress(idx.size, "calibrating (pld)", progress, min_total=20) as bar:
-                ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
-                upper = _PldUpper(acc)  # and its grid
+                block = -1
                 for j, i in enumerate(idx):
+                    if i // CHUNK_PLD != block:  # (warm starts restart with every executor chunk)
+                        block = i // CHUNK_PLD
+                        ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
+                        upper = _PldUpper(acc)  # and its grid
                     upper.restart()
                     sig[i] = _pld_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j], upper, ratio, acc)
                     if math.isfinite(s_rdp[j]) and sig[i] > 0:
@@ -514,11 +526,12 @@ def _pld_sigma(eps, delta, q, steps, sigma_rdp, upper, start_ratio=None):
     return math.exp(hi) if fhi <= 0 else math.exp(xb)
 
 
-def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3):
+def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
     """Largest sampling rate q in [0, 1] whose certified epsilon is <= ``epsilon``.
 
     Returns q (broadcast over the inputs), verified by the public accountant; q = 1 if even full
     batches meet the target; q = 0 only if every q > 0 exceeds it at the search's resolution.
+    ``executor``: as in :func:`calibrate_sigma`.
 
     Examples
     --------
@@ -534,6 +547,10 @@ def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accura
     s = check_sigma(sigma)
     t = check_steps(steps)
     shape, (e, d, s, t) = _broadcast(e, d, s, t)
+    if check_executor(executor) is not None and e.shape[0] > 1:  # (points are independent)
+        out = chunked(__name__, "calibrate_q", (e, d, s, t), dict(accountant=accountant, accuracy=acc),
+                      CHUNK_PLD if accountant == "pld" else CHUNK_RDP, executor)
+        return out.reshape(shape)
     qv = np.ones(e.shape[0])
     for i in range(e.shape[0]):
         qv[i] = _q_point(accountant, e[i], d[i], s[i], t[i], acc)

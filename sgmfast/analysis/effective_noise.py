@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._progress import Progress
+from .._executor import check_executor
 from .._validation import check_delta, check_epsilon, check_positive_int, check_q, check_steps
 from .onestep import one_step_sigma
 
@@ -111,7 +112,7 @@ def _figure1_curve(e, dl, t, q_desc, s1, accountant, accuracy):
 def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_STEPS,
                  n_q: int = 100, q_min: float = 1e-3, *, accountant: str = "pld",
                  accuracy: float = 1e-3, workers: int | None = None,
-                 progress: bool | None = None) -> Figure1Data:
+                 progress: bool | None = None, executor=None) -> Figure1Data:
     """The data of Figure 1 of Räisä et al. (ICML 2024): sigma(q, T) for q log-spaced in
     [q_min, 1], one curve per (epsilon, T).
 
@@ -120,7 +121,9 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
     given accountant, each (epsilon, T) curve swept from q = 1 down so that every solve is
     warm-started from its neighbour (sigma ratio to RDP, and loss grid). Curves are spread
     over ``workers`` threads (default: one per core, up to 4, when there are several PLD
-    curves). The paper used dp_accounting's PLD (``get_smallest_subsampled_gaussian_noise``),
+    curves), or over ``executor`` (any ``concurrent.futures.Executor``: a process pool started
+    with 'spawn', a Dask cluster's ``client.get_executor()``), one curve per task; the values are
+    the same either way. The paper used dp_accounting's PLD (``get_smallest_subsampled_gaussian_noise``),
     1 to 64 s per point.
 
     Examples
@@ -154,7 +157,13 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
         workers = min(4, os.cpu_count() or 1) if heavy >= 4 and accountant == "pld" else 1
     workers = check_positive_int(workers, "workers")
     with Progress(len(jobs) * qs.size, "figure 1", progress, min_total=50) as bar:
-        if workers == 1:
+        if check_executor(executor) is not None:
+            futs = {(i, j): executor.submit(_figure1_curve, eps[i], dl, ts[j], q_desc, s1[i, j], accountant, accuracy)
+                    for i, j in jobs}
+            for (i, j), fut in futs.items():
+                sig[i, j] = fut.result()[::-1]
+                bar.update(qs.size)
+        elif workers == 1:
             for i, j in jobs:
                 sig[i, j] = _figure1_curve(eps[i], dl, ts[j], q_desc, s1[i, j], accountant, accuracy)[::-1]
                 bar.update(qs.size)

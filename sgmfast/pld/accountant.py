@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .._executor import CHUNK_PLD, check_executor
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
@@ -57,10 +58,12 @@ def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon_upper_at(target, step)
 
 
-def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove"):
+def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove", executor=None,
+                    name=""):
     """Broadcast the inputs; the points sharing (sigma, q, steps) go to one engine in one call,
     so its caches are shared and the answers are monotone in the query (no point's bound
-    contradicts another's)."""
+    contradicts another's).  With an ``executor``, whole groups go to its tasks (so the answers
+    are the serial call's)."""
     arrays = np.broadcast_arrays(sigma, q, steps, x)
     shape = arrays[0].shape
     flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
@@ -69,17 +72,41 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     groups: dict = {}
     for i, key in enumerate(zip(flat[0].tolist(), flat[1].tolist(), flat[2].tolist())):
         groups.setdefault(key, []).append(i)
-    for (s, qq, t), idx in groups.items():
-        # one work budget per call and schedule, shared by its queries (at least a second each)
-        engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
-                        budget=max(BUDGET / len(idx), 1.0))
-        lo[idx], up[idx] = group_fn(engine, flat[3][idx])
+    if check_executor(executor) is not None and len(groups) > 1:
+        _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up)
+    else:
+        for (s, qq, t), idx in groups.items():
+            # one work budget per call and schedule, shared by its queries (at least a second each)
+            engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
+                            budget=max(BUDGET / len(idx), 1.0))
+            lo[idx], up[idx] = group_fn(engine, flat[3][idx])
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(shape), up.reshape(shape))
 
 
-def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", grid_step=None) -> Bounds:
+def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo, up):
+    """Whole groups per task, about CHUNK_PLD points each; each task is the serial call."""
+    tasks, cur = [], []
+    for idx in groups:
+        cur.extend(idx)
+        if len(cur) >= CHUNK_PLD:
+            tasks.append(cur)
+            cur = []
+    if cur:
+        tasks.append(cur)
+    kwargs = dict(accuracy=accuracy, grid_step=grid_step, relation=relation)
+    futures = [executor.submit(_task, name, tuple(a[t] for a in flat), kwargs) for t in tasks]
+    for t, fut in zip(tasks, futures):
+        lo[t], up[t] = fut.result()
+
+
+def _task(name, args, kwargs):
+    b = globals()[name](*args, **kwargs)
+    return np.asarray(b.lower), np.asarray(b.upper)
+
+
+def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", grid_step=None, executor=None) -> Bounds:
     """Certified bounds on ε(δ) for ``steps`` steps of the Poisson-subsampled Gaussian mechanism.
 
     Parameters
@@ -108,6 +135,10 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
         looser pair; treating replacement as sensitivity 1 under-reports ε.)
     grid_step : float, optional
         Expert override of the loss-grid step; disables the accuracy loop.
+    executor : concurrent.futures.Executor, optional
+        Answer the (sigma, q, steps) groups of an array call on it (a process pool started with
+        'spawn', or ``dask.distributed.Client(...).get_executor()``); the answers are the serial
+        call's.
 
     Returns
     -------
@@ -130,10 +161,10 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
-    return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation)
+    return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor, "epsilon")
 
 
-def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", grid_step=None) -> Bounds:
+def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", grid_step=None, executor=None) -> Bounds:
     """Certified bounds on δ(ε) for ``steps`` steps of the Poisson-subsampled Gaussian mechanism.
 
     Parameters
@@ -162,7 +193,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
-    return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation)
+    return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor, "delta")
 
 
 def _scalar(value, name):
