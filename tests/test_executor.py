@@ -62,3 +62,10 @@ def test_dask_cluster_gives_the_serial_answers():
             ex = client.get_executor()
             serial = calibrate.calibrate_sigma(EPS, 1e-5, QS, 500)
             assert np.array_equal(calibrate.calibrate_sigma(EPS, 1e-5, QS, 500, executor=ex), serial)
+
+
+def test_batch_size_plan_on_a_pool(pool):
+    from sgmfast.analysis import plan_batch_size
+
+    kw = dict(grad_norm=1.0, dim=1000, epochs=2, candidates=[64, 512, 4096])
+    assert plan_batch_size(20000, 2.0, 1e-5, executor=pool, **kw) == plan_batch_size(20000, 2.0, 1e-5, **kw)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._executor import check_executor
+from .._progress import Progress
 from .._validation import (
     as_float_array,
     check_delta,
@@ -107,9 +109,23 @@ def _default_candidates(n: int):
     return cands + [n]
 
 
+def _plan_sigma(eps, dl, q, t, accountant) -> float:
+    """One candidate's sigma (a module-level function, so that executors can pickle it)."""
+    from .. import calibrate as _cal
+    from .. import rdp as _rdp
+
+    try:
+        return float(_cal.calibrate_sigma(eps, dl, q, t, accountant=accountant))
+    except ValueError:
+        # Met even at the smallest supported sigma: that sigma is private (RDP bounds PLD).
+        if float(_rdp.epsilon(_cal.SIGMA_MIN, q, t, dl)) <= eps:
+            return _cal.SIGMA_MIN
+        raise
+
+
 def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_sum=None,
                     grad_norm=None, dim=1, epochs=None, steps=None, candidates=None,
-                    accountant: str = "pld") -> BatchSizePlan:
+                    accountant: str = "pld", progress: bool | None = None, executor=None) -> BatchSizePlan:
     """Tabulate the DP-SGD gradient variance per candidate batch size and name the best.
 
     Modelling assumptions (as in Räisä et al., ICML 2024, Sec. 4): Poisson sampling with
@@ -142,6 +158,11 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     candidates : sequence of int, optional
         Batch sizes in [1, N]; default powers of two from 16 below N, and N.
     accountant : {"pld", "rdp"}
+    progress : bool, optional
+        A progress bar on stderr (by default on a terminal, for four candidates or more).
+    executor : concurrent.futures.Executor, optional
+        Calibrate the candidates on it, one per task (a 'spawn' process pool, a Dask cluster's
+        ``client.get_executor()``); the plan is the same as the serial one.
 
     Returns
     -------
@@ -155,9 +176,6 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     >>> p.best.batch_size
     16384
     """
-    from .. import calibrate as _cal
-    from .. import rdp as _rdp
-
     n = check_positive_int(dataset_size, "dataset_size")
     eps = float(check_epsilon(epsilon))
     if eps <= 0:
@@ -192,18 +210,21 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
             raise ValueError(f"candidates (batch sizes) must be <= dataset_size={n}; got {bi}")
         bs.append(bi)
     bs = sorted(set(bs))
+    plan = [(b, b / n, st if st is not None else int(math.ceil(ep * n / b))) for b in bs]
     rows = []
-    for b in bs:
-        q = b / n
-        t = st if st is not None else int(math.ceil(ep * n / b))
-        try:
-            sigma = float(_cal.calibrate_sigma(eps, dl, q, t, accountant=accountant))
-        except ValueError:
-            # Met even at the smallest supported sigma: that sigma is private (RDP bounds PLD).
-            if float(_rdp.epsilon(_cal.SIGMA_MIN, q, t, dl)) <= eps:
-                sigma = _cal.SIGMA_MIN
-            else:
-                raise
+    with Progress(len(plan), "planning batch sizes", progress, min_total=4) as bar:
+        if check_executor(executor) is not None:  # one candidate per task (each is independent)
+            futs = [executor.submit(_plan_sigma, eps, dl, q, t, accountant) for _, q, t in plan]
+            sigmas = []
+            for f in futs:
+                sigmas.append(f.result())
+                bar.update()
+        else:
+            sigmas = []
+            for _, q, t in plan:
+                sigmas.append(_plan_sigma(eps, dl, q, t, accountant))
+                bar.update()
+    for (b, q, t), sigma in zip(plan, sigmas):
         sub, noise, tot = variance_decomposition(q, sigma, g2, cn)
         rows.append(PlanRow(b, q, t, sigma, sigma / q, sub, noise, tot))
     best = min(rows, key=lambda r: r.total_var)
