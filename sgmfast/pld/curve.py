@@ -22,6 +22,7 @@ monotone that way, never looser than its points.
 from __future__ import annotations
 
 import bisect
+import contextvars
 import math
 
 import numpy as np
@@ -29,7 +30,7 @@ import scipy.fft
 
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
-from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, split_pool, two_cores
+from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, grid_pool, split_pool, two_cores
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
@@ -248,6 +249,19 @@ def _tilts(final: Engine, sub: Run, g, step, eps_c, goal):
     return TILT.theta(own, main, step, eps_c), theta_a, job.tau
 
 
+def _both(run):
+    """(run(True), run(False)): the pessimistic checkpoints on the helper thread while this one
+    does the optimistic ones (transforms and kernels release the GIL), as ``TiltedFFT.grid_pair``."""
+    if not two_cores():
+        return run(True), run(False)
+    fut = grid_pool().submit(contextvars.copy_context().run, run, True)
+    try:
+        opt = run(False)
+    finally:
+        pess = fut.result()
+    return pess, opt
+
+
 def _fast_epsilon(final: Engine, sub: Run, target, step):
     est = _estimates(sub, target, final.main)
     eps_lo = 0.5 * np.maximum(est, 1e-9)
@@ -257,8 +271,8 @@ def _fast_epsilon(final: Engine, sub: Run, target, step):
     for g in _tilt_groups(sub):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target)
-        up[g] = [eps_bound(x, target) for x in grids(part, main, True, step, theta, eps_lo[g], tau)]
-        lo[g] = [eps_bound(x, target) for x in grids(part, main, False, step, theta, eps_lo[g], tau)]
+        up[g], lo[g] = _both(lambda pess: [eps_bound(x, target) for x in grids(part, main, pess, step, theta,
+                                                                               eps_lo[g], tau)])
         if theta_a is not None:
             # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
             # coarser grid, as the engine first checks it) joins the remove one's
@@ -312,8 +326,8 @@ def _fast_delta(final: Engine, sub: Run, eps, step):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
         lo_e = np.full(len(g), eps)
-        ups[g] = [delta_bound(x, e) for x in grids(part, main, True, step, theta, lo_e, tau)]
-        lo[g] = [delta_bound(x, e[:1])[0] for x in grids(part, main, False, step, theta, lo_e, tau)]
+        ups[g], lo[g] = _both(lambda pess: [delta_bound(x, e if pess else e[:1]) if pess else delta_bound(x, e[:1])[0]
+                                            for x in grids(part, main, pess, step, theta, lo_e, tau)])
         if theta_a is not None:  # the pair's: the larger direction's
             ups[g] = np.maximum(ups[g], [delta_bound(x, e) for x in grids(part, ADD, True, 4 * step, theta_a, lo_e, tau)])
     if not final.replace:
