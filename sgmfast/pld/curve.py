@@ -151,7 +151,7 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     for k0 in range(0, len(comps), batch):
         k1 = min(len(comps), k0 + batch)
         z, err, z2, wsum = _power(spectra, e2, rows.astype(np.int64), row_of.reshape(-1)[k0:k1].astype(np.int64),
-                                  ntot[k0:k1], dec[k0:k1], n, state)
+                                  ntot[k0:k1], dec[k0:k1], n, k0, state)
         for j, k in enumerate(range(k0, k1)):
             counts = run.counts[k]
             werr = float(np.sum(np.where(counts > 0, counts * e2 * np.sqrt(wsum[j]), 0.0))) * (1 + 1e-12)
@@ -161,7 +161,7 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
             yield grid_of(comps[k], wins[k], theta, pess, los[k], x, err[j] + werr, z2[j])
 
 
-def _power(spectra, e2, rows, row_of, ntot, dec, n, state):
+def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state):
     """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread."""
     h = spectra.shape[1]
     nk = row_of.size
@@ -169,13 +169,13 @@ def _power(spectra, e2, rows, row_of, ntot, dec, n, state):
     parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])))]
     acc, lsum, labs = state
     if h < SPLIT_MIN or not two_cores():
-        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, 0, h, acc, lsum, labs, z, *parts[0])
+        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, 0, h, acc, lsum, labs, z, *parts[0])
     else:
         parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0]))))
         m = h // 2
-        fut = split_pool().submit(kf.power_checkpoints, spectra, e2, rows, row_of, ntot, dec, n, m, h, acc, lsum,
+        fut = split_pool().submit(kf.power_checkpoints, spectra, e2, rows, row_of, ntot, dec, n, k0, m, h, acc, lsum,
                                   labs, z, *parts[1])
-        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, 0, m, acc, lsum, labs, z, *parts[0])
+        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, 0, m, acc, lsum, labs, z, *parts[0])
         fut.result()
     err = sum(p[0] for p in parts)
     z2 = sum(p[1] for p in parts)

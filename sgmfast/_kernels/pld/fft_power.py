@@ -163,7 +163,7 @@ def power_series(spec, e2, c0, out):
 
 
 @jit
-def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, f0, f1, acc, lsum, labs, out, err, z2, wsum):
+def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, lsum, labs, out, err, z2, wsum):
     """The composed spectra of a run at K checkpoints, each one product more than the last:
     z_k = z_{k-1} prod_i spectra[i]^rows[row_of[k], i] (z_{-1} = ``acc``), by exponentiation by
     squaring of each distinct increment row, on the half-spectrum frequencies f0 <= f < f1.
@@ -223,7 +223,7 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, f0, f1, acc, lsum
                 continue
             fk = f // mk
             wk = 1.0 if (fk == 0 or 2 * fk * mk == n) else 2.0
-            bound = lsf + 2.0 * (m + k + 4) * EPS64 * laf + 1e-12 * (1.0 + abs(lsf))
+            bound = lsf + 2.0 * (m + k0 + k + 4) * EPS64 * laf + 1e-12 * (1.0 + abs(lsf))
             if not bound > -690.0:  # M_k < 3e-300 (or some R_i = 0): the exact product is at most that
                 out[k, f] = 0.0
                 err[k] += wk * 3e-300
