@@ -165,3 +165,13 @@ def test_long_rdp_history_curve_is_an_upper_bound():
     for i in range(120):
         prefix.step(1.0 + 0.001 * i, 0.01, 5)
     assert prefix.epsilon(1e-5) <= c[119] <= prefix.epsilon(1e-5) * 1.05
+
+
+def test_curve_in_several_batches(monkeypatch):
+    """Many checkpoints: the spectra go in batches (BATCH_BYTES), the products carried over."""
+    from sgmfast.pld import curve
+
+    monkeypatch.setattr(curve, "BATCH_BYTES", 1 << 20)
+    steps = np.arange(1, 31) * 234
+    b = pld.epsilon_curve(1.1, 256 / 60000, steps, 1e-5)
+    _consistent(b, [pld.epsilon(1.1, 256 / 60000, int(t), 1e-5) for t in steps])
