@@ -123,3 +123,18 @@ def _directions(engine: Engine, eps: np.ndarray, goal: float, e_end: float):
             lo_shift = -math.log1p(-p_hi) * (1 + 4 * U) if p_hi < 1.0 else math.inf
             yield (p_lo + (1 - p_hi) * noisy(d, eps + lo_shift, False)) * (1 - 4 * U), \
                 np.minimum((p_hi + (1 - p_lo) * noisy(d, eps + up_shift, True)) * (1 + 4 * U), 1.0), p_lo
+
+
+def profile_upper(sigma: float, q: float, steps: int, eps: np.ndarray, relation: str, accuracy: float,
+                  goal: float) -> np.ndarray:
+    """Certified upper bounds on δ(eps) (the larger of the two directions) at each eps of an
+    increasing grid, to about ``goal`` absolute, from one untilted composition per direction: the
+    whole privacy profile for the price of one query (for :mod:`sgmfast.tuning`)."""
+    engine = Engine([(sigma, q, steps)], accuracy, None, relation)
+    if not engine.schedule and engine.p_hi == 0.0:
+        return np.maximum(-np.expm1(eps), 0.0)
+    e_end = min(max(float(eps[-1]), 1.0), 50.0)
+    up = np.zeros(eps.size)
+    for _, d_up, _ in _directions(engine, eps, goal, e_end):
+        up = np.maximum(up, d_up)
+    return np.minimum(up, 1.0)
