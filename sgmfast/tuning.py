@@ -68,7 +68,9 @@ __all__ = ["RunCount", "poisson", "truncated_negative_binomial", "logarithmic", 
            "epsilon", "delta", "calibrate_sigma", "ORDERS"]
 
 #: Rényi orders of the ``"rdp"`` bound (lambda and lambda_hat of Papernot & Steinke)
-ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 1000)
+ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 120)
+#: Orders added between the neighbours of the best order (and of the best lambda_hat)
+_FINE = 40
 #: Relative round-up of every RDP value and of the derived terms (their float error is a few ulps)
 _REL = 1e-12
 #: Cells of the Riemann sum for I (geometric in 1 - u near u = 1, where phi' is largest)
@@ -209,12 +211,9 @@ def binomial(n: int, p: float) -> RunCount:
 # ------------------------------------------------------------------------------------------------
 # The RDP bound (Papernot & Steinke 2022)
 
-def _tuned_rdp(sigma, q, steps, runs: RunCount, prof) -> np.ndarray:
-    """RDP of the search at ``ORDERS`` (inf where no theorem applies), non-decreasing."""
-    from . import rdp
-
-    lam = ORDERS
-    base = rdp.rdp(sigma, q, steps, lam)
+def _tuned_rdp(lam, base, runs: RunCount, prof) -> np.ndarray:
+    """RDP of the search at orders ``lam`` (increasing) from one run's RDP ``base`` there (inf
+    where no theorem applies), made non-decreasing."""
     if runs.kind == "tnb":
         eta, g = runs.shape, runs.gamma
         c = (1.0 + eta) * float(np.min((1.0 - 1.0 / lam) * base + math.log(1.0 / g) / lam))  # Theorem 2
@@ -229,22 +228,48 @@ def _tuned_rdp(sigma, q, steps, runs: RunCount, prof) -> np.ndarray:
     return np.minimum.accumulate(out[::-1])[::-1]  # D_lambda is non-decreasing in lambda
 
 
-def _rdp_epsilon(sigma, q, steps, dlt, runs, prof) -> float:
+def _rdp_best(sigma, q, steps, runs, prof, target, mode):
+    """Best (value, order) of the converted tuned RDP (mode 0: eps at log delta ``target``, 1: log
+    delta at eps ``target``): ``ORDERS``, then a finer grid around the best order and around the
+    best lambda_hat of Theorem 2 (every order is a valid choice; the grid only costs tightness)."""
+    from . import rdp
     from ._kernels import rdp as _k
 
-    curve = _tuned_rdp(sigma, q, steps, runs, prof)
-    if not np.isfinite(curve).any():
-        return math.inf
-    return float(_k.best_of_orders(curve, ORDERS, math.log(dlt), 0)[0])
+    if runs.kind == "binomial":
+        return math.inf, math.nan
+    lam = ORDERS
+    base = rdp.rdp(sigma, q, steps, lam)
+    curve = _tuned_rdp(lam, base, runs, prof)
+    _, a = _k.best_of_orders(curve, lam, target, mode)
+    extra = [_around(lam, float(a))] if math.isfinite(a) else []
+    if runs.kind == "tnb":
+        j = int(np.argmin((1.0 - 1.0 / lam) * base + math.log(1.0 / runs.gamma) / lam))
+        extra.append(_around(lam, float(lam[j])))
+    if extra:
+        new = np.concatenate(extra)
+        lam = np.concatenate([lam, new])
+        base = np.concatenate([base, rdp.rdp(sigma, q, steps, new)])
+        order = np.argsort(lam)
+        lam, base = lam[order], base[order]
+        curve = _tuned_rdp(lam, base, runs, prof)
+    v, a = _k.best_of_orders(curve, lam, target, mode)
+    return float(v), float(a)
+
+
+def _around(lam, a):
+    """_FINE orders strictly between the grid neighbours of order a."""
+    j = int(np.searchsorted(lam, a))
+    lo, hi = lam[max(j - 1, 0)], lam[min(j + 1, lam.size - 1)]
+    return np.geomspace(lo - 1.0, hi - 1.0, _FINE + 2)[1:-1] + 1.0
+
+
+def _rdp_epsilon(sigma, q, steps, dlt, runs, prof) -> float:
+    return _rdp_best(sigma, q, steps, runs, prof, math.log(dlt), 0)[0]
 
 
 def _rdp_delta(sigma, q, steps, eps, runs, prof) -> float:
-    from ._kernels import rdp as _k
-
-    curve = _tuned_rdp(sigma, q, steps, runs, prof)
-    if not np.isfinite(curve).any():
-        return 1.0
-    return min(1.0, math.exp(float(_k.best_of_orders(curve, ORDERS, eps, 1)[0])))
+    v = _rdp_best(sigma, q, steps, runs, prof, eps, 1)[0]
+    return 1.0 if not v < math.inf else min(1.0, math.exp(v))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -260,10 +285,13 @@ def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
     hi = np.exp(runs.log_dpgf(u[:-1]))  # right end of [u_{i+1}, u_i] for phi' ...
     lo = np.exp(runs.log_dpgf(ell[1:]))  # ... left end for l
     width = np.diff(s)
-    e2 = np.asarray(e2, dtype=np.float64)
-    vals = np.maximum(hi[None, :] - np.outer(np.exp(e2), lo), 0.0)
+    from ._kernels.tuning import excess
+
+    scale = np.exp(np.asarray(e2, dtype=np.float64))
+    out = np.empty(scale.size)
+    excess(hi, lo, width, scale, out)
     # each cell's float error is a few ulps of phi' there: 1e-15 of the whole sum of phi' covers it
-    return (vals @ width) * (1.0 + 1e-9) + 1e-15 * float(hi @ width)
+    return out * (1.0 + 1e-9) + 1e-15 * float(hi @ width)
 
 
 class _Profile:
@@ -413,7 +441,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     >>> from sgmfast import tuning
     >>> runs = tuning.geometric(mean=10)
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs, method="rdp"), 3)
-    8.514
+    8.513
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs), 3)     # the profile bound is smaller here
     7.085
     """
@@ -445,7 +473,7 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
     Examples
     --------
     >>> from sgmfast import tuning
-    >>> tuning.delta(1.0, 1.0, 1, 8.515, tuning.geometric(mean=10), method="rdp") <= 1e-5
+    >>> tuning.delta(1.0, 1.0, 1, 8.514, tuning.geometric(mean=10), method="rdp") <= 1e-5
     True
     """
     s, qq, t = _check(sigma, q, steps, runs, method, relation)
