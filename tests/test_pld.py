@@ -364,3 +364,15 @@ def test_one_step_tail_cut_covers_both_components(add):
     # the mass beyond the grid: the cut must still leave only ~tau there
     one = onestep.one_step(13.51, 3.755e-5, add, 2.6e-8, 1e-16)
     assert one.p_inf <= 2e-16
+
+
+def test_delta_over_a_wide_eps_array_is_as_narrow_as_single_queries():
+    # 128 eps over [0, 4]: every point meets the accuracy contract a single query meets
+    # (the whole array once shared one query's budget, and points past eps ~ 3.7 kept RDP's caps)
+    sigma, q, steps = 1.1, 256 / 60000, 14062
+    eps = np.linspace(0.0, 4.0, 128)
+    b = pld.delta(sigma, q, steps, eps)
+    for i in (0, 60, 120, 127):
+        s = pld.delta(sigma, q, steps, float(eps[i]))
+        assert b.upper[i] - b.lower[i] <= 2.0 * (s.upper - s.lower) + 1e-300
+        assert b.lower[i] <= s.upper and s.lower <= b.upper[i]

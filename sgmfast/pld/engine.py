@@ -32,6 +32,9 @@ BUDGET = 4.0
 #: with many tail terms at sigma ~ 1e-3): past this multiple of the budget the work in progress
 #: is abandoned (``WorkLimit``) and the query keeps what it had certified
 HARD_LIMIT = 1.5
+#: a δ query over many eps gets the budget of up to this many single queries (groups of nearby
+#: eps; the far ones, δ below ~1e-16, cannot be narrowed and would only spend it)
+DELTA_GROUPS_PAID = 8
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
@@ -263,30 +266,38 @@ class Engine:
         """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
-        with metered(Meter(HARD_LIMIT * self.budget * UNITS_PER_SECOND)) as meter:
-            return self._delta_loop(eps, meter)
+        # the budget grows with the number of groups of nearby eps (a group costs about one
+        # single query), up to DELTA_GROUPS_PAID of them
+        budget = self.budget * min(np.unique(np.round(eps, 1)).size, DELTA_GROUPS_PAID)
+        with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
+            return self._delta_loop(eps, meter, budget)
 
-    def _delta_loop(self, eps, meter):
+    def _delta_loop(self, eps, meter, budget):
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
-        step = self.grid_step or initial_step(self.schedule, self.accuracy, max(float(eps.max()), est), self.main)
         h = self.accuracy * np.maximum(eps, 1e-2)
         keys = np.round(eps, 1)
+        # each group of nearby eps refines its own grid step from the step a single query at its
+        # largest eps would start with (one step for all made the eps = 0 group's fine grid the
+        # start of every group, and the budget ran out before the far ones were reached)
+        steps = {key: self.grid_step or initial_step(self.schedule, self.accuracy,
+                                                     max(float(eps[keys == key].max()), est), self.main)
+                 for key in np.unique(keys)}
         cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
         first = True
         while True:
             before = meter.units
-            self.last_step = step
             at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
             ok = done.copy()
             fits = False
             with bins_limit(FIRST_BINS if first else MAX_BINS):
                 for key in np.unique(keys[~done]):
                     sel = (keys == key) & ~done
+                    self.last_step = steps[key]
                     try:
-                        ok[sel] = self._delta_group(job, step, eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
+                        ok[sel] = self._delta_group(job, steps[key], eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
                                                     cap_shift[sel], meter)
                         fits = True
                     except ValueError:  # this group's grid would not fit in memory: its caps stand
@@ -295,13 +306,15 @@ class Engine:
             found.narrow(at.found_dict())
             if not fits:
                 return found.lower, found.upper  # no group fits: what is certified
-            if self.grid_step is not None or ok.all() or _over_budget(meter, before, self.budget):
+            done |= ok  # groups already narrow enough are not composed again on a finer grid
+            if self.grid_step is not None or ok.all() or _over_budget(meter, before, budget):
                 return found.lower, found.upper  # (a finer grid costs about twice this one)
             first = False
-            try:
-                step = refine(step, 1.0, 0.25)
-            except ValueError:
-                return found.lower, found.upper
+            for key in np.unique(keys[~done]):
+                try:
+                    steps[key] = refine(steps[key], 1.0, 0.25)
+                except ValueError:
+                    done |= keys == key
 
     def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
                      cap_shift, meter=None):
