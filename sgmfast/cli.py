@@ -23,6 +23,8 @@ CURVE_POINTS = 50
 #: curve can show progress (a call costs about one epsilon plus ~3 ms per checkpoint on two
 #: cores; 1,000 checkpoints in 4 or 8 calls took no longer than in one)
 CURVE_CHUNK = 200
+#: ``tradeoff`` without ``--fpr``: this many log-spaced false-positive rates in [1e-6, 1]
+TRADEOFF_POINTS = 50
 #: more checkpoints than this is a mistake (14,062 steps of MNIST, one per step, take ~40 s)
 CURVE_MAX_CHECKPOINTS = 1_000_000
 
@@ -57,7 +59,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _add_privacy_args(p: argparse.ArgumentParser, *, with_sigma: bool = True):
+def _add_privacy_args(p: argparse.ArgumentParser, *, with_sigma: bool = True, with_delta: bool = True):
     """Add --sigma, --q/--batch-size/--dataset-size, --steps/--epochs, --delta; returns the
     (required, mutually exclusive) group of --steps and --epochs."""
     if with_sigma:
@@ -70,7 +72,8 @@ def _add_privacy_args(p: argparse.ArgumentParser, *, with_sigma: bool = True):
     h = p.add_mutually_exclusive_group(required=True)
     h.add_argument("--steps", type=float, help="number of steps (integer >= 0)")
     h.add_argument("--epochs", type=float, help="epochs: steps = ceil(epochs / q)")
-    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    if with_delta:
+        p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     return h
 
 
@@ -143,6 +146,28 @@ def _build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--out", metavar="FILE",
                     help="also draw the curve into FILE (PNG, or any format matplotlib knows by the extension; "
                          "needs matplotlib)")
+    pt = sub.add_parser(
+        "tradeoff", help="membership-attack risk: the certified trade-off curve beta(alpha) as CSV (plot with --out)",
+        description="Prints CSV: fpr,beta_lower,beta_upper,tpr_lower,tpr_upper -- the best membership-inference "
+                    "attack's true-positive rate at each false-positive rate is at most tpr_upper (bounds rounded "
+                    "outward).")
+    _add_privacy_args(pt, with_delta=False)
+    gt = pt.add_mutually_exclusive_group()
+    gt.add_argument("--fpr", type=float, nargs="+", metavar="A", help="false-positive rates in [0, 1]")
+    gt.add_argument("--points", type=int, default=TRADEOFF_POINTS,
+                    help=f"log-spaced false-positive rates from 1e-6 to 1 (default {TRADEOFF_POINTS})")
+    pt.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (default 1e-3)")
+    pt.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
+                    help="neighbouring relation")
+    pt.add_argument("--out", metavar="FILE", help="also draw TPR against FPR (log-log, with its band) into FILE")
+    pr = sub.add_parser("calibrate-risk",
+                        help="smallest sigma at which no membership attack has TPR above --max-tpr at --fpr")
+    _add_privacy_args(pr, with_sigma=False, with_delta=False)
+    pr.add_argument("--max-tpr", type=float, required=True, help="largest true-positive rate allowed, in (0, 1]")
+    pr.add_argument("--fpr", type=float, required=True, help="at this false-positive rate, in [0, 1)")
+    pr.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (default 1e-3)")
+    pr.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
+                    help="neighbouring relation")
     pf = sub.add_parser("figures", help="Figures 1 and 2 of Räisä et al. (ICML 2024) as PNG and CSV")
     pf.add_argument("--out", default="figures", help="output directory (default ./figures)")
     pf.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
@@ -396,6 +421,10 @@ def _plot_curve(path, x, xlabel, lower, upper, title) -> None:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
+    _save(fig, path, plt)
+
+
+def _save(fig, path, plt) -> None:
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=100)
@@ -451,7 +480,70 @@ def _cmd_curve(args) -> None:
         _plot_curve(args.out, x, "epochs" if by_epoch else "steps", lower, upper, title)
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size,
+def _cmd_tradeoff(args) -> None:
+    import numpy as np
+
+    if getattr(args, "sigma", None) is None:
+        raise ValueError("--sigma is required")
+    q, steps = _resolve_q_steps(args)
+    if args.fpr is not None:
+        alpha = np.asarray(args.fpr, dtype=np.float64)
+        bad = ~((alpha >= 0.0) & (alpha <= 1.0))
+        if bad.any():
+            raise ValueError(f"--fpr must be in [0, 1]; got {float(alpha[bad][0])!r}")
+    else:
+        if not 2 <= args.points <= 100_000:
+            raise ValueError(f"--points must be in [2, 100000]; got {args.points}")
+        alpha = np.geomspace(1e-6, 1.0, args.points)
+    if args.out is not None:
+        _check_out(args.out)
+    from . import pld
+
+    b = pld.tradeoff(args.sigma, q, steps, alpha, accuracy=args.accuracy, relation=args.relation.replace("-", "_"))
+    lo, up = np.atleast_1d(b.lower), np.atleast_1d(b.upper)
+    rows = ["fpr,beta_lower,beta_upper,tpr_lower,tpr_upper"]
+    for a, l, u in zip(alpha.tolist(), lo.tolist(), up.tolist()):
+        rows.append(f"{a:.6g},{_fmt(l, 'down')},{_fmt(u, 'up')},{_fmt(1.0 - u, 'down')},{_fmt(1.0 - l, 'up')}")
+    print("\n".join(rows))
+    if args.out is not None:
+        title = f"σ = {args.sigma:g}, q = {q:.4g}, {steps:g} steps ({args.relation})"
+        _plot_roc(args.out, alpha, 1.0 - up, 1.0 - lo, title)
+
+
+def _plot_roc(path, fpr, tpr_lo, tpr_up, title) -> None:
+    """The attack's TPR against FPR on log-log axes: the certified band, and TPR = FPR."""
+    import numpy as np
+
+    plt = _pyplot()
+    keep = fpr > 0.0
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    ax.fill_between(fpr[keep], np.maximum(tpr_lo[keep], 1e-12), tpr_up[keep], color="C3", alpha=0.3, lw=0,
+                    label="certified [lower, upper] TPR of the best attack")
+    ax.plot(fpr[keep], tpr_up[keep], color="C3", lw=1.8, label="upper bound (report this)")
+    ax.plot(fpr[keep], fpr[keep], color="0.5", ls="--", lw=1, label="random guess (TPR = FPR)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("false-positive rate α")
+    ax.set_ylabel("true-positive rate 1 - β(α)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="lower right")
+    _save(fig, path, plt)
+
+
+def _cmd_calibrate_risk(args) -> None:
+    from . import calibrate
+
+    q, steps = _resolve_q_steps(args)
+    sigma = calibrate.calibrate_sigma_to_risk(args.max_tpr, args.fpr, q, steps, accuracy=args.accuracy,
+                                              relation=args.relation.replace("-", "_"))
+    print(f"sigma: {_fmt(float(sigma), 'up')}")  # rounded up: more noise is still private
+    print(f"max_tpr: {args.max_tpr:g} at fpr: {args.fpr:g}")
+    print(f"q: {q:.6g}")
+    print(f"steps: {steps:g}")
+
+
+_COMMANDS = {"tradeoff": _cmd_tradeoff, "calibrate-risk": _cmd_calibrate_risk, "epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size,
              "curve": _cmd_curve, "figures": _cmd_figures}
 
 

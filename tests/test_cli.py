@@ -325,3 +325,56 @@ def test_console_run_flushes_before_its_fast_exit(tmp_path):
     assert len(_csv(res.stdout)) == 1000
     res = subprocess.run(cmd[:-4] + ["--delta", "2"], capture_output=True, text=True)
     assert res.returncode == 2 and res.stdout == "" and res.stderr.startswith("sgmfast: error:")
+
+
+def test_tradeoff_prints_what_the_api_computes_rounded_outward(capsys):
+    from scipy.stats import norm
+
+    from sgmfast import pld
+    from sgmfast.cli import _fmt
+
+    fpr = [1e-4, 0.01, 0.2]
+    code, out, err = _run(["tradeoff", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--fpr"]
+                          + [str(a) for a in fpr], capsys)
+    assert code == 0 and err == ""
+    lines = out.strip().splitlines()
+    assert lines[0] == "fpr,beta_lower,beta_upper,tpr_lower,tpr_upper"
+    rows = [line.split(",") for line in lines[1:]]
+    b = pld.tradeoff(1.1, 0.01, 300, fpr)
+    t = pld.attack_tpr(1.1, 0.01, 300, fpr)
+    assert [r[1] for r in rows] == [_fmt(float(x), "down") for x in b.lower]
+    assert [r[2] for r in rows] == [_fmt(float(x), "up") for x in b.upper]
+    assert [r[3] for r in rows] == [_fmt(float(x), "down") for x in t.lower]
+    assert [r[4] for r in rows] == [_fmt(float(x), "up") for x in t.upper]
+    # q = 1: the Gaussian curve lies inside the printed band
+    code, out, err = _run(["tradeoff", "--sigma", "2.0", "--q", "1", "--steps", "4", "--points", "7"], capsys)
+    assert code == 0
+    for row in [line.split(",") for line in out.strip().splitlines()[1:]]:
+        a = float(row[0])
+        exact = norm.cdf(norm.ppf(1 - a) - 1.0)  # mu = sqrt(4) / 2
+        assert float(row[1]) <= exact <= float(row[2])
+
+
+def test_tradeoff_plot_and_bad_input(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "roc.png"
+    code, out, err = _run(["tradeoff", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--points", "5",
+                           "--out", str(png)], capsys)
+    assert code == 0 and png.stat().st_size > 1000
+    for argv in (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "1.5"],
+                 ["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--points", "1"],
+                 ["calibrate-risk", "--max-tpr", "0.05", "--fpr", "1.0", "--q", "0.01", "--steps", "10"]):
+        code, out, err = _run(argv, capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_calibrate_risk_prints_the_api_sigma_rounded_up(capsys):
+    from sgmfast import calibrate, pld
+    from sgmfast.cli import _fmt
+
+    code, out, err = _run(["calibrate-risk", "--max-tpr", "0.05", "--fpr", "0.01", "--q", "0.01", "--steps", "300"],
+                          capsys)
+    assert code == 0 and err == ""
+    s = calibrate.calibrate_sigma_to_risk(0.05, 0.01, 0.01, 300)
+    assert _field(out, "sigma") == _fmt(s, "up")
+    assert float(pld.attack_tpr(float(_field(out, "sigma")), 0.01, 300, 0.01).upper) <= 0.05

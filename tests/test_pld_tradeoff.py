@@ -130,3 +130,22 @@ def test_risk_calibration_is_certified_on_the_private_side():
     assert calibrate_sigma_to_risk(0.01, 0.01, q, steps) == math.inf
     with pytest.raises(ValueError, match="fpr"):
         calibrate_sigma_to_risk(0.1, 1.5, q, steps)
+
+
+def test_attack_tpr_and_advantage_gaussian_closed_forms():
+    from scipy.stats import norm
+
+    mu = 1.5  # sigma = 2, 9 steps at q = 1
+    fpr = np.array([1e-4, 0.01, 0.3])
+    t = pld.attack_tpr(2.0, 1.0, 9, fpr)
+    exact = 1.0 - norm.cdf(norm.ppf(1 - fpr) - mu)
+    assert np.all(t.lower <= exact) and np.all(exact <= t.upper)
+    a = pld.advantage(2.0, 1.0, 9)
+    assert a.lower <= 2 * norm.cdf(mu / 2) - 1 <= a.upper
+    # q < 1: the advantage bounds every attack's TPR - FPR on the curve
+    dense = np.linspace(0.0, 1.0, 2001)
+    adv = pld.advantage(1.1, 0.01, 300)
+    tpr = pld.attack_tpr(1.1, 0.01, 300, dense)
+    assert float(np.max(tpr.lower - dense)) <= adv.upper + 1e-9
+    with pytest.raises(ValueError, match="fpr"):
+        pld.attack_tpr(1.0, 0.1, 10, 1.5)

@@ -1,7 +1,7 @@
 """Tight privacy-loss-distribution (PLD) accountant for DP-SGD with certified bounds.
 
 Public API: :func:`epsilon`, :func:`delta`, :func:`epsilon_curve`, :func:`delta_curve`,
-:func:`tradeoff`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
+:func:`tradeoff`, :func:`attack_tpr`, :func:`advantage`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
 
 The pipeline, one module per stage (kernels in ``sgmfast._kernels.pld``, same names):
 
@@ -39,7 +39,9 @@ contributions of norm <= 1 on either side of the replacement, so the batch sum m
 2; symmetric, so one direction suffices; no RDP cap applies to it).
 """
 
-from .accountant import PLDAccountant, delta, delta_curve, epsilon, epsilon_curve, tradeoff
+from .accountant import (PLDAccountant, advantage, attack_tpr, delta, delta_curve, epsilon, epsilon_curve,
+                         tradeoff)
 from .common import MAX_BINS
 
-__all__ = ["epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "PLDAccountant", "MAX_BINS"]
+__all__ = ["epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "attack_tpr", "advantage",
+           "PLDAccountant", "MAX_BINS"]

@@ -305,6 +305,38 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     return Bounds(lo.reshape(a.shape), up.reshape(a.shape))
 
 
+def attack_tpr(sigma, q, steps, fpr, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+    """Certified bounds on the best membership-inference attack's true-positive rate at
+    false-positive rate ``fpr``: 1 - β(fpr) from :func:`tradeoff` (``upper`` is what to report).
+
+    Examples
+    --------
+    >>> b = attack_tpr(1.0, 1.0, 1, 0.01)    # Gaussian, mu = 1: 1 - Φ(Φ⁻¹(0.99) - 1)
+    >>> round(float(b.upper), 4)
+    0.0924
+    """
+    a = as_float_array(fpr, "fpr")
+    if not ((a >= 0.0) & (a <= 1.0)).all():
+        raise ValueError(f"fpr (false-positive rate) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
+    b = tradeoff(sigma, q, steps, fpr, accuracy=accuracy, relation=relation)
+    return Bounds(1.0 - b.upper, 1.0 - b.lower)
+
+
+def advantage(sigma, q, steps, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+    """Certified bounds on the membership advantage: the largest TPR - FPR of any attack.
+
+    It is max over α of 1 - α - β(α), the total variation distance of the worse order of the
+    dominating pair, i.e. δ at ε = 0 (Kairouz, Oh & Viswanath 2015; Wasserman & Zhou 2010).
+
+    Examples
+    --------
+    >>> b = advantage(1.0, 1.0, 1)            # Gaussian, mu = 1: 2 Φ(1/2) - 1
+    >>> round(float(b.upper), 4)
+    0.3829
+    """
+    return delta(sigma, q, steps, 0.0, accuracy=accuracy, relation=relation)
+
+
 class PLDAccountant:
     """Accountant for a schedule of SGM steps, with certified (lower, upper) answers.
 
