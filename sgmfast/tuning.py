@@ -399,6 +399,14 @@ def _lazy_profile(sigma, q, steps, e_max, goal, accuracy, relation):
     return get
 
 
+def _edge(sigma, q, steps):
+    """0 when a run reveals nothing (no step, q = 0, or sigma = inf), 1 when it
+    reveals every sampled record (sigma = 0: eps = inf, delta = 1 is the bound), else None."""
+    if steps == 0 or q == 0.0 or sigma == math.inf:
+        return 0
+    return 1 if sigma == 0.0 else None
+
+
 def _check(sigma, q, steps, runs, method, relation):
     s = float(check_sigma(sigma))
     qq = float(check_q(q))
@@ -448,10 +456,10 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     s, qq, t = _check(sigma, q, steps, runs, method, relation)
     dlt = float(check_delta(delta))
     acc = check_accuracy(accuracy)
-    if t == 0 or qq == 0.0 or s == math.inf:
-        return 0.0
-    if s == 0.0:
-        return math.inf
+    edge = _edge(s, qq, t)
+    if edge is not None:
+        return 0.0 if edge == 0 else math.inf
+
     def e_max():
         from . import rdp
 
@@ -479,10 +487,9 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
     s, qq, t = _check(sigma, q, steps, runs, method, relation)
     eps = float(check_epsilon(epsilon))
     acc = check_accuracy(accuracy)
-    if t == 0 or qq == 0.0 or s == math.inf:
-        return 0.0
-    if s == 0.0:
-        return 1.0
+    edge = _edge(s, qq, t)
+    if edge is not None:
+        return float(edge)
     prof = _lazy_profile(s, qq, t, lambda: max(eps, 1e-3), 1e-12, acc, relation)
     out = 1.0
     if method in ("best", "rdp") and relation == "add_remove":
