@@ -168,6 +168,18 @@ def _build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (default 1e-3)")
     pr.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
                     help="neighbouring relation")
+    pu = sub.add_parser("tune", help="epsilon of a random search: K runs (K random), the best one released",
+                        description="Prints the epsilon of the whole search (an upper bound: the smaller of "
+                                    "Papernot & Steinke's RDP bound and sgmfast's privacy-profile bound, or the one "
+                                    "--method names) and the run-count parameters to sample K with.")
+    _add_privacy_args(pu)
+    pu.add_argument("--runs", choices=("geometric", "logarithmic", "tnb", "poisson", "binomial"), required=True,
+                    help="distribution of the number of runs K")
+    pu.add_argument("--mean", type=float, help="E[K] (geometric, logarithmic, tnb, poisson)")
+    pu.add_argument("--shape", type=float, help="tnb only: eta > -1 (0 logarithmic, 1 geometric)")
+    pu.add_argument("--n", type=int, help="binomial only: number of trials")
+    pu.add_argument("--p", type=float, help="binomial only: success probability")
+    pu.add_argument("--method", choices=("best", "rdp", "profile"), default="best", help="which bound (default best)")
     pf = sub.add_parser("figures", help="Figures 1 and 2 of Räisä et al. (ICML 2024) as PNG and CSV")
     pf.add_argument("--out", default="figures", help="output directory (default ./figures)")
     pf.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
@@ -543,7 +555,34 @@ def _cmd_calibrate_risk(args) -> None:
     print(f"steps: {steps:g}")
 
 
-_COMMANDS = {"tradeoff": _cmd_tradeoff, "calibrate-risk": _cmd_calibrate_risk, "epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size,
+def _cmd_tune(args) -> None:
+    from . import tuning
+
+    q, steps = _resolve_q_steps(args)
+    if args.runs == "binomial":
+        if args.n is None or args.p is None:
+            raise ValueError("--runs binomial needs --n and --p")
+        runs = tuning.binomial(args.n, args.p)
+    else:
+        if args.mean is None:
+            raise ValueError(f"--runs {args.runs} needs --mean")
+        if args.runs == "poisson":
+            runs = tuning.poisson(args.mean)
+        elif args.runs == "tnb":
+            if args.shape is None:
+                raise ValueError("--runs tnb needs --shape")
+            runs = tuning.truncated_negative_binomial(args.shape, mean=args.mean)
+        else:
+            runs = getattr(tuning, args.runs)(mean=args.mean)
+    eps = tuning.epsilon(args.sigma, q, steps, args.delta, runs, method=args.method)
+    print(f"epsilon: {_fmt(eps, 'up')}")
+    print(f"delta: {args.delta:g}")
+    print(f"runs: {runs.kind}" + ("" if runs.kind != "tnb" else f" shape={runs.shape:g} gamma={runs.gamma!r}")
+          + f" mean={runs.mean:.6g}")
+    print(f"method: {args.method}")
+
+
+_COMMANDS = {"tune": _cmd_tune, "tradeoff": _cmd_tradeoff, "calibrate-risk": _cmd_calibrate_risk, "epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "batch-size": _cmd_batch_size,
              "curve": _cmd_curve, "figures": _cmd_figures}
 
 

@@ -378,3 +378,22 @@ def test_calibrate_risk_prints_the_api_sigma_rounded_up(capsys):
     s = calibrate.calibrate_sigma_to_risk(0.05, 0.01, 0.01, 300)
     assert _field(out, "sigma") == _fmt(s, "up")
     assert float(pld.attack_tpr(float(_field(out, "sigma")), 0.01, 300, 0.01).upper) <= 0.05
+
+
+def test_tune_prints_what_the_api_computes(capsys):
+    from sgmfast import tuning
+    from sgmfast.cli import _fmt
+
+    code, out, err = _run(["tune", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5",
+                           "--runs", "geometric", "--mean", "10"], capsys)
+    assert code == 0 and err == ""
+    assert _field(out, "epsilon") == _fmt(tuning.epsilon(1.1, 0.01, 300, 1e-5, tuning.geometric(mean=10)), "up")
+    code, out, err = _run(["tune", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5",
+                           "--runs", "binomial", "--n", "4", "--p", "0.5", "--method", "profile"], capsys)
+    assert code == 0
+    assert _field(out, "epsilon") == _fmt(tuning.epsilon(1.1, 0.01, 300, 1e-5, tuning.binomial(4, 0.5),
+                                                         method="profile"), "up")
+    for argv in (["--runs", "tnb", "--mean", "10"], ["--runs", "poisson"], ["--runs", "geometric", "--mean", "0.5"]):
+        code, out, err = _run(["tune", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5"] + argv,
+                              capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
