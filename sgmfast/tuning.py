@@ -69,6 +69,10 @@ __all__ = ["RunCount", "poisson", "truncated_negative_binomial", "logarithmic", 
 
 #: Rényi orders of the ``"rdp"`` bound (lambda and lambda_hat of Papernot & Steinke)
 ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 120)
+#: Factors on (order - 1) around a centre order (``_orders``)
+_SPREAD = np.geomspace(1.0 / 30.0, 30.0, 60)
+#: Orders always tried (cheap ones: log A costs little below ~64)
+_LOW = 1.0 + np.geomspace(1e-3, 63.0, 24)
 #: Orders added between the neighbours of the best order (and of the best lambda_hat)
 _FINE = 40
 #: Relative round-up of every RDP value and of the derived terms (their float error is a few ulps)
@@ -77,6 +81,9 @@ _REL = 1e-12
 _CELLS = np.concatenate([[0.0], np.geomspace(1e-14, 1.0, 1500)])
 #: Points of the run's privacy profile on [0, e_max] that the profile bound reads
 _PROFILE_POINTS = 256
+#: Largest e1, e2 and grid eps of the profile bound (e^600 is finite; a run whose eps is beyond
+#: this gets the RDP bound or +inf)
+_E_CAP = 600.0
 #: Accuracy of the one PLD query that sharpens the best grid candidate
 _REFINE = 1e-3
 METHODS = ("best", "rdp", "profile")
@@ -124,7 +131,8 @@ class RunCount:
             const = math.log(c) - math.log(-math.log(g))
         else:
             const = math.log(c) + math.log(eta / math.expm1(-eta * math.log(g)))
-        return const - (eta + 1.0) * np.log1p(-c * x)
+        # 1 - c x written as gamma + c (1 - x): exact near x = 1 even when gamma is below an ulp of 1
+        return const - (eta + 1.0) * np.log(g + c * (1.0 - x))
 
     def sample(self, rng=None) -> int:
         """Draw K (numpy ``Generator`` or seed; by inversion for the truncated negative binomial)."""
@@ -237,7 +245,7 @@ def _rdp_best(sigma, q, steps, runs, prof, target, mode):
 
     if runs.kind == "binomial":
         return math.inf, math.nan
-    lam = ORDERS
+    lam = _orders(sigma, q, steps, runs, target, mode)
     base = rdp.rdp(sigma, q, steps, lam)
     curve = _tuned_rdp(lam, base, runs, prof)
     _, a = _k.best_of_orders(curve, lam, target, mode)
@@ -256,6 +264,25 @@ def _rdp_best(sigma, q, steps, runs, prof, target, mode):
     return float(v), float(a)
 
 
+def _orders(sigma, q, steps, runs, target, mode):
+    """The orders to try: ``ORDERS`` scaled around the run's own best order for the target and,
+    for Theorem 2, around its best order at delta = gamma (where lambda_hat's term is smallest).
+    log A at large orders is slow for small sigma (seconds each at sigma = 0.01), so the grid
+    stays near where the optimum can be."""
+    from . import rdp
+
+    if mode == 0:
+        centres = [rdp.epsilon(sigma, q, steps, math.exp(target), return_order=True)[1]]
+    else:
+        centres = [rdp.delta(sigma, q, steps, target, return_order=True)[1]]
+    if runs.kind == "tnb":
+        centres.append(rdp.epsilon(sigma, q, steps, min(runs.gamma, 0.5), return_order=True)[1])
+    grids = [1.0 + (c - 1.0) * _SPREAD for c in centres if math.isfinite(c) and c > 1.0]
+    lam = np.unique(np.concatenate(grids + [_LOW]))
+    lam = lam[(lam >= ORDERS[0]) & (lam <= ORDERS[-1])]
+    return lam
+
+
 def _around(lam, a):
     """_FINE orders strictly between the grid neighbours of order a."""
     j = int(np.searchsorted(lam, a))
@@ -269,7 +296,7 @@ def _rdp_epsilon(sigma, q, steps, dlt, runs, prof) -> float:
 
 def _rdp_delta(sigma, q, steps, eps, runs, prof) -> float:
     v = _rdp_best(sigma, q, steps, runs, prof, eps, 1)[0]
-    return 1.0 if not v < math.inf else min(1.0, math.exp(v))
+    return 1.0 if not v < 0.0 else math.exp(v)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -279,8 +306,8 @@ def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
     """Upper bounds on I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du for each e2."""
     s = _CELLS  # 1 - u at the cell edges, increasing
     u = 1.0 - s
-    with np.errstate(over="ignore"):
-        ell = np.maximum.reduce([np.zeros_like(u), math.exp(-e1) * (u - d1), 1.0 - math.exp(e1) * s - d1])
+    # (e1 <= _E_CAP, so e^e1 is finite)
+    ell = np.maximum.reduce([np.zeros_like(u), math.exp(-e1) * (u - d1), 1.0 - math.exp(e1) * s - d1])
     ell = np.clip(ell, 0.0, 1.0)
     hi = np.exp(runs.log_dpgf(u[:-1]))  # right end of [u_{i+1}, u_i] for phi' ...
     lo = np.exp(runs.log_dpgf(ell[1:]))  # ... left end for l
@@ -302,7 +329,7 @@ class _Profile:
         from .pld.tradeoff import profile_upper
 
         self.relation = relation
-        self.e = np.linspace(0.0, e_max, _PROFILE_POINTS)
+        self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
         d = profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
 
@@ -363,7 +390,9 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     from . import pld
 
     prof = prof()
-    e2_grid = eps - prof.e[prof.e <= eps]  # so that eps - e2 is a grid point
+    e2_grid = eps - prof.e[(prof.e <= eps) & (prof.e >= eps - _E_CAP)]  # so that eps - e2 is a grid point
+    if e2_grid.size == 0:
+        return 1.0
     d_rest = prof.delta_at(eps - e2_grid)
     e2 = np.maximum(e2_grid * (1.0 + _REL), 0.0)
     m = runs.mean * (1.0 + _REL)
@@ -470,7 +499,10 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if method in ("best", "rdp") and relation == "add_remove":
         out = _rdp_epsilon(s, qq, t, dlt, runs, prof)
     if method in ("best", "profile"):
-        out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof))
+        try:
+            out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof))
+        except (ValueError, ArithmeticError, MemoryError):
+            pass  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
     return out
 
 
@@ -495,7 +527,10 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
     if method in ("best", "rdp") and relation == "add_remove":
         out = _rdp_delta(s, qq, t, eps, runs, prof)
     if method in ("best", "profile"):
-        out = min(out, _profile_delta(s, qq, t, eps, runs, prof))
+        try:
+            out = min(out, _profile_delta(s, qq, t, eps, runs, prof))
+        except (ValueError, ArithmeticError, MemoryError):
+            pass  # (as in epsilon)
     return out
 
 

@@ -12,7 +12,7 @@ def excess(hi, lo, width, scale, out):
         s = scale[k]
         total = 0.0
         for i in range(hi.shape[0]):
-            v = hi[i] - s * lo[i]
+            v = hi[i] if lo[i] == 0.0 else hi[i] - s * lo[i]  # (inf * 0 would be NaN and dropped)
             if v > 0.0:
                 total += width[i] * v
         out[k] = total
