@@ -583,27 +583,45 @@ def _q_point(accountant, eps, delta, sigma, steps, accuracy):
 
 
 def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epochs=None,
-                         accountant="pld", accuracy=1e-3) -> int:
+                         accountant="pld", accuracy=1e-3, executor=None):
     """Largest expected batch size B (q = B / dataset_size) whose certified epsilon is <= ``epsilon``.
 
     Give either ``steps`` (fixed number of steps) or ``epochs`` (fixed number of passes:
     steps = ceil(epochs * dataset_size / B) then changes with B). With epochs fixed, the
     search is a bisection over integers that assumes epsilon grows with B (it does: the
     effective noise sigma/q dominates, Räisä et al. 2024); the returned B is verified by the
-    public accountant.  Returns 0 if not even B = 1 fits.
+    public accountant.  Returns 0 if not even B = 1 fits.  ``epsilon``, ``delta`` and ``sigma``
+    broadcast (an int array comes back); ``executor``: as in :func:`calibrate_sigma`.
 
     Examples
     --------
     >>> from sgmfast.calibrate import calibrate_batch_size
     >>> calibrate_batch_size(2.0, 1e-5, 1.0, 60000, steps=1000, accountant="rdp")
     569
+    >>> calibrate_batch_size([1.0, 2.0], 1e-5, 1.0, 60000, steps=1000, accountant="rdp").tolist()
+    [213, 569]
     """
     _check_accountant(accountant)
     acc = check_accuracy(accuracy)
     n = check_positive_int(dataset_size, "dataset_size")
+    if (steps is None) == (epochs is None):
+        raise ValueError("give exactly one of steps and epochs")
+    if steps is not None:
+        check_steps(steps)
+    elif not 0.0 < float(check_epsilon(epochs, "epochs")) < math.inf:
+        raise ValueError(f"epochs must be finite and > 0; got {float(epochs):g}")
+    kwargs = dict(steps=steps, epochs=epochs, accountant=accountant, accuracy=acc)
+    _check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma)
+    out = _vectorised("_batch_size_point", (epsilon, delta, sigma), (n,), kwargs, accountant, executor)
+    return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
+
+
+def _batch_size_point(epsilon, delta, sigma, n, *, steps=None, epochs=None, accountant="pld", accuracy=1e-3):
+    acc = accuracy
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
     s = float(check_sigma(sigma))
+    n = int(n)
     if (steps is None) == (epochs is None):
         raise ValueError("give exactly one of steps and epochs")
     if steps is not None:
@@ -634,7 +652,7 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     return _int_boundary(ok, public_ok, lo, n)
 
 
-def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3):
+def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
     """Largest integer number of steps whose certified epsilon is <= ``epsilon``.
 
     Returns 0 if not even one step fits, and ``math.inf`` when every number of steps does (q = 0,
@@ -649,9 +667,42 @@ def calibrate_steps(epsilon, delta, sigma, q, *, accountant: str = "pld", accura
     >>> from sgmfast import rdp
     >>> rdp.epsilon(1.0, 0.01, t, 1e-5) <= 2.0 < rdp.epsilon(1.0, 0.01, t + 1, 1e-5)
     True
+
+    The arguments broadcast (a float array comes back, +inf where every number of steps fits);
+    ``executor``: as in :func:`calibrate_sigma`.
     """
     _check_accountant(accountant)
     acc = check_accuracy(accuracy)
+    _check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma), check_q(q)
+    out = _vectorised("_steps_point", (epsilon, delta, sigma, q), (), dict(accountant=accountant, accuracy=acc),
+                      accountant, executor)
+    if np.ndim(out) == 0:
+        return math.inf if out == math.inf else int(out)
+    return out
+
+
+def _vectorised(name, arrays, extra, kwargs, accountant, executor):
+    """The point function ``name``: ``name(*scalars, *extra, **kwargs)`` over the broadcast ``arrays``: a scalar for scalar
+    inputs, else a float array of their shape; on ``executor`` in fixed chunks (each point is
+    independent, so the answers are the serial call's)."""
+    flat = [np.asarray(a, dtype=np.float64) for a in arrays]
+    shape, flat = _broadcast(*flat)
+    if check_executor(executor) is not None and flat[0].shape[0] > 1:
+        out = chunked(__name__, "_chunk_points", tuple(flat), dict(point=name, extra=extra, **kwargs),
+                      CHUNK_PLD if accountant == "pld" else CHUNK_RDP, executor)
+    else:
+        out = _chunk_points(*flat, point=name, extra=extra, **kwargs)
+    return float(out[0]) if shape == () else out.reshape(shape)
+
+
+def _chunk_points(*arrays, point="", extra=(), **kwargs):
+    """One executor task of :func:`_vectorised`: the named point function over a chunk."""
+    fn = globals()[point]
+    return np.array([float(fn(*[float(a[i]) for a in arrays], *extra, **kwargs)) for i in range(arrays[0].shape[0])])
+
+
+def _steps_point(epsilon, delta, sigma, q, *, accountant="pld", accuracy=1e-3):
+    acc = accuracy
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
     s = float(check_sigma(sigma))

@@ -69,3 +69,16 @@ def test_batch_size_plan_on_a_pool(pool):
 
     kw = dict(grad_norm=1.0, dim=1000, epochs=2, candidates=[64, 512, 4096])
     assert plan_batch_size(20000, 2.0, 1e-5, executor=pool, **kw) == plan_batch_size(20000, 2.0, 1e-5, **kw)
+
+
+def test_calibrate_steps_and_batch_size_over_arrays_on_a_pool(pool):
+    eps = np.array([1.0, 2.0, 4.0])
+    serial = calibrate.calibrate_steps(eps, 1e-5, 1.0, [[0.01], [0.0]])
+    assert serial.shape == (2, 3) and np.all(serial[1] == np.inf)  # q = 0: every number of steps
+    assert np.array_equal(calibrate.calibrate_steps(eps, 1e-5, 1.0, [[0.01], [0.0]], executor=pool), serial)
+    for i, e in enumerate(eps):  # each point is the scalar call
+        assert serial[0, i] == calibrate.calibrate_steps(float(e), 1e-5, 1.0, 0.01)
+    b = calibrate.calibrate_batch_size(eps, 1e-5, 1.0, 60000, epochs=2)
+    assert b.dtype == np.int64 and np.all(np.diff(b) > 0)
+    assert np.array_equal(calibrate.calibrate_batch_size(eps, 1e-5, 1.0, 60000, epochs=2, executor=pool), b)
+    assert b[1] == calibrate.calibrate_batch_size(2.0, 1e-5, 1.0, 60000, epochs=2)
