@@ -745,8 +745,10 @@ def _steps_point(epsilon, delta, sigma, q, *, accountant="pld", accuracy=1e-3):
     return _int_boundary(ok, public_ok, t_lo, t_hi)
 
 
-def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3) -> float:
-    """Largest number of epochs (steps * q) within the budget, from :func:`calibrate_steps`."""
-    t = calibrate_steps(epsilon, delta, sigma, q, accountant=accountant, accuracy=accuracy)
-    qq = float(check_q(q))
-    return math.inf if t == math.inf else t * qq
+def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
+    """Largest number of epochs (steps * q) within the budget, from :func:`calibrate_steps`
+    (arrays and ``executor`` as there)."""
+    t = calibrate_steps(epsilon, delta, sigma, q, accountant=accountant, accuracy=accuracy, executor=executor)
+    if np.ndim(t) == 0:
+        return math.inf if t == math.inf else t * float(check_q(q))
+    return np.where(np.isinf(t), math.inf, t * np.broadcast_to(check_q(q), t.shape))
