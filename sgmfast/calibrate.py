@@ -751,4 +751,5 @@ def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accur
     t = calibrate_steps(epsilon, delta, sigma, q, accountant=accountant, accuracy=accuracy, executor=executor)
     if np.ndim(t) == 0:
         return math.inf if t == math.inf else t * float(check_q(q))
-    return np.where(np.isinf(t), math.inf, t * np.broadcast_to(check_q(q), t.shape))
+    fin = np.isfinite(t)
+    return np.where(fin, np.where(fin, t, 0.0) * np.broadcast_to(check_q(q), t.shape), math.inf)

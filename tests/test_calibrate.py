@@ -174,3 +174,9 @@ def test_pld_sigma_where_the_secant_step_is_not_finite():
     s = cal.calibrate_sigma(e, d, q, t)
     assert math.isfinite(s) and s > 0
     assert pld.epsilon(s, q, t, d).upper <= e
+
+
+def test_calibrate_epochs_over_arrays():
+    ep = cal.calibrate_epochs([1.0, 2.0], 1e-5, 1.0, [[0.01], [0.0]], accountant="rdp")
+    assert ep.shape == (2, 2) and np.all(np.isinf(ep[1]))
+    assert ep[0, 1] == cal.calibrate_steps(2.0, 1e-5, 1.0, 0.01, accountant="rdp") * 0.01
