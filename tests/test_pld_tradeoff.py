@@ -1,7 +1,9 @@
 """Certified trade-off curves (issue #17 item 2) against exact references: the Gaussian
 mechanism's f-DP curve (closed form, Dong, Roth & Su 2022), one subsampled step by the
 Neyman-Pearson lemma (scipy root finding on the threshold), the noiseless mechanism's (a
-record revealed with probability p), and the certified profile itself."""
+record revealed with probability p), and the certified profile itself; the attack's TPR
+(1 - β) and the membership advantage (δ at eps = 0, the total variation) against the same
+closed forms and against the curve."""
 
 from __future__ import annotations
 
@@ -132,20 +134,93 @@ def test_risk_calibration_is_certified_on_the_private_side():
         calibrate_sigma_to_risk(0.1, 1.5, q, steps)
 
 
-def test_attack_tpr_and_advantage_gaussian_closed_forms():
-    from scipy.stats import norm
+FPR = np.concatenate(([0.0, 1e-9], np.geomspace(1e-6, 0.5, 9), [0.9, 1.0]))
+#: the attack's advantage read off a curve: max over this grid of TPR - FPR (a sup over [0, 1] less
+#: at most ~1e-7 for these runs: TPR - FPR is concave and flat at its top)
+DENSE = np.unique(np.concatenate((np.geomspace(1e-12, 1.0, 4000), np.linspace(0.0, 1.0, 2001))))
 
-    mu = 1.5  # sigma = 2, 9 steps at q = 1
-    fpr = np.array([1e-4, 0.01, 0.3])
-    t = pld.attack_tpr(2.0, 1.0, 9, fpr)
-    exact = 1.0 - norm.cdf(norm.ppf(1 - fpr) - mu)
-    assert np.all(t.lower <= exact) and np.all(exact <= t.upper)
-    a = pld.advantage(2.0, 1.0, 9)
-    assert a.lower <= 2 * norm.cdf(mu / 2) - 1 <= a.upper
-    # q < 1: the advantage bounds every attack's TPR - FPR on the curve
-    dense = np.linspace(0.0, 1.0, 2001)
-    adv = pld.advantage(1.1, 0.01, 300)
-    tpr = pld.attack_tpr(1.1, 0.01, 300, dense)
-    assert float(np.max(tpr.lower - dense)) <= adv.upper + 1e-9
-    with pytest.raises(ValueError, match="fpr"):
-        pld.attack_tpr(1.0, 0.1, 10, 1.5)
+
+@pytest.mark.parametrize("sigma, steps", [(1.0, 1), (2.0, 9), (0.5, 3), (20.0, 100)])
+def test_attack_tpr_is_the_gaussian_at_q1(sigma, steps):
+    """q = 1: TPR = 1 - Phi(Phi^-1(1 - fpr) - mu), mu = sqrt(T) / sigma (G_mu of Dong, Roth & Su)."""
+    mu = math.sqrt(steps) / sigma
+    exact = norm.sf(norm.ppf(1.0 - FPR) - mu)
+    t = pld.attack_tpr(sigma, 1.0, steps, FPR)
+    assert (t.lower <= exact + 1e-15).all() and (exact <= t.upper + 1e-15).all()
+    assert (FPR <= t.lower).all() and (t.upper <= 1.0).all()
+    assert np.max(t.upper - t.lower) < 1e-9
+
+
+@pytest.mark.parametrize("sigma, steps", [(1.0, 1), (2.0, 9), (0.5, 3), (20.0, 100)])
+def test_advantage_is_the_gaussian_at_q1(sigma, steps):
+    """q = 1: max_a (TPR - FPR) = TV(N(0, 1), N(mu, 1)) = 2 Phi(mu / 2) - 1."""
+    mu = math.sqrt(steps) / sigma
+    a = pld.advantage(sigma, 1.0, steps)
+    assert a.lower <= 2.0 * norm.cdf(mu / 2.0) - 1.0 <= a.upper
+    assert a.upper - a.lower < 1e-9
+    # and the curve's largest TPR - FPR is the same number, from the other side
+    t = pld.attack_tpr(sigma, 1.0, steps, DENSE)
+    assert float(np.max(t.lower - DENSE)) <= a.upper
+    assert float(np.max(t.upper - DENSE)) >= a.lower - 1e-7
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("sigma, q, steps", [(1.1, 0.01, 300), (0.8, 0.3, 2), (0.0, 0.01, 10)])
+def test_attack_tpr_is_one_minus_tradeoff(sigma, q, steps, relation):
+    """q < 1: attack_tpr is 1 - tradeoff, rounded outward (an ulp at most) and clipped to [fpr, 1]."""
+    b = pld.tradeoff(sigma, q, steps, FPR, relation=relation)
+    t = pld.attack_tpr(sigma, q, steps, FPR, relation=relation)
+    assert (FPR <= t.lower).all() and (t.lower <= t.upper).all() and (t.upper <= 1.0).all()
+    assert (t.lower <= np.maximum(1.0 - b.upper, FPR)).all()  # never above: rounded down
+    assert (t.upper >= 1.0 - b.lower).all()  # never below: rounded up
+    assert np.allclose(t.lower, np.maximum(1.0 - b.upper, FPR), rtol=0, atol=2e-16)
+    assert np.allclose(t.upper, 1.0 - b.lower, rtol=0, atol=2e-16)
+    one = pld.attack_tpr(sigma, q, steps, 0.01, relation=relation)
+    assert isinstance(one.lower, float) and isinstance(one.upper, float)
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("sigma, q, steps", [(1.1, 0.01, 300), (0.8, 0.3, 2), (1.1, 256 / 60000, 2000)])
+def test_advantage_is_delta_at_zero_and_bounds_the_curve(sigma, q, steps, relation):
+    """q < 1: advantage is pld.delta at eps = 0; no attack on the certified curve beats its upper
+    bound, and the curve's best attack reaches its lower bound (up to the grid of FPR)."""
+    a = pld.advantage(sigma, q, steps, relation=relation)
+    d = pld.delta(sigma, q, steps, 0.0, relation=relation)
+    assert (a.lower, a.upper) == (d.lower, d.upper)
+    assert 0.0 <= a.lower <= a.upper <= 1.0 and a.upper - a.lower <= 1e-3 * a.upper
+    t = pld.attack_tpr(sigma, q, steps, DENSE, relation=relation)
+    assert float(np.max(t.lower - DENSE)) <= a.upper
+    assert float(np.max(t.upper - DENSE)) >= a.lower - 1e-6
+
+
+def test_advantage_edge_cases():
+    # sigma = 0: the record is revealed exactly when it is sampled, at least once in T steps
+    q, steps = 0.01, 10
+    p = 1.0 - (1.0 - q) ** steps
+    a = pld.advantage(0.0, q, steps)
+    assert a.lower <= p + 1e-15 and p - 1e-15 <= a.upper and a.upper - a.lower < 1e-12
+    # no steps (or q = 0): nothing is revealed, and the best attack guesses
+    assert tuple(pld.advantage(1.0, q, 0)) == (0.0, 0.0)
+    t = pld.attack_tpr(1.0, 0.0, 100, FPR)
+    assert np.allclose(t.lower, FPR, rtol=0, atol=1e-15) and np.allclose(t.upper, FPR, rtol=0, atol=1e-15)
+    # arrays broadcast like pld.delta
+    b = pld.advantage([1.0, 2.0], 1.0, [1, 4])
+    assert np.allclose(b.upper, 2 * norm.cdf(np.array([1.0, 1.0]) / 2) - 1, rtol=1e-12)
+
+
+@settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
+@given(sigma=st.floats(0.5, 3.0), log_q=st.floats(-3.0, -0.3), steps=st.integers(1, 2000))
+def test_advantage_does_not_grow_with_noise(sigma, log_q, steps):
+    q = 10 ** log_q
+    more, less = pld.advantage(1.1 * sigma, q, steps), pld.advantage(sigma, q, steps)
+    assert more.lower <= less.upper
+
+
+@pytest.mark.parametrize("fpr", [-0.1, 1.5, float("nan"), [0.1, 2.0]])
+def test_fpr_is_checked(fpr):
+    with pytest.raises(ValueError, match=r"fpr.*\[0, 1\]|fpr.*NaN"):
+        pld.attack_tpr(1.0, 0.1, 10, fpr)
+    with pytest.raises(TypeError, match="fpr"):
+        pld.attack_tpr(1.0, 0.1, 10, True)
+    with pytest.raises(ValueError, match="sigma"):
+        pld.advantage(-1.0, 0.1, 10)

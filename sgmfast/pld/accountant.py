@@ -306,33 +306,92 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
 
 
 def attack_tpr(sigma, q, steps, fpr, *, accuracy=1e-3, relation="add_remove") -> Bounds:
-    """Certified bounds on the best membership-inference attack's true-positive rate at
-    false-positive rate ``fpr``: 1 - β(fpr) from :func:`tradeoff` (``upper`` is what to report).
+    """Certified bounds on the true-positive rate of the best membership-inference attack at
+    false-positive rate ``fpr``, over ``steps`` SGM steps.
+
+    The rate is 1 - β(fpr), β the trade-off curve of :func:`tradeoff`: no attack that flags at
+    most a fraction ``fpr`` of non-members catches more than ``upper`` of the members (report
+    ``upper``; ``lower`` says how tight it is).
+
+    Parameters
+    ----------
+    sigma, q, steps :
+        Scalars, as in :func:`epsilon`.
+    fpr : float or array_like
+        False-positive rates (type-I errors) in [0, 1].
+    accuracy, relation :
+        As in :func:`tradeoff`.
+
+    Returns
+    -------
+    Bounds
+        ``lower <= TPR(fpr) <= upper`` at each ``fpr`` (arrays if ``fpr`` is one), with
+        ``fpr <= lower`` and ``upper <= 1``.
+
+    Notes
+    -----
+    ``lower = max(1 - β_upper, fpr)`` and ``upper = min(1 - β_lower, 1)``, each ``1 - x``
+    rounded outward.  The clips are facts, not guesses: the test that flags a record at random
+    with probability ``fpr`` has TPR = FPR, so the best one has TPR >= FPR (β(α) <= 1 - α), and
+    a rate is at most 1.  At q = 1 the curve is the Gaussian one,
+    TPR = 1 - Φ(Φ⁻¹(1 - fpr) - μ) with μ = sqrt(steps) / sigma (the curve G_μ of Dong, Roth &
+    Su, "Gaussian differential privacy", JRSS B 2022).
 
     Examples
     --------
-    >>> b = attack_tpr(1.0, 1.0, 1, 0.01)    # Gaussian, mu = 1: 1 - Φ(Φ⁻¹(0.99) - 1)
-    >>> round(float(b.upper), 4)
-    0.0924
+    >>> b = attack_tpr(1.0, 1.0, 1, [0.001, 0.01])    # Gaussian, mu = 1: 1 - Φ(Φ⁻¹(1 - fpr) - 1)
+    >>> [round(float(x), 4) for x in b.upper]
+    [0.0183, 0.0924]
+    >>> b = attack_tpr(1.1, 256 / 60000, 14062, 1e-3)  # DP-SGD on MNIST, 60 epochs
+    >>> 1e-3 <= b.lower <= b.upper < 0.01
+    True
     """
     a = as_float_array(fpr, "fpr")
     if not ((a >= 0.0) & (a <= 1.0)).all():
         raise ValueError(f"fpr (false-positive rate) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
-    b = tradeoff(sigma, q, steps, fpr, accuracy=accuracy, relation=relation)
-    return Bounds(1.0 - b.upper, 1.0 - b.lower)
+    b = tradeoff(sigma, q, steps, a, accuracy=accuracy, relation=relation)
+    lo, up = _tradeoff.tpr_bounds(a, np.asarray(b.lower), np.asarray(b.upper))
+    if a.ndim == 0:
+        return Bounds(float(lo), float(up))
+    return Bounds(lo, up)
 
 
 def advantage(sigma, q, steps, *, accuracy=1e-3, relation="add_remove") -> Bounds:
-    """Certified bounds on the membership advantage: the largest TPR - FPR of any attack.
+    """Certified bounds on the membership advantage of ``steps`` SGM steps: the largest
+    TPR - FPR of any membership-inference attack.
 
-    It is max over α of 1 - α - β(α), the total variation distance of the worse order of the
-    dominating pair, i.e. δ at ε = 0 (Kairouz, Oh & Viswanath 2015; Wasserman & Zhou 2010).
+    Parameters
+    ----------
+    sigma, q, steps :
+        As in :func:`epsilon` (arrays broadcast).
+    accuracy, relation :
+        As in :func:`delta`.
+
+    Returns
+    -------
+    Bounds
+        ``lower <= max_α (1 - α - β(α)) <= upper``, in [0, 1] (arrays if any input was one).
+
+    Notes
+    -----
+    For a test φ between P and Q, TPR - FPR = E_P φ - E_Q φ, whose largest value over all
+    tests is the total variation distance TV(P, Q) = sup_A P(A) - Q(A) (Neyman-Pearson: the
+    test φ = 1{p > q}).  So max_α (1 - α - β(α)) = TV, which is the hockey-stick divergence at
+    ε = 0, δ(0): the hypothesis-testing reading of (ε, δ)-DP, FPR + e^ε FNR >= 1 - δ for every
+    test, at ε = 0 (Kairouz, Oh & Viswanath, ICML 2015; Wasserman & Zhou, JASA 2010).  TV is symmetric, and under ``"add_remove"`` :func:`delta` takes the
+    larger of the remove and add directions (each a certified bound on the same number), so
+    this is :func:`delta` at ε = 0 and inherits its certificate.  At q = 1 it is the Gaussian
+    mechanism's 2Φ(μ/2) - 1, μ = sqrt(steps) / sigma; with sigma = 0 it is 1 - (1 - q)^steps,
+    the chance that the record is sampled at all.
 
     Examples
     --------
-    >>> b = advantage(1.0, 1.0, 1)            # Gaussian, mu = 1: 2 Φ(1/2) - 1
+    >>> b = advantage(1.0, 1.0, 1)                    # Gaussian, mu = 1: 2 Φ(1/2) - 1
     >>> round(float(b.upper), 4)
     0.3829
+    >>> b = advantage(1.1, 256 / 60000, 14062)        # DP-SGD on MNIST, 60 epochs
+    >>> round(float(b.lower), 3), round(float(b.upper), 3)
+    (0.224, 0.224)
     """
     return delta(sigma, q, steps, 0.0, accuracy=accuracy, relation=relation)
 

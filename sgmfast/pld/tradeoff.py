@@ -21,7 +21,7 @@ Noiseless steps (sigma = 0) reveal a sampled record with probability p: with P =
 R an outcome Q never gives, the remove direction's δ is p + (1 - p) δ_n(eps - log(1 - p)) and the
 add direction's δ_n(eps + log(1 - p)), δ_n that of the noisy steps.  q = 1 everywhere is the Gaussian mechanism,
 β = Φ(Φ⁻¹(1 - α) - μ), answered in closed form.  The attack's true-positive rate at a
-false-positive rate α is 1 - β(α).
+false-positive rate α is 1 - β(α) (``tpr_bounds``).
 """
 
 from __future__ import annotations
@@ -76,6 +76,25 @@ def bounds(sigma: float, q: float, steps: int, alpha: np.ndarray, relation: str,
         lo, up = np.zeros(alpha.size), np.ones(alpha.size)
     up = np.minimum(up, 1.0 - alpha)  # (the test that ignores the data)
     return np.minimum(lo, up), up
+
+
+def tpr_bounds(alpha: np.ndarray, beta_lo: np.ndarray, beta_up: np.ndarray):
+    """(lower, upper) of the best attack's true-positive rate 1 - β(α) from bounds on β.
+
+    ``1 - x`` is rounded outward: it is exact when the result r = fl(1 - x) is below 1/2 (then
+    x > 1/2, Sterbenz) and otherwise exact iff ``1 - r == x`` (that subtraction is exact, r in
+    [1/2, 1]); an inexact r moves one ulp outward.  Then lower >= α (the test that flags at
+    random with probability α has TPR = α, so the best has at least that: β(α) <= 1 - α) and
+    upper <= 1; neither clip can cut into the true value.
+    """
+    def one_minus(x, toward):
+        r = 1.0 - x
+        exact = (r < 0.5) | (1.0 - r == x)
+        return np.where(exact, r, np.nextafter(r, toward))
+
+    lo = np.maximum(one_minus(beta_up, -np.inf), alpha)
+    up = np.minimum(one_minus(beta_lo, np.inf), 1.0)
+    return lo, up
 
 
 def _gaussian(alpha, mu_lo, mu_hi):
