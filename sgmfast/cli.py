@@ -154,8 +154,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_privacy_args(pt, with_delta=False)
     gt = pt.add_mutually_exclusive_group()
     gt.add_argument("--fpr", type=float, nargs="+", metavar="A", help="false-positive rates in [0, 1]")
-    gt.add_argument("--points", type=int, default=TRADEOFF_POINTS,
-                    help=f"log-spaced false-positive rates from 1e-6 to 1 (default {TRADEOFF_POINTS})")
+    gt.add_argument("--points", type=int, metavar="P",
+                    help=f"P log-spaced false-positive rates from 1e-6 to 1 (default {TRADEOFF_POINTS})")
     pt.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (default 1e-3)")
     pt.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
                     help="neighbouring relation")
@@ -423,15 +423,25 @@ def _plot_curve(path, x, xlabel, lower, upper, title) -> None:
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
             width = np.nanmax(np.append(finite((upper - lower) / upper), 0.0))
-        ax.fill_between(x, finite(lower), finite(upper), color="C0", alpha=0.3, lw=0,
-                        label=f"certified interval [lower, upper] (width ≤ {100 * width:.2g} %)")
-        ax.plot(x, finite(upper), color="C0", lw=1.8, label="ε upper bound")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("ε")
-    ax.set_title(title)
+        _band(ax, x, finite(lower), finite(upper), "C0",
+              f"certified interval [lower, upper] (width ≤ {100 * width:.2g} %)", "ε upper bound")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
+    _finish(fig, ax, plt, path, xlabel, "ε", title)
+
+
+def _band(ax, x, lower, upper, color, band_label, line_label) -> None:
+    """A certified interval: shaded between the bounds, the upper bound (the guarantee) as a line."""
+    ax.fill_between(x, lower, upper, color=color, alpha=0.3, lw=0, label=band_label)
+    ax.plot(x, upper, color=color, lw=1.8, label=line_label)
+
+
+def _finish(fig, ax, plt, path, xlabel, ylabel, title) -> None:
+    """Labels, grid and legend as every plot of the CLI has them; then write ``path``."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
     ax.legend(loc="lower right")
     _save(fig, path, plt)
 
@@ -492,55 +502,60 @@ def _cmd_curve(args) -> None:
         _plot_curve(args.out, x, "epochs" if by_epoch else "steps", lower, upper, title)
 
 
-def _cmd_tradeoff(args) -> None:
+def _tradeoff_alpha(args):
+    """The false-positive rates of ``tradeoff``: --fpr as given, or P log-spaced ones from 1e-6
+    to 1 rounded to 6 significant digits, so that each printed rate is the one evaluated (a
+    printed rate above the computed one would claim an upper bound there that was not shown)."""
     import numpy as np
 
-    if getattr(args, "sigma", None) is None:
-        raise ValueError("--sigma is required")
-    q, steps = _resolve_q_steps(args)
     if args.fpr is not None:
         alpha = np.asarray(args.fpr, dtype=np.float64)
         bad = ~((alpha >= 0.0) & (alpha <= 1.0))
         if bad.any():
             raise ValueError(f"--fpr must be in [0, 1]; got {float(alpha[bad][0])!r}")
-    else:
-        if not 2 <= args.points <= 100_000:
-            raise ValueError(f"--points must be in [2, 100000]; got {args.points}")
-        alpha = np.geomspace(1e-6, 1.0, args.points)
+        return alpha
+    points = TRADEOFF_POINTS if args.points is None else args.points
+    if not 2 <= points <= 100_000:
+        raise ValueError(f"--points must be in [2, 100000]; got {points}")
+    return np.array([float(f"{a:.6g}") for a in np.geomspace(1e-6, 1.0, points)])
+
+
+def _cmd_tradeoff(args) -> None:
+    import numpy as np
+
+    q, steps = _resolve_q_steps(args)
+    alpha = _tradeoff_alpha(args)
     if args.out is not None:
         _check_out(args.out)
     from . import pld
+    from .pld.tradeoff import tpr_bounds
 
     b = pld.tradeoff(args.sigma, q, steps, alpha, accuracy=args.accuracy, relation=args.relation.replace("-", "_"))
     lo, up = np.atleast_1d(b.lower), np.atleast_1d(b.upper)
+    tpr_lo, tpr_up = tpr_bounds(alpha, lo, up)  # (what pld.attack_tpr returns, without a second query)
     rows = ["fpr,beta_lower,beta_upper,tpr_lower,tpr_upper"]
-    for a, l, u in zip(alpha.tolist(), lo.tolist(), up.tolist()):
-        rows.append(f"{a:.6g},{_fmt(l, 'down')},{_fmt(u, 'up')},{_fmt(1.0 - u, 'down')},{_fmt(1.0 - l, 'up')}")
+    for a, bl, bu, tl, tu in zip(alpha.tolist(), lo.tolist(), up.tolist(), tpr_lo.tolist(), tpr_up.tolist()):
+        fpr = f"{a:.6g}" if float(f"{a:.6g}") == a else repr(a)  # (the rate evaluated, exactly)
+        rows.append(f"{fpr},{_fmt(bl, 'down')},{_fmt(bu, 'up')},{_fmt(tl, 'down')},{_fmt(tu, 'up')}")
     print("\n".join(rows))
     if args.out is not None:
         title = f"σ = {args.sigma:g}, q = {q:.4g}, {steps:g} steps ({args.relation})"
-        _plot_roc(args.out, alpha, 1.0 - up, 1.0 - lo, title)
+        _plot_roc(args.out, alpha, tpr_lo, tpr_up, title)
 
 
 def _plot_roc(path, fpr, tpr_lo, tpr_up, title) -> None:
-    """The attack's TPR against FPR on log-log axes: the certified band, and TPR = FPR."""
-    import numpy as np
-
+    """The attack's TPR against FPR on log-log axes (the view of membership-inference papers,
+    where low FPR matters): the certified band, and the random guess TPR = FPR."""
     plt = _pyplot()
-    keep = fpr > 0.0
+    keep = fpr > 0.0  # (log axes)
+    x = fpr[keep]
     fig, ax = plt.subplots(figsize=(5.2, 4.6))
-    ax.fill_between(fpr[keep], np.maximum(tpr_lo[keep], 1e-12), tpr_up[keep], color="C3", alpha=0.3, lw=0,
-                    label="certified [lower, upper] TPR of the best attack")
-    ax.plot(fpr[keep], tpr_up[keep], color="C3", lw=1.8, label="upper bound (report this)")
-    ax.plot(fpr[keep], fpr[keep], color="0.5", ls="--", lw=1, label="random guess (TPR = FPR)")
+    _band(ax, x, tpr_lo[keep], tpr_up[keep], "C3",  # (tpr_lo >= fpr > 0: drawable on log axes)
+          "certified [lower, upper] TPR of the best attack", "upper bound (report this)")
+    ax.plot(x, x, color="0.5", ls="--", lw=1, label="random guess (TPR = FPR)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("false-positive rate α")
-    ax.set_ylabel("true-positive rate 1 - β(α)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(loc="lower right")
-    _save(fig, path, plt)
+    _finish(fig, ax, plt, path, "false-positive rate α", "true-positive rate 1 - β(α)", title)
 
 
 def _cmd_calibrate_risk(args) -> None:
@@ -550,9 +565,6 @@ def _cmd_calibrate_risk(args) -> None:
     sigma = calibrate.calibrate_sigma_to_risk(args.max_tpr, args.fpr, q, steps, accuracy=args.accuracy,
                                               relation=args.relation.replace("-", "_"))
     print(f"sigma: {_fmt(float(sigma), 'up')}")  # rounded up: more noise is still private
-    print(f"max_tpr: {args.max_tpr:g} at fpr: {args.fpr:g}")
-    print(f"q: {q:.6g}")
-    print(f"steps: {steps:g}")
 
 
 def _cmd_tune(args) -> None:

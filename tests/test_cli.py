@@ -355,17 +355,59 @@ def test_tradeoff_prints_what_the_api_computes_rounded_outward(capsys):
         assert float(row[1]) <= exact <= float(row[2])
 
 
-def test_tradeoff_plot_and_bad_input(capsys, tmp_path):
+def test_tradeoff_default_grid(capsys):
+    """Without --fpr: TRADEOFF_POINTS log-spaced rates from 1e-6 to 1, each printed as evaluated."""
+    import numpy as np
+
+    from sgmfast import pld
+    from sgmfast.cli import TRADEOFF_POINTS, _fmt
+
+    code, out, err = _run(["tradeoff", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--relation",
+                           "replace-one"], capsys)
+    assert code == 0 and err == ""
+    lines = out.strip().splitlines()
+    assert lines[0] == "fpr,beta_lower,beta_upper,tpr_lower,tpr_upper"
+    rows = [line.split(",") for line in lines[1:]]
+    assert len(rows) == TRADEOFF_POINTS and all(len(r) == 5 for r in rows)
+    fpr = np.array([float(r[0]) for r in rows])
+    assert fpr[0] == 1e-6 and fpr[-1] == 1.0 and (np.diff(fpr) > 0).all()
+    b = pld.tradeoff(1.1, 0.01, 300, fpr, relation="replace_one")  # (the printed rates are the evaluated ones)
+    assert [r[2] for r in rows] == [_fmt(float(x), "up") for x in b.upper]
+    for r in rows:
+        beta_lo, beta_up, tpr_lo, tpr_up = map(float, r[1:])
+        assert 0.0 <= beta_lo <= beta_up <= 1.0 and float(r[0]) <= tpr_lo <= tpr_up <= 1.0
+
+
+def test_tradeoff_plot(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "roc.png"
     code, out, err = _run(["tradeoff", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--points", "5",
                            "--out", str(png)], capsys)
-    assert code == 0 and png.stat().st_size > 1000
-    for argv in (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "1.5"],
-                 ["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--points", "1"],
-                 ["calibrate-risk", "--max-tpr", "0.05", "--fpr", "1.0", "--q", "0.01", "--steps", "10"]):
-        code, out, err = _run(argv, capsys)
-        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert code == 0 and err == "" and len(out.strip().splitlines()) == 6
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "1.5"], "--fpr"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "0.1", "nan"], "--fpr"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "-0.1"], "--fpr"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--points", "1"], "--points"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--fpr", "0.1", "--points", "50"], "--points"),
+    (["tradeoff", "--sigma", "-1", "--q", "0.01", "--steps", "10"], "sigma"),
+    (["tradeoff", "--sigma", "1", "--q", "1.5", "--steps", "10"], "q"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--delta", "1e-5"], "--delta"),
+    (["tradeoff", "--q", "0.01", "--steps", "10"], "--sigma"),
+    (["tradeoff", "--sigma", "1", "--q", "0.01", "--steps", "10", "--out", "roc.nosuchformat"], "--out"),
+    (["calibrate-risk", "--max-tpr", "0.05", "--fpr", "1.0", "--q", "0.01", "--steps", "10"], "fpr"),
+    (["calibrate-risk", "--max-tpr", "0", "--fpr", "0.01", "--q", "0.01", "--steps", "10"], "max_tpr"),
+    (["calibrate-risk", "--max-tpr", "0.05", "--q", "0.01", "--steps", "10"], "--fpr"),
+    (["calibrate-risk", "--max-tpr", "0.05", "--fpr", "0.01", "--sigma", "1", "--q", "0.01", "--steps", "10"],
+     "--sigma"),
+])
+def test_tradeoff_and_calibrate_risk_bad_input(capsys, argv, needle):
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("sgmfast: error:") and needle in err
 
 
 def test_calibrate_risk_prints_the_api_sigma_rounded_up(capsys):
@@ -374,10 +416,16 @@ def test_calibrate_risk_prints_the_api_sigma_rounded_up(capsys):
 
     code, out, err = _run(["calibrate-risk", "--max-tpr", "0.05", "--fpr", "0.01", "--q", "0.01", "--steps", "300"],
                           capsys)
-    assert code == 0 and err == ""
+    assert code == 0 and err == "" and len(out.strip().splitlines()) == 1
     s = calibrate.calibrate_sigma_to_risk(0.05, 0.01, 0.01, 300)
-    assert _field(out, "sigma") == _fmt(s, "up")
+    assert _field(out, "sigma") == _fmt(s, "up") and float(_field(out, "sigma")) >= s
     assert float(pld.attack_tpr(float(_field(out, "sigma")), 0.01, 300, 0.01).upper) <= 0.05
+    # --batch-size/--epochs resolve as for the other commands (steps = ceil(epochs / q))
+    code, out, err = _run(["calibrate-risk", "--max-tpr", "0.5", "--fpr", "0.1", "--batch-size", "100",
+                           "--dataset-size", "1000", "--epochs", "2", "--relation", "replace-one"], capsys)
+    assert code == 0
+    s = calibrate.calibrate_sigma_to_risk(0.5, 0.1, 0.1, 20, relation="replace_one")
+    assert _field(out, "sigma") == _fmt(s, "up")
 
 
 def test_tune_prints_what_the_api_computes(capsys):
