@@ -101,8 +101,10 @@ class TiltedStep:
 
     __slots__ = ("part", "s", "mu", "v", "rho", "p_inf", "lo", "hi")
 
-    def __init__(self, sigma, q, add, step, theta, pess, tau):
-        one = one_step(sigma, q, add, step, tau)
+    def __init__(self, sigma, q, add, step, theta, pess, tau, one=None):
+        """``one``: a ``onestep.OneStep`` of any other mechanism on the same grid, used instead
+        of the SGM step (sigma, q) (then only named in errors)."""
+        one = one_step(sigma, q, add, step, tau) if one is None else one
         p = one.masses(pess)
         t = np.empty(p.size)
         s, mu, v, rho, dropped = kt.tilt(p, one.j_lo, 0.0, step, theta, pess, t)
@@ -141,7 +143,13 @@ def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_
     """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
     single step: the tilted array itself, no transform)."""
     steps = [TiltedStep(sigma, q, add, step, theta, pess, tau) for sigma, q, _ in schedule]
-    c = composite(steps, [count for _, _, count in schedule], step, pess)
+    return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau)
+
+
+def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+    """Tilted composition of ``counts[i]`` copies of each ``TiltedStep`` by one FFT power (a
+    single step: the tilted array itself, no transform)."""
+    c = composite(steps, counts, step, pess)
     if len(c.parts) == 1 and c.parts[0].count == 1:
         part = c.parts[0]
         grow = math.expm1(c.rho_n * (1 + 1e-9))
