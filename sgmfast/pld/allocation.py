@@ -248,7 +248,7 @@ def _grid(one: OneStep, epochs: int, add: bool, step: float, eps_c: float, tail:
           eps_lo: float | None = None):
     """The composed grid of ``epochs`` epochs of one direction, upper (``pess``) or lower, tilted
     towards eps_c; its bounds hold for eps >= eps_lo (default eps_c / 2)."""
-    theta = _theta(one, step, epochs, eps_c)
+    theta = _theta(one, step, epochs, eps_c) if epochs > 1 else 0.0  # one epoch: no transform, no tilt
     eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
     for th in (theta, 0.5 * theta, 0.0):
         try:

@@ -1,0 +1,158 @@
+"""Shuffled batches (random allocation, k = 1): ``sgmfast.pld.allocation``.
+
+References independent of the code under test:
+* t = 2, one epoch: δ(eps) as a one-dimensional integral of the lognormal call/put closed forms
+  (scipy quadrature), both directions;
+* t = 1: every epoch is the Gaussian mechanism (closed form);
+* pld-accounting's certified ranges (``tests/reference/allocation_pld_accounting.csv``, made by
+  ``bench/allocation_peers.py``): the intervals must overlap.
+"""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate
+from scipy.stats import norm
+
+from sgmfast import pld
+from sgmfast.pld import allocation
+
+REF = Path(__file__).parent / "reference" / "allocation_pld_accounting.csv"
+
+
+def _t2_delta(sigma, eps):
+    """Exact δ(eps) of one epoch with t = 2: max over the two directions of
+    E_Q[(S/2 - e^eps)_+] and E_Q[(1 - e^eps S/2)_+], S = W1 + W2, log W ~ N(-s^2/2, s^2)."""
+    s = 1.0 / sigma
+
+    def call(k):  # E[(W - k)_+]
+        if k <= 0:
+            return 1.0 - k
+        d1 = (-math.log(k) + 0.5 * s * s) / s
+        return norm.cdf(d1) - k * norm.cdf(d1 - s)
+
+    def put(k):  # E[(k - W)_+]
+        if k <= 0:
+            return 0.0
+        d1 = (-math.log(k) + 0.5 * s * s) / s
+        return k * norm.cdf(-(d1 - s)) - norm.cdf(-d1)
+
+    def w1(z):
+        return math.exp(-0.5 * s * s + s * z)
+
+    rem = integrate.quad(lambda z: norm.pdf(z) * call(2 * math.exp(eps) - w1(z)), -40, 40, limit=400,
+                         epsabs=1e-15, epsrel=1e-11)[0] / 2
+    add = integrate.quad(lambda z: norm.pdf(z) * put(2 * math.exp(-eps) - w1(z)), -40, 40, limit=400,
+                         epsabs=1e-15, epsrel=1e-11)[0] * math.exp(eps) / 2
+    return max(rem, add)
+
+
+@pytest.mark.parametrize("sigma", [0.7, 1.0, 2.0])
+def test_two_steps_one_epoch_brackets_the_exact_delta(sigma):
+    eps = np.array([0.0, 0.1, 0.5, 1.0, 2.0])
+    b = allocation.delta(sigma, 2, 2, eps)
+    for e, lo, up in zip(eps, b.lower, b.upper):
+        ref = _t2_delta(sigma, float(e))
+        assert lo <= ref * (1 + 1e-9) + 1e-15
+        assert ref <= up * (1 + 1e-9) + 1e-15
+        assert up - lo <= 0.02 * ref + 1e-12  # and tight
+
+
+@settings(max_examples=12, deadline=None)
+@given(sigma=st.floats(0.6, 4.0), eps=st.floats(0.0, 3.0))
+def test_two_steps_brackets_exact_delta_anywhere(sigma, eps):
+    b = allocation.delta(sigma, 2, 2, eps)
+    ref = _t2_delta(sigma, eps)
+    assert b.lower <= ref * (1 + 1e-9) + 1e-15
+    assert ref <= b.upper * (1 + 1e-9) + 1e-15
+
+
+@pytest.mark.parametrize("epochs", [1, 3])
+def test_one_step_per_epoch_is_the_gaussian_mechanism(epochs):
+    b = allocation.epsilon(1.3, 1, epochs, 1e-5)
+    g = pld.epsilon(1.3, 1.0, epochs, 1e-5)
+    assert b.lower == pytest.approx(g.lower) and b.upper == pytest.approx(g.upper)
+
+
+def test_never_above_the_gaussian_mechanism_per_epoch():
+    # every epoch is a mixture of Gaussian mechanisms: joint convexity
+    b = allocation.epsilon(1.0, 20, 60, 1e-5)
+    assert b.upper <= pld.epsilon(1.0, 1.0, 3, 1e-5).upper
+
+
+def _ref_rows():
+    if not REF.exists():
+        return []
+    with open(REF) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+@pytest.mark.parametrize("row", _ref_rows(), ids=lambda r: f"s{r['sigma']}-t{r['steps_per_epoch']}-E{r['epochs']}")
+def test_overlaps_pld_accounting_and_is_narrower(row):
+    sigma, t, e, d = float(row["sigma"]), int(row["steps_per_epoch"]), int(row["epochs"]), float(row["delta"])
+    lo_r, up_r = float(row["eps_lower"]), float(row["eps_upper"])
+    b = allocation.epsilon(sigma, t, t * e, d)
+    # both are certified: the intervals must meet
+    assert b.lower <= up_r * (1 + 1e-9) and lo_r <= b.upper * (1 + 1e-9)
+    assert b.upper - b.lower <= up_r - lo_r
+
+
+def test_epsilon_and_delta_agree():
+    b = allocation.epsilon(1.1, 50, 500, 1e-5)
+    # eps.upper is an upper bound: the true δ there is <= 1e-5, so its lower bound is too
+    assert allocation.delta(1.1, 50, 500, b.upper).lower <= 1e-5
+    assert allocation.delta(1.1, 50, 500, b.lower).upper >= 1e-5
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_partial_epochs_lie_between_whole_epochs():
+    two = allocation.epsilon(1.2, 20, 40, 1e-5)
+    three = allocation.epsilon(1.2, 20, 60, 1e-5)
+    part = allocation.epsilon(1.2, 20, 50, 1e-5)
+    assert part.lower <= two.upper and part.upper >= three.lower
+    assert part.lower >= two.lower * (1 - 1e-9) and part.upper <= three.upper * (1 + 1e-9)
+
+
+def test_monotone_in_sigma_and_epochs():
+    a = allocation.epsilon(1.0, 30, 300, 1e-5)
+    b = allocation.epsilon(1.5, 30, 300, 1e-5)
+    c = allocation.epsilon(1.0, 30, 600, 1e-5)
+    assert b.upper < a.lower
+    assert c.lower > a.upper
+
+
+def test_shuffled_mnist_is_below_poisson():
+    # Feldman & Shenfeld (2602.17284): random allocation at least as private as Poisson at 1/t
+    # for this run; not a theorem, a measured order the two certified intervals must show
+    b = allocation.epsilon(1.1, 234, 234 * 60, 1e-5)
+    p = pld.epsilon(1.1, 1 / 234, 234 * 60, 1e-5)
+    assert b.upper < p.lower
+    assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_zero_steps():
+    assert allocation.epsilon(1.0, 10, 0, 1e-5).upper == 0.0
+    assert allocation.delta(1.0, 10, 0, 0.5).upper == 0.0
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(sigma=0.0), "sigma"), (dict(sigma=-1.0), "sigma"), (dict(sigma=float("nan")), "sigma"),
+    (dict(steps_per_epoch=0), "steps_per_epoch"), (dict(steps_per_epoch=2.5), "steps_per_epoch"),
+    (dict(steps=-1), "steps"), (dict(steps=1.5), "steps"),
+    (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    args = dict(sigma=1.0, steps_per_epoch=10, steps=10, delta=1e-5)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        allocation.epsilon(**args)
+
+
+def test_bad_epsilon_names_the_parameter():
+    with pytest.raises(ValueError, match="epsilon"):
+        allocation.delta(1.0, 10, 10, -1.0)
