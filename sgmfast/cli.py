@@ -96,6 +96,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="RDP only: optimise over these orders instead of all real alpha > 1")
     pe.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
                     help="neighbouring relation (replace-one: PLD only; a replacement moves the sum by 2 norms)")
+    pe.add_argument("--sampler", choices=("poisson", "shuffle"), default="poisson",
+                    help="poisson: each example in each batch with probability q (default); shuffle: "
+                         "shuffled batches, each example in exactly one of the 1/q batches of every epoch "
+                         "(random allocation; PLD, add-remove)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
@@ -227,6 +231,8 @@ def _resolve_q_steps(args) -> tuple[float, float]:
 def _cmd_epsilon(args) -> None:
     q, steps = _resolve_q_steps(args)
     relation = args.relation.replace("-", "_")
+    if args.sampler == "shuffle" and args.accountant != "pld":
+        raise ValueError("--sampler shuffle needs --accountant pld and --relation add-remove")
     if args.accountant == "rdp":
         from . import rdp
 
@@ -240,14 +246,32 @@ def _cmd_epsilon(args) -> None:
             raise ValueError("--orders applies to --accountant rdp only")
         from . import pld
 
-        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation)
+        if args.sampler == "shuffle":
+            b = _shuffled_epsilon(args, q, steps, relation)
+        else:
+            b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
         print(f"relation: {args.relation}")
+        print(f"sampler: {args.sampler}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
     print(f"accountant: {args.accountant}")
+
+
+def _shuffled_epsilon(args, q, steps, relation):
+    """eps bounds with shuffled batches: 1/q batches per epoch (a whole number)."""
+    from .pld import allocation
+
+    if args.accountant != "pld" or relation != "add_remove":
+        raise ValueError("--sampler shuffle needs --accountant pld and --relation add-remove")
+    if not (q > 0 and math.isfinite(steps)):
+        raise ValueError("--sampler shuffle needs q > 0 and a finite number of steps")
+    t = round(1.0 / q)
+    if t < 1 or abs(t * q - 1.0) > 1e-9:
+        raise ValueError(f"--sampler shuffle needs 1/q to be a whole number of batches per epoch; got 1/q = {1 / q:.6g}")
+    return allocation.epsilon(args.sigma, t, int(steps), args.delta, accuracy=args.accuracy)
 
 
 def _achieved(accountant, sigma, q, steps, delta, accuracy):

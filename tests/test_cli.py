@@ -445,3 +445,26 @@ def test_tune_prints_what_the_api_computes(capsys):
         code, out, err = _run(["tune", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5"] + argv,
                               capsys)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_epsilon_shuffled_batches_prints_the_api_bounds(capsys):
+    from sgmfast.pld import allocation
+
+    code, out, err = _run(["epsilon", "--sigma", "1.2", "--batch-size", "100", "--dataset-size", "2000",
+                           "--epochs", "5", "--delta", "1e-5", "--sampler", "shuffle"], capsys)
+    assert code == 0, err
+    b = allocation.epsilon(1.2, 20, 100, 1e-5)
+    up, lo = float(_field(out, "epsilon")), float(_field(out, "epsilon lower bound"))
+    assert b.upper <= up <= b.upper * (1 + 1e-5) and b.lower * (1 - 1e-5) <= lo <= b.lower
+    assert _field(out, "sampler") == "shuffle"
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--batch-size", "128", "--dataset-size", "1000"], "whole number"),
+    (["--q", "0.1", "--accountant", "rdp"], "--accountant pld"),
+    (["--q", "0.1", "--relation", "replace-one"], "add-remove"),
+])
+def test_epsilon_shuffled_bad_input_exit_2(extra, needle, capsys):
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--steps", "100", "--delta", "1e-5", "--sampler", "shuffle",
+                           *extra], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err
