@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.analysis",
            "sgmfast.analysis.onestep", "sgmfast.analysis.conjecture", "sgmfast.analysis.effective_noise",
-           "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification"]
+           "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification", "sgmfast.pld.allocation"]
 
 
 @pytest.mark.parametrize("name", MODULES)
