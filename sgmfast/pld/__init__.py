@@ -21,6 +21,9 @@ queries                 ``queries`` -- δ(eps), eps(δ) read off composed grids
 curves                  ``curve`` -- every checkpoint of a run from one set of spectra
 trade-off curves        ``tradeoff`` -- f-DP β(α), both bounds, from the certified profile
 exact paths             ``exact`` -- closed forms that need no grid (q = 1)
+shuffled batches        ``allocation`` -- random allocation (k = 1): one epoch's PLD from a
+                        lattice law of its likelihood ratio, then stages 2-3 (public:
+                        ``allocation.epsilon``, ``allocation.delta``)
 certifiers              ``certifiers`` -- each method as a certifier that returns certified
                         intervals or says it does not apply; its soundness argument beside it
 engine                  ``engine`` -- the plan: which certifiers, in which order, intersect,

@@ -8,6 +8,7 @@
 ``fft_power``             folding, FFT-spectrum powers and their round-off bounds
 ``coarsen``               fine grid -> coarse grid, pessimistically and optimistically
 ``query``                 δ(eps) and eps(δ) read off a composed grid
+``allocation``            shuffled batches: one epoch's likelihood ratio on a linear lattice
 ========================  ===============================================================
 
 Conventions

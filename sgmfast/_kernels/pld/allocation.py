@@ -167,6 +167,13 @@ def log_sf(x, s, shift):
 
 
 @jit
+def _log_offset(ell_i, second, first, step):
+    """log(e^{ell_i} * second / first) of a bin's atoms, clamped to [-step, 0] (exactly in it)."""
+    rr = ell_i + math.log(second / first)
+    return min(0.0, max(-step, rr))
+
+
+@jit
 def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, keep_low, pess, frac, amass):
     """One epoch's PLD on the loss grid ell_j = j step (j = j_lo .. j_lo + n - 1) from the Q-law
     of S on the lattice s h (masses q_s, each within +- err of the exact value), every atom
@@ -239,24 +246,13 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, keep_low, pess, frac, 
         err_r = 16.0 * EPS64 * (abs(ell_i) + abs(lt) + abs(lh) + 8.0)
         m = mu_u[i]
         if m > 0.0:
-            # r = log(e^{ell_i} * (second / first)), in [-step, 0] exactly
-            rr = ell_i + math.log(nu_u[i] / m)
-            if rr > 0.0:
-                rr = 0.0
-            if rr < -step:
-                rr = -step
-            fp = min(1.0, -math.expm1(rr) / em + err_r / em)
+            fp = min(1.0, -math.expm1(_log_offset(ell_i, nu_u[i], m, step)) / em + err_r / em)
             mp = m * (1.0 + 1e-12)
             pess[i] += mp * (1.0 - fp)
             pess[i + 1] += mp * fp
         m = mu_l[i]
         if m > 0.0:
-            rr = ell_i + math.log(nu_l[i] / m)
-            if rr > 0.0:
-                rr = 0.0
-            if rr < -step:
-                rr = -step
-            pos = -rr - err_r
+            pos = -_log_offset(ell_i, nu_l[i], m, step) - err_r
             frac[i] = pos if pos > 0.0 else 0.0
             amass[i] = m * (1.0 - 1e-12)
     return p_inf * (1.0 + 1e-12), top * (1.0 - 1e-12), below
