@@ -24,11 +24,13 @@ How it is certified (each step only moves a bound in its own direction):
    direction, whose δ falls as S grows, moves that Q-mass down to S = W_max.  Lower bound:
    dropped (every δ is a non-negative functional of the measure).
 3. **S = sum of t lattice variables** by FFT exponentiation by squaring, each product cut at
-   the lattice cap C (partial sums only grow: a cut partial sum has a cut total), with a
+   the lattice cap (partial sums only grow: a cut partial sum has a cut total), with a
    per-entry round-off bound (Higham's FFT bound through every product) added to the upper
-   and subtracted from the lower masses.  What lies above C is, for the upper bound, charged
-   exactly as for step 2 (its P-mass, from the known total P-mass minus what is on the
-   lattice, to +inf for remove; its Q-mass moved down to C for add), and dropped for the lower.
+   and subtracted from the lower masses; for the upper masses each entry takes the least of
+   the untilted power's bound and those of the powers tilted by e^{+-lam x}, which fall off
+   away from the bulk.  What lies above the cap is, for the upper bound, bounded by Chernoff
+   on the lattice MGF: its P-mass goes to +inf (remove), its Q-mass down to the cap (add);
+   the lower bound drops it.
 4. **One epoch on the loss grid**: the lattice atoms (loss log(sh/t) or its negative) are put
    on the pipeline's grid by connect-the-dots (upper) and the convex-order minorant of the bin
    atoms (lower) -- the same orders as stage 1.
@@ -51,7 +53,6 @@ import scipy.fft
 from scipy.special import ndtri
 
 from .._kernels.pld import allocation as ka
-from .._kernels.pld import discretise as kd  # noqa: F401  (optimistic_step, via OneStep)
 from .._kernels.pld import tilt as kt
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
@@ -182,7 +183,7 @@ class Epoch:
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         p_over, q_over = _chernoff_over(wu, h, t, (C - 1) * h)
         self.p_inf_remove = min(1.0, (p_out + p_over) * (1 + 1e-9))
-        self.q_top_add = min(1.0, (q_out + q_over) * (1 + 1e-9))
+        self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.w_max = w_max
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
@@ -194,8 +195,6 @@ class Epoch:
         if add:
             lo_l = -math.log((n_s - 1) * h / t)
             hi_l = math.log(t / h)
-            if self.q_top_add > 0:  # S moved down to C (or W_max): loss log(t / (C h)) -- on the grid
-                pass
         else:
             pm = self.lo * (np.arange(self.lo.size) * (h / t))
             cum = np.cumsum(pm)
@@ -209,21 +208,21 @@ class Epoch:
         if n > MAX_GRID:
             raise ValueError("too many loss bins for one epoch")
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
-        # upper: the spread's power (+ its error); lower: the cells' power (- its error), every
-        # atom moved against the bound by t eta (remove: down, add: up)
-        p_inf, _, _ = ka.lattice_bins(self.up, self.e_up, h, 0.0, t, step, j_lo, n, add, True, pess, frac, amass)
-        pess_u = pess.copy()
+        # upper: the spread's power (its error already added); lower: the cells' power (minus
+        # its error), every atom moved against the bound by t eta (remove: down, add: up)
+        p_inf = ka.lattice_bins(self.up, 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)
-        _, top, _ = ka.lattice_bins(self.lo, self.e_lo, h, shift, t, step, j_lo, n, add, True, pess, frac, amass)
+        top = ka.lattice_bins(self.lo, self.e_lo, h, shift, t, step, j_lo, n, add, False, frac, amass)
         if add:
-            # Q-mass of truncated S moved down to S = C h (or W_max <= C h): the lowest add loss,
-            # which lies on the grid; connect-the-dots of one atom at log(t / (C h))
-            ell = -math.log((n_s - 1) * h / t)
-            i = math.floor(ell / step) - j_lo
-            pess_u[max(i, 0)] += self.q_top_add * (1 + 1e-12)
+            # truncated Q-mass (module notes, steps 2-3): S > W_max on "some W_i > W_max", S > cap
+            # beyond the lattice; the add loss log(t / S) is then below log(t / W_max) resp.
+            # log(t / cap): put on the grid point at or above (loss rounded up: pessimistic)
+            for mass, s_min in ((self.q_out, self.w_max), (self.q_over, (n_s - 1) * h)):
+                i = math.ceil(-math.log(s_min / t) / step) - j_lo
+                pess[min(max(i, 0), n - 1)] += mass * (1 + 1e-12)
         else:
             p_inf += self.p_inf_remove
-        return OneStep(j_lo, pess_u, min(p_inf, 1.0), step, frac, amass, top)
+        return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
 
 
 # --- step 5: E epochs --------------------------------------------------------------------------
@@ -252,9 +251,9 @@ def _grid(one: OneStep, epochs: int, add: bool, step: float, eps_c: float, tail:
     eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
     for th in (theta, 0.5 * theta, 0.0):
         try:
-            ts = TiltedStep(0.0, 0.0, add, step, th, pess, tail, one=one)
+            ts = TiltedStep(one, step, th, pess)
             return compose_steps([ts], [epochs], step, th, pess, eps_lo, tail)
-        except (ValueError, FloatingPointError, OverflowError):
+        except (ValueError, ArithmeticError):
             if th == 0.0:
                 raise
 
@@ -432,7 +431,7 @@ def _refine(sigma, t, e_hi, accuracy, tail, evaluate, narrow, lo0, up0):
             h, w_max, cap = _lattice(sigma, t, accuracy, tail[0] if isinstance(tail, list) else tail, refine)
             epoch = Epoch(sigma, t, h, w_max, cap)
             lo, up = evaluate(epoch, _loss_step(sigma, t, accuracy, refine))
-        except (ValueError, FloatingPointError, OverflowError, MemoryError):
+        except (ValueError, ArithmeticError, MemoryError):
             break
         best_up = np.minimum(best_up, up)
         best_lo = np.maximum(best_lo, lo)
@@ -447,7 +446,7 @@ def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
 
     try:
         return max(float(accountant.epsilon(sigma, 1.0 / t, steps, delta, accuracy=0.05).upper), 1e-3)
-    except Exception:  # only a heuristic
+    except (ValueError, ArithmeticError):  # only a heuristic
         return 1.0
 
 

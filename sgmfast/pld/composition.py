@@ -95,21 +95,19 @@ class Composite:
 
 
 class TiltedStep:
-    """One (sigma, q) step of a direction, tilted by theta: the ``ArrayPart`` (count 1) and its
-    per-step contributions to a ``Composite`` (log normaliser, tilted mean and variance, relative
+    """One step of a direction on the grid (a ``onestep.OneStep``: an SGM step, or one epoch of
+    ``allocation``), tilted by theta: the ``ArrayPart`` (count 1) and its per-step
+    contributions to a ``Composite`` (log normaliser, tilted mean and variance, relative
     rounding, +inf mass, support)."""
 
     __slots__ = ("part", "s", "mu", "v", "rho", "p_inf", "lo", "hi")
 
-    def __init__(self, sigma, q, add, step, theta, pess, tau, one=None):
-        """``one``: a ``onestep.OneStep`` of any other mechanism on the same grid, used instead
-        of the SGM step (sigma, q) (then only named in errors)."""
-        one = one_step(sigma, q, add, step, tau) if one is None else one
+    def __init__(self, one, step, theta, pess):
         p = one.masses(pess)
         t = np.empty(p.size)
         s, mu, v, rho, dropped = kt.tilt(p, one.j_lo, 0.0, step, theta, pess, t)
         if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
-            raise FloatingPointError(f"non-finite tilted masses for sigma={sigma}, q={q}")
+            raise FloatingPointError("non-finite tilted one-step masses")
         self.part = ArrayPart(one.j_lo, t, 1)
         self.s, self.mu, self.v, self.rho = s, mu, v, rho
         self.p_inf = (one.p_inf + dropped) * (1 + 1e-12) if pess else 0.0
@@ -142,7 +140,7 @@ def composite(steps, counts, step: float, pess: bool) -> Composite:
 def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
     """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
     single step: the tilted array itself, no transform)."""
-    steps = [TiltedStep(sigma, q, add, step, theta, pess, tau) for sigma, q, _ in schedule]
+    steps = [TiltedStep(one_step(sigma, q, add, step, tau), step, theta, pess) for sigma, q, _ in schedule]
     return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau)
 
 

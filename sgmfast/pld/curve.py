@@ -32,6 +32,7 @@ from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
 from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, grid_pool, split_pool, two_cores
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
+from .onestep import one_step
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
@@ -131,7 +132,7 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     """The composed grid of every checkpoint of ``run`` in one direction, in order (``composition``
     notes: the same grids, their spectra shared); a generator, so that each grid can be read and
     dropped before the next is built (fresh memory for all of them costs more than the transforms)."""
-    steps = [TiltedStep(s, q, add, step, theta, pess, tau) for s, q in run.parts]
+    steps = [TiltedStep(one_step(s, q, add, step, tau), step, theta, pess) for s, q in run.parts]
     comps = [composite(steps, c, step, pess) for c in run.counts]
     tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var))
     for c, counts in zip(comps, run.counts):

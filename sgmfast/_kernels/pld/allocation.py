@@ -75,19 +75,20 @@ def lognormal_cells(s, h, K, mass, mean_off):
 
 @jit
 def w_upper(h, K, mass, mean_off, out):
-    """The spread of the cells onto the K + 1 lattice points, each mass inflated by SLACK and the
-    upper split rounded up (the mean can only grow by the slack: still an upper bound for the
-    remove direction; the add direction's caller lowers the top instead)."""
+    """The spread of the cells onto the K + 1 lattice points, rounded so that every lattice mass is
+    at least the exact spread's: each cell's mass inflated by SLACK and both ends' shares by
+    SLACK (the computed mass and fraction are within far less of the exact ones).  Pointwise
+    more mass than the exact spread: every δ, a non-negative functional increasing in the
+    measure, can only grow -- for both directions."""
     for k in range(K + 1):
         out[k] = 0.0
     for k in range(K):
         m = mass[k] * (1.0 + SLACK)
         if m == 0.0:
             continue
-        f = mean_off[k] / (h * mass[k]) if mass[k] > 0.0 else 0.0
-        f = min(1.0, f + SLACK)
-        out[k] += m * (1.0 - f)
-        out[k + 1] += m * f
+        f = mean_off[k] / (h * mass[k])
+        out[k] += m * min(1.0, 1.0 - f + SLACK)
+        out[k + 1] += m * min(1.0, f + SLACK)
 
 
 @jit
@@ -174,85 +175,68 @@ def _log_offset(ell_i, second, first, step):
 
 
 @jit
-def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, keep_low, pess, frac, amass):
+def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     """One epoch's PLD on the loss grid ell_j = j step (j = j_lo .. j_lo + n - 1) from the Q-law
     of S on the lattice s h (masses q_s, each within +- err of the exact value), every atom
-    moved to s h + shift (shift >= -h: the lower bound's eta correction).
+    moved to s h + shift (the lower bound's eta correction).
 
-    Remove: loss log(s h / t) with P-mass (s h / t) q_s; add: loss log(t / (s h)) with Q-mass
-    q_s.  ``pess``: connect-the-dots masses from q_s + err (both P- and Q-mass of each bin kept;
-    mass below the grid moved up to j_lo, above added to the returned +inf mass).  ``frac`` /
-    ``amass``: per bin the optimistic atom (offset of its conditional u-mean above the bin's
-    lower point, rounded down; P-mass from max(q_s - err, 0)) as ``discretise.optimistic_step``
-    reads them; mass below the grid dropped, above moved down to the top point (returned).
-    Returns (p_inf, top, below): pessimistic +inf mass, optimistic top mass, and the
-    first-measure mass below the grid (pessimistic, already moved)."""
+    Remove: loss log(x / t) with P-mass (x / t) q_s, x = s h + shift; add: loss log(t / x) with
+    Q-mass q_s.
+
+    ``upper``: ``out_a`` gets the connect-the-dots masses of q_s + err (each bin's P- and Q-mass
+    kept, the split rounded up); mass below the grid moves up to j_lo, mass at or above the top
+    point goes to the returned +inf mass.  Otherwise: ``out_a`` / ``out_b`` get per bin the
+    optimistic atom of max(q_s - err, 0) (offset of its conditional u-mean above the bin's lower
+    point, rounded down, -1 if empty / its P-mass) as ``discretise.optimistic_step`` reads
+    them; mass below the grid is dropped, mass at or above the top point moves down to it (the
+    returned top mass)."""
     lt = math.log(t)
     lh = math.log(h + abs(shift))
     em = -math.expm1(-step)
     for i in range(n):
-        pess[i] = 0.0
-        frac[i] = -1.0
-        amass[i] = 0.0
-    # per-bin sums: first-measure mass and second-measure mass, upper and lower
-    mu_u = np.zeros(n)
-    nu_u = np.zeros(n)
-    mu_l = np.zeros(n)
-    nu_l = np.zeros(n)
-    p_inf = 0.0
-    top = 0.0
-    below = 0.0
-    S = q.shape[0]
-    for si in range(S):
-        qu = q[si] + err
-        ql = q[si] - err
-        if ql < 0.0:
-            ql = 0.0
-        if si == 0:
-            # S = 0: remove loss -inf (P-mass 0); add loss +inf (Q-mass q_0, P-mass 0)
-            if add:
-                p_inf += qu
-            continue
+        out_a[i] = 0.0 if upper else -1.0
+        out_b[i] = 0.0
+    first = np.zeros(n)  # per bin: first-measure mass
+    second = np.zeros(n)  # and second-measure mass
+    beyond = 0.0  # upper: +inf mass; lower: top mass
+    for si in range(q.shape[0]):
+        m = q[si] + err if upper else max(q[si] - err, 0.0)
         x = si * h + shift
         if x <= 0.0:
-            if add:
-                p_inf += qu
+            # S = 0: remove loss -inf (P-mass 0); add loss +inf (Q-mass m)
+            if add and upper:
+                beyond += m
             continue
         r = x / t  # the ratio P/Q at this atom
         ell = math.log(x) - lt
         if add:
             ell = -ell
-            fu, su = qu, qu * r
-            fl, sl = ql, ql * r
+            f, sec = m, m * r
         else:
-            fu, su = qu * r, qu
-            fl, sl = ql * r, ql
+            f, sec = m * r, m
         j = int(math.floor(ell / step)) - j_lo
         if j < 0:
-            if keep_low:
-                pess[0] += fu
-                below += fu
+            if upper:
+                out_a[0] += f
             continue
         if j >= n - 1:
-            p_inf += fu
-            top += fl
+            beyond += f
             continue
-        mu_u[j] += fu
-        nu_u[j] += su
-        mu_l[j] += fl
-        nu_l[j] += sl
+        first[j] += f
+        second[j] += sec
     for i in range(n - 1):
+        m = first[i]
+        if m == 0.0:
+            continue
         ell_i = (j_lo + i) * step
         err_r = 16.0 * EPS64 * (abs(ell_i) + abs(lt) + abs(lh) + 8.0)
-        m = mu_u[i]
-        if m > 0.0:
-            fp = min(1.0, -math.expm1(_log_offset(ell_i, nu_u[i], m, step)) / em + err_r / em)
+        if upper:
+            fp = min(1.0, -math.expm1(_log_offset(ell_i, second[i], m, step)) / em + err_r / em)
             mp = m * (1.0 + 1e-12)
-            pess[i] += mp * (1.0 - fp)
-            pess[i + 1] += mp * fp
-        m = mu_l[i]
-        if m > 0.0:
-            pos = -_log_offset(ell_i, nu_l[i], m, step) - err_r
-            frac[i] = pos if pos > 0.0 else 0.0
-            amass[i] = m * (1.0 - 1e-12)
-    return p_inf * (1.0 + 1e-12), top * (1.0 - 1e-12), below
+            out_a[i] += mp * (1.0 - fp)
+            out_a[i + 1] += mp * fp
+        else:
+            pos = -_log_offset(ell_i, second[i], m, step) - err_r
+            out_a[i] = pos if pos > 0.0 else 0.0
+            out_b[i] = m * (1.0 - 1e-12)
+    return beyond * (1.0 + 1e-12) if upper else beyond * (1.0 - 1e-12)
