@@ -547,7 +547,7 @@ def calibrate_sigma(epsilon, delta, q, steps, runs: RunCount, *, method: str = "
     >>> tuning.epsilon(s, 256 / 60000, 14062, 1e-5, runs) <= 8.0
     True
     """
-    from .calibrate import _search_log, calibrate_sigma as one_run
+    from .calibrate.noise import _search_log, calibrate_sigma as one_run
 
     eps = float(check_epsilon(epsilon))
     dlt = float(check_delta(delta))

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.analysis",
+MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.calibrate.noise", "sgmfast.calibrate.run", "sgmfast.analysis",
            "sgmfast.analysis.onestep", "sgmfast.analysis.conjecture", "sgmfast.analysis.effective_noise",
            "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification", "sgmfast.pld.allocation"]
 
