@@ -369,7 +369,7 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof) -> fl
 
     def at(j):
         """(best eps, (e2, target)) over e2 for e1 = e[j]."""
-        rest = dlt - _excess(runs, float(prof.e[j]), float(prof.d[j]), e2)
+        rest = dlt - _excess(runs, float(prof.e[j]), float(prof.d[j]), e2 * (1.0 - _REL))
         ok = rest > 0.0
         if not ok.any():
             return math.inf, None
@@ -390,15 +390,19 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     from . import pld
 
     prof = prof()
-    e2_grid = eps - prof.e[(prof.e <= eps) & (prof.e >= eps - _E_CAP)]  # so that eps - e2 is a grid point
+    # e2 such that eps - e2 is a grid point, and the grid points themselves (the e2 that
+    # ``epsilon`` tries: so that delta(epsilon(d)) <= d can hold)
+    e2_grid = np.unique(np.concatenate([eps - prof.e[(prof.e <= eps) & (prof.e >= eps - _E_CAP)],
+                                        prof.e[prof.e <= eps]]))
     if e2_grid.size == 0:
         return 1.0
     d_rest = prof.delta_at(eps - e2_grid)
-    e2 = np.maximum(e2_grid * (1.0 + _REL), 0.0)
+    e2 = np.maximum(e2_grid * (1.0 + _REL), 0.0)  # rounded up in e^e2 ...
+    e2_in = e2_grid * (1.0 - _REL)  # ... and down in I (which falls as e2 grows)
     m = runs.mean * (1.0 + _REL)
 
     def at(j):
-        excess = _excess(runs, float(prof.e[j]), float(prof.d[j]), e2)
+        excess = _excess(runs, float(prof.e[j]), float(prof.d[j]), e2_in)
         tot = m * np.exp(e2) * d_rest + excess
         k = int(np.argmin(tot))
         return float(tot[k]), (float(e2_grid[k]), float(e2[k]), float(excess[k]))
@@ -426,6 +430,25 @@ def _lazy_profile(sigma, q, steps, e_max, goal, accuracy, relation):
         return box[0]
 
     return get
+
+
+def _decade(d: float) -> float:
+    """The power of ten at or below d: the profile grid depends on delta only through it, so
+    ``epsilon`` at d and ``delta`` at the eps it returns read the same grid."""
+    return 10.0 ** math.floor(math.log10(min(max(d, 1e-300), 0.5)))
+
+
+def _target_profile(sigma, q, steps, dlt, runs, accuracy, relation):
+    """The lazy profile for a target delta: up to 4x RDP's eps at 1e-3 delta / E[K], the PLD tail
+    cut at 1e-4 delta / E[K] (delta taken to its decade)."""
+    d = _decade(dlt) / max(runs.mean, 1.0)
+
+    def e_max():
+        from . import rdp
+
+        return max(4.0 * float(rdp.epsilon(sigma, q, steps, min(0.5, 1e-3 * d))), 1e-3)
+
+    return _lazy_profile(sigma, q, steps, e_max, 1e-4 * d, accuracy, relation)
 
 
 def _edge(sigma, q, steps):
@@ -489,12 +512,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if edge is not None:
         return 0.0 if edge == 0 else math.inf
 
-    def e_max():
-        from . import rdp
-
-        return max(4.0 * float(rdp.epsilon(s, qq, t, min(0.5, 1e-3 * dlt / max(runs.mean, 1.0)))), 1e-3)
-
-    prof = _lazy_profile(s, qq, t, e_max, 1e-4 * dlt / max(runs.mean, 1.0), acc, relation)
+    prof = _target_profile(s, qq, t, dlt, runs, acc, relation)
     out = math.inf
     if method in ("best", "rdp") and relation == "add_remove":
         out = _rdp_epsilon(s, qq, t, dlt, runs, prof)
@@ -529,6 +547,10 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
     if method in ("best", "profile"):
         try:
             out = min(out, _profile_delta(s, qq, t, eps, runs, prof))
+            # again on the grids ``epsilon`` uses near the delta found (so that
+            # delta(epsilon(d)) <= d: its e1 may lie far above eps); all are upper bounds
+            for d in sorted({_decade(out), _decade(0.9 * out)}) if out < 1.0 else ():
+                out = min(out, _profile_delta(s, qq, t, eps, runs, _target_profile(s, qq, t, d, runs, acc, relation)))
         except (ValueError, ArithmeticError, MemoryError):
             pass  # (as in epsilon)
     return out

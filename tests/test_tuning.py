@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from scipy import integrate, stats
 
 from sgmfast import pld, tuning
@@ -105,15 +105,15 @@ def test_bounds_above_an_exact_instance(runs, method, delta):
 
 
 @settings(max_examples=8, deadline=None)
+@example(2.75, 12.0, 1.0, 1e-6)
+@example(2.1875, 2.0, 0.0, 1e-6)  # (both were 1.8 % and 4.9 % above before the grids were shared)
 @given(st.floats(0.7, 3.0), st.floats(2.0, 30.0), st.sampled_from([0.0, 1.0]),
        st.sampled_from([1e-4, 1e-6]))
 def test_round_trip_and_monotone(sigma, mean, shape, delta):
     runs = tuning.truncated_negative_binomial(shape, mean=mean)
     q, steps = 0.01, 500
     eps = tuning.epsilon(sigma, q, steps, delta, runs)
-    # KNOWN GAP (stop 24): sigma=2.75, mean=12, shape=1, delta=1e-6 gives delta(eps(delta)) = 1.018 delta:
-    # tuning.delta and tuning.epsilon search different (e1, e2) grids; to be made consistent
-    assert tuning.delta(sigma, q, steps, eps, runs) <= delta * (1 + 3e-2)
+    assert tuning.delta(sigma, q, steps, eps, runs) <= delta * (1 + 2e-3)
     # more runs cost more than one run
     assert eps >= float(pld.epsilon(sigma, q, steps, delta).lower)
 
