@@ -56,7 +56,7 @@ from .._kernels.pld import allocation as ka
 from .._kernels.pld import tilt as kt
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
-from .common import ADD, REMOVE, U
+from .common import ADD, REMOVE, STEP_CACHE, U, cache_put
 from .composition import TiltedStep, compose_steps, fft_const
 from .onestep import OneStep
 from .queries import delta_bound, eps_bound
@@ -162,7 +162,11 @@ def _chernoff_over(w, h, t, cap):
 
 class Epoch:
     """The Q-law of one epoch's S on the lattice s h (s = 0..C-1), both bounds, and the masses
-    charged by truncation."""
+    charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
+    (``epoch``): a calibration or a curve asks for the same epoch many times."""
+
+    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "p_inf_remove", "q_out", "q_over", "w_max",
+                 "_steps")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float):
         s = 1.0 / sigma
@@ -185,9 +189,17 @@ class Epoch:
         self.p_inf_remove = min(1.0, (p_out + p_over) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.w_max = w_max
+        self._steps = {}
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
-        """One direction on the loss grid of spacing ``step`` (module notes, step 4)."""
+        """One direction on the loss grid of spacing ``step`` (module notes, step 4), kept."""
+        key = (add, step, tail)
+        one = self._steps.get(key)
+        if one is None:
+            one = self._steps[key] = self._one_step(add, step, tail)
+        return one
+
+    def _one_step(self, add: bool, step: float, tail: float) -> OneStep:
         t, h = self.t, self.h
         n_s = self.up.size
         # the grid: from where the lower bound's first-measure mass exceeds ``tail`` (remove: the
@@ -223,6 +235,16 @@ class Epoch:
         else:
             p_inf += self.p_inf_remove
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
+
+
+def epoch(sigma: float, t: int, h: float, w_max: float, cap: float) -> Epoch:
+    """The ``Epoch`` of these parameters, from the one-step cache when it is there."""
+    key = ("allocation", sigma, t, h, w_max, cap)
+    hit = STEP_CACHE.get(key)
+    if hit is None:
+        hit = Epoch(sigma, t, h, w_max, cap)
+        cache_put(key, hit)
+    return hit
 
 
 # --- step 5: E epochs --------------------------------------------------------------------------
@@ -345,7 +367,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     gauss = _gauss_eps(sigma, e_hi, delta)
     if t == 1:  # every epoch is the Gaussian mechanism
         return Bounds(_gauss_eps(sigma, e_lo, delta, lower=True) if e_lo else 0.0, gauss)
-    tail = max(1e-300, 1e-4 * accuracy * delta / e_hi)
+    # the truncation's P-mass budget, taken to its decade: nearby queries share the epoch
+    tail = 10.0 ** math.floor(math.log10(max(1e-300, 1e-4 * accuracy * delta / e_hi)))
     eps_c = _poisson_guess(sigma, t, e_hi * t, delta)
 
     def evaluate(epoch, step):
@@ -429,8 +452,8 @@ def _refine(sigma, t, e_hi, accuracy, tail, evaluate, narrow, lo0, up0):
     for refine in range(6):
         try:
             h, w_max, cap = _lattice(sigma, t, accuracy, tail[0] if isinstance(tail, list) else tail, refine)
-            epoch = Epoch(sigma, t, h, w_max, cap)
-            lo, up = evaluate(epoch, _loss_step(sigma, t, accuracy, refine))
+            ep = epoch(sigma, t, h, w_max, cap)
+            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, refine))
         except (ValueError, ArithmeticError, MemoryError):
             break
         best_up = np.minimum(best_up, up)
