@@ -31,23 +31,12 @@ def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accura
     True
     """
     _check_accountant(accountant)
-    acc = check_accuracy(accuracy)
-    e = _check_target_epsilon(epsilon)
-    d = check_delta(delta)
-    s = check_sigma(sigma)
-    t = check_steps(steps)
-    shape, (e, d, s, t) = _broadcast(e, d, s, t)
-    if check_executor(executor) is not None and e.shape[0] > 1:  # (points are independent)
-        out = chunked(__name__, "calibrate_q", (e, d, s, t), dict(accountant=accountant, accuracy=acc),
-                      CHUNK_PLD if accountant == "pld" else CHUNK_RDP, executor)
-        return out.reshape(shape)
-    qv = np.ones(e.shape[0])
-    for i in range(e.shape[0]):
-        qv[i] = _q_point(accountant, e[i], d[i], s[i], t[i], acc)
-    return float(qv[0]) if shape == () else qv.reshape(shape)
+    arrays = (_check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma), check_steps(steps))
+    return _vectorised("_q_point", arrays, (), dict(accountant=accountant, accuracy=check_accuracy(accuracy)),
+                       accountant, executor)
 
 
-def _q_point(accountant, eps, delta, sigma, steps, accuracy):
+def _q_point(eps, delta, sigma, steps, *, accountant="pld", accuracy=1e-3):
     check = lambda q: _public_eps(accountant, sigma, q, steps, delta, accuracy) <= eps  # noqa: E731
     if check(1.0):
         return 1.0
