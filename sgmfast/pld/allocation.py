@@ -53,11 +53,10 @@ import scipy.fft
 from scipy.special import ndtri
 
 from .._kernels.pld import allocation as ka
-from .._kernels.pld import tilt as kt
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from .common import ADD, REMOVE, STEP_CACHE, U, cache_put
-from .composition import TiltedStep, compose_steps, fft_const
+from .composition import compose_repeated, fft_const
 from .onestep import OneStep
 from .queries import delta_bound, eps_bound
 
@@ -247,39 +246,6 @@ def epoch(sigma: float, t: int, h: float, w_max: float, cap: float) -> Epoch:
     return hit
 
 
-# --- step 5: E epochs --------------------------------------------------------------------------
-def _theta(one: OneStep, step: float, epochs: int, eps_c: float) -> float:
-    """A tilt with E * (tilted mean) near eps_c, its variance growth bounded (only tightness)."""
-    m, v = kt.tilted_moments(one.pess, one.j_lo, step, 0.0)
-    if epochs * m >= eps_c or not v > 0:
-        return 0.0
-    theta = 0.0
-    for _ in range(20):
-        new = min(theta + (eps_c / epochs - m) / v, 2 * theta + 1.0, 300.0 / max(eps_c, 1e-9))
-        m2, v2 = kt.tilted_moments(one.pess, one.j_lo, step, new)
-        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0):
-            break
-        theta, m, v = new, m2, v2
-        if abs(epochs * m - eps_c) < 0.05 * math.sqrt(epochs * v):
-            break
-    return theta
-
-
-def _grid(one: OneStep, epochs: int, add: bool, step: float, eps_c: float, tail: float, pess: bool,
-          eps_lo: float | None = None):
-    """The composed grid of ``epochs`` epochs of one direction, upper (``pess``) or lower, tilted
-    towards eps_c; its bounds hold for eps >= eps_lo (default eps_c / 2)."""
-    theta = _theta(one, step, epochs, eps_c) if epochs > 1 else 0.0  # one epoch: no transform, no tilt
-    eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
-    for th in (theta, 0.5 * theta, 0.0):
-        try:
-            ts = TiltedStep(one, step, th, pess)
-            return compose_steps([ts], [epochs], step, th, pess, eps_lo, tail)
-        except (ValueError, ArithmeticError):
-            if th == 0.0:
-                raise
-
-
 # --- parameters --------------------------------------------------------------------------------
 def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
     """(h, W_max, cap): lattice spacing from the variance of W (the spread adds <= h^2/4 of
@@ -375,9 +341,9 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         up = lo = 0.0
         for add in (REMOVE, ADD):
             one = epoch.one_step(add, step, tail)
-            up = max(up, eps_bound(_grid(one, e_hi, add, step, eps_c, tail, True), delta))
+            up = max(up, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta))
             if e_lo:
-                lo = max(lo, eps_bound(_grid(one, e_lo, add, step, eps_c, tail, False), delta))
+                lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
         return lo, up
 
     def narrow(lo, up):
@@ -427,10 +393,9 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
             for g in groups:
                 e = eps[g]
                 e_c, e_min = float(np.median(e)), float(e.min())
-                up[g] = np.maximum(up[g], delta_bound(_grid(one, e_hi, add, step, e_c, tail[0], True, e_min), e))
+                up[g] = np.maximum(up[g], delta_bound(compose_repeated(one, e_hi, step, e_c, tail[0], True, e_min), e))
                 if e_lo:
-                    lo[g] = np.maximum(lo[g], delta_bound(_grid(one, e_lo, add, step, e_c, tail[0], False, e_min),
-                                                          e))
+                    lo[g] = np.maximum(lo[g], delta_bound(compose_repeated(one, e_lo, step, e_c, tail[0], False, e_min), e))
         pos = up[up > 0]
         if pos.size:
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / e_hi))

@@ -144,16 +144,18 @@ def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_
     return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau)
 
 
-def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float,
+                  n_min: int = 16) -> Grid:
     """Tilted composition of ``counts[i]`` copies of each ``TiltedStep`` by one FFT power (a
-    single step: the tilted array itself, no transform)."""
+    single step: the tilted array itself, no transform); the FFT window has at least ``n_min``
+    points (``windows.choose_window``)."""
     c = composite(steps, counts, step, pess)
     if len(c.parts) == 1 and c.parts[0].count == 1:
         part = c.parts[0]
         grow = math.expm1(c.rho_n * (1 + 1e-9))
         ls = c.log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
         return Grid(step, theta, pess, part.j_lo, part.t, ls, 0.0, c.p_inf, 0.0, 0.0)
-    return compose_parts(c, theta, pess, eps_lo, tau)
+    return compose_parts(c, theta, pess, eps_lo, tau, n_min)
 
 
 def part_spectra(parts, n: int):
@@ -166,12 +168,12 @@ def part_spectra(parts, n: int):
     return spectra, e2
 
 
-def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float, n_min: int = 16) -> Grid:
     """The composition of ``c.parts`` by one FFT power, its bounds charged (module notes); the
     bounds of the returned grid hold for every eps >= eps_lo."""
     # above the support's top only the +inf mass counts: a window there says nothing more
     eps_lo = min(eps_lo, c.sup_hi * c.step)
-    win = choose_window(c, theta, pess, eps_lo, tau)
+    win = choose_window(c, theta, pess, eps_lo, tau, n_min)
     n = win.n
     spectra, e2 = part_spectra(c.parts, n)
     counts = np.array([p.count for p in c.parts], dtype=np.int64)
@@ -227,3 +229,38 @@ def _power_product(spectra, counts, e2, z):
     err_lo, z2_lo = kf.power_range(spectra, counts, e2, z, 0, m, w_lo)
     err_hi, z2_hi = fut.result()
     return err_lo + err_hi + kf.power_weight_err(counts, e2, w_lo + w_hi), z2_lo + z2_hi
+
+
+# --- one array composed with itself (shuffled and fixed-size batches) -------------------------
+def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
+    """A tilt that puts ``count`` times the tilted mean of one array near eps_c, its variance
+    growth bounded (a heuristic: it only sets tightness)."""
+    m, v = kt.tilted_moments(one.pess, one.j_lo, step, 0.0)
+    if count * m >= eps_c or not v > 0:
+        return 0.0
+    theta = 0.0
+    for _ in range(20):
+        new = min(theta + (eps_c / count - m) / v, 2 * theta + 1.0, 300.0 / max(eps_c, 1e-9))
+        m2, v2 = kt.tilted_moments(one.pess, one.j_lo, step, new)
+        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0):
+            break
+        theta, m, v = new, m2, v2
+        if abs(count * m - eps_c) < 0.05 * math.sqrt(count * v):
+            break
+    return theta
+
+
+def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pess: bool,
+                     eps_lo: float | None = None, n_min: int = 16) -> Grid:
+    """``count`` copies of one ``OneStep`` composed, upper (``pess``) or lower, tilted towards
+    eps_c; its bounds hold for eps >= eps_lo (default eps_c / 2); the FFT window has at least
+    ``n_min`` points.  A tilt whose transform fails is halved, then dropped."""
+    theta = repeat_theta(one, step, count, eps_c) if count > 1 else 0.0  # one copy: no transform, no tilt
+    eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
+    for th in (theta, 0.5 * theta, 0.0):
+        try:
+            return compose_steps([TiltedStep(one, step, th, pess)], [count], step, th, pess, eps_lo, tail, n_min)
+        except (ValueError, ArithmeticError):
+            if th == 0.0:
+                raise
+

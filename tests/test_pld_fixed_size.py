@@ -1,0 +1,142 @@
+"""Fixed-size batches without replacement (replace-one): ``sgmfast.pld.fixed_size``.
+
+References independent of the code under test:
+* the symmetrised pair's δ(ε) for one and two steps from its definition, in mpmath
+  (``tests/reference/fixed_size_delta.csv``, made by ``make_fixed_size.py`` beside it);
+* one step, ε >= 0: the closed form of the (P, Q) hockey-stick divergence (scipy normal tails);
+* q = 1: the Gaussian mechanism with sensitivity 2 (closed form);
+* dp_accounting's RDP for ``SampledWithoutReplacementDpEvent`` (its only accountant for this
+  sampler; ``tests/reference/dp_accounting_wor.csv``, made by ``make_dp_accounting_wor.py``):
+  the certified upper bound must lie below it.
+"""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from sgmfast import pld
+from sgmfast.pld import fixed_size
+
+REF = Path(__file__).parent / "reference"
+
+
+def _rows(name):
+    with open(REF / name) as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+@pytest.mark.parametrize("row", _rows("fixed_size_delta.csv"), ids=lambda r: r["row_id"])
+def test_one_and_two_steps_bracket_the_mpmath_reference(row):
+    sigma, g, eps = float(row["sigma"]), float(row["g"]), float(row["epsilon"])
+    for steps, key in ((1, "delta_1"), (2, "delta_2")):
+        ref = float(row[key])
+        b = fixed_size.delta(sigma, g, steps, eps)
+        assert b.lower <= ref * (1 + 1e-12) and ref <= b.upper * (1 + 1e-12), (steps, b, ref)
+        assert b.upper - b.lower <= 1e-4 * b.upper
+
+
+def _one_step_delta(sigma, g, eps):
+    """δ(ε) of P = (1-g)N(0,s^2) + gN(1,s^2) against Q = N(0,s^2), s = sigma/2, ε >= 0."""
+    s = sigma / 2
+    x = 0.5 + s * s * math.log((math.exp(eps) - 1 + g) / g)
+    return (1 - g) * norm.sf(x / s) + g * norm.sf((x - 1) / s) - math.exp(eps) * norm.sf(x / s)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sigma=st.floats(0.3, 20.0), g=st.floats(1e-4, 0.99), eps=st.floats(0.0, 5.0))
+def test_one_step_is_the_attained_pair_for_positive_eps(sigma, g, eps):
+    ref = _one_step_delta(sigma, g, eps)
+    b = fixed_size.delta(sigma, g, 1, eps)
+    assert b.lower <= ref + 1e-13 and ref <= b.upper + 1e-13
+
+
+@pytest.mark.parametrize("sigma,steps", [(1.0, 10), (3.0, 100), (0.5, 3)])
+def test_full_batch_is_the_gaussian_with_sensitivity_two(sigma, steps):
+    mu = 2.0 * math.sqrt(steps) / sigma
+
+    def gauss_delta(e):
+        return norm.cdf(mu / 2 - e / mu) - math.exp(e) * norm.cdf(-mu / 2 - e / mu)
+
+    eps = brentq(lambda e: gauss_delta(e) - 1e-5, 0.0, 200.0, xtol=1e-13)
+    b = fixed_size.epsilon(sigma, 1.0, steps, 1e-5)
+    assert b.lower <= eps * (1 + 1e-9) and eps <= b.upper * (1 + 1e-9)
+    assert b.upper - b.lower <= 1e-6 * b.upper
+
+
+def test_between_the_attained_pair_and_the_gaussian():
+    """Poisson add/remove at noise sigma/2 is attained by a dataset pair (a lower bound on the
+    mechanism); the unsubsampled Gaussian with sensitivity 2 is above every subsampled step."""
+    sigma, g, T, d = 1.1, 256 / 60000, 60 * 234, 1e-5
+    b = fixed_size.epsilon(sigma, g, T, d)
+    attained = pld.epsilon(sigma / 2, g, T, d)
+    assert attained.upper <= b.lower and b.upper - b.lower <= 1e-3 * b.upper
+    assert b.upper < pld.epsilon(sigma / 2, 1.0, T, d).lower
+    # and worse than Poisson sampling of the same rate under either relation
+    assert pld.epsilon(sigma, g, T, d, relation="replace_one").upper < b.lower
+
+
+@settings(max_examples=15, deadline=None)
+@given(sigma=st.floats(0.5, 8.0), g=st.floats(1e-3, 0.5), steps=st.integers(1, 3000),
+       delta=st.floats(1e-10, 1e-3))
+def test_epsilon_and_delta_agree(sigma, g, steps, delta):
+    e = fixed_size.epsilon(sigma, g, steps, delta)
+    assert e.lower <= e.upper
+    if e.upper > 0:
+        d = fixed_size.delta(sigma, g, steps, e.upper)
+        assert d.lower <= delta * (1 + 1e-6)  # delta(eps_upper) cannot exceed the target
+    if e.lower > 0:
+        d = fixed_size.delta(sigma, g, steps, e.lower)
+        assert d.upper >= delta * (1 - 1e-6)
+
+
+def test_monotone_in_noise_rate_and_steps():
+    base = fixed_size.epsilon(1.0, 0.01, 1000, 1e-5)
+    assert fixed_size.epsilon(1.2, 0.01, 1000, 1e-5).upper < base.lower
+    assert fixed_size.epsilon(1.0, 0.02, 1000, 1e-5).lower > base.upper
+    assert fixed_size.epsilon(1.0, 0.01, 2000, 1e-5).lower > base.upper
+
+
+@pytest.mark.parametrize("row", _rows("dp_accounting_wor.csv"), ids=lambda r: r["row_id"])
+def test_below_dp_accounting_rdp(row):
+    sigma, g, T, d = float(row["sigma"]), float(row["g"]), int(row["steps"]), float(row["delta"])
+    b = fixed_size.epsilon(sigma, g, T, d)
+    assert b.upper < float(row["epsilon_rdp"])
+
+
+def test_edges():
+    assert tuple(fixed_size.epsilon(1.0, 0.1, 0, 1e-5)) == (0.0, 0.0)
+    assert tuple(fixed_size.epsilon(1.0, 0.0, 10, 1e-5)) == (0.0, 0.0)
+    assert tuple(fixed_size.epsilon(0.0, 0.1, 10, 1e-5)) == (math.inf, math.inf)
+    d = fixed_size.delta(0.0, 0.1, 10, np.array([0.5, 3.0]))
+    np.testing.assert_allclose(d.upper, 1 - 0.9 ** 10, rtol=1e-12)
+    np.testing.assert_allclose(d.lower, 1 - 0.9 ** 10, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(sigma=-1.0, q=0.1, steps=10, delta=1e-5), "sigma"),
+    (dict(sigma=1.0, q=1.5, steps=10, delta=1e-5), "q"),
+    (dict(sigma=1.0, q=0.1, steps=-1, delta=1e-5), "steps"),
+    (dict(sigma=1.0, q=0.1, steps=10, delta=0.0), "delta"),
+    (dict(sigma=1.0, q=0.1, steps=10, delta=1e-5, accuracy=0.0), "accuracy"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        fixed_size.epsilon(**kwargs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(sigma=st.floats(1e-3, 1e4), g=st.floats(1e-9, 1.0), steps=st.integers(1, 10 ** 7),
+       delta=st.floats(1e-12, 0.5))
+def test_total_domain_certified_between_known_bounds(sigma, g, steps, delta):
+    """Every input answers (possibly loosely) between the attained pair and the Gaussian."""
+    b = fixed_size.epsilon(sigma, g, steps, delta)
+    assert 0.0 <= b.lower <= b.upper
+    assert b.upper <= pld.epsilon(sigma / 2, 1.0, steps, delta).upper * (1 + 1e-12)
+    assert b.lower >= pld.epsilon(sigma / 2, g, steps, delta).lower * (1 - 1e-12)
