@@ -94,16 +94,20 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="PLD only: target relative width of the certified interval (default 1e-3)")
     pe.add_argument("--orders", type=float, nargs="+",
                     help="RDP only: optimise over these orders instead of all real alpha > 1")
-    pe.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
-                    help="neighbouring relation (replace-one: PLD only; a replacement moves the sum by 2 norms)")
-    pe.add_argument("--sampler", choices=("poisson", "shuffle"), default="poisson",
+    pe.add_argument("--relation", choices=("add-remove", "replace-one"), default=None,
+                    help="neighbouring relation (default: the sampler's own -- add-remove, replace-one for "
+                         "fixed-size; replace-one: PLD only; a replacement moves the sum by 2 norms)")
+    pe.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
                     help="poisson: each example in each batch with probability q (default); shuffle: "
                          "shuffled batches, each example in exactly one of the 1/q batches of every epoch "
-                         "(random allocation; PLD, add-remove)")
+                         "(random allocation; PLD, add-remove); fixed-size: batches of exactly q n examples "
+                         "drawn without replacement every step (PLD, replace-one)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
+    pc.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: --solve-for sigma, PLD)")
     pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
     pc.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
@@ -230,14 +234,14 @@ def _resolve_q_steps(args) -> tuple[float, float]:
 
 def _cmd_epsilon(args) -> None:
     q, steps = _resolve_q_steps(args)
-    relation = args.relation.replace("-", "_")
-    if args.sampler == "shuffle" and args.accountant != "pld":
-        raise ValueError("--sampler shuffle needs --accountant pld and --relation add-remove")
+    sampler = args.sampler.replace("-", "_")
+    relation = None if args.relation is None else args.relation.replace("-", "_")
     if args.accountant == "rdp":
         from . import rdp
 
-        if relation != "add_remove":
-            raise ValueError("--relation replace-one needs --accountant pld (the RDP bound is for add/remove)")
+        if sampler != "poisson" or relation not in (None, "add_remove"):
+            raise ValueError(f"--accountant rdp accounts for --sampler poisson with --relation add-remove; "
+                             f"use --accountant pld for --sampler {args.sampler} and replace-one")
         eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True)
         print(f"epsilon: {_fmt(eps, 'up')}")
         print(f"optimal order: {order:.6g}")
@@ -245,14 +249,19 @@ def _cmd_epsilon(args) -> None:
         if args.orders is not None:
             raise ValueError("--orders applies to --accountant rdp only")
         from . import pld
+        from .pld.samplers import resolve
 
-        if args.sampler == "shuffle":
-            b = _shuffled_epsilon(args, q, steps, relation)
-        else:
-            b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation)
+        try:
+            relation = resolve(sampler, relation)
+        except ValueError:
+            own = resolve(sampler, None).replace("_", "-")
+            raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
+        if sampler != "poisson" and not math.isfinite(steps):
+            raise ValueError(f"--sampler {args.sampler} needs a finite number of steps")
+        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation, sampler=sampler)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
-        print(f"relation: {args.relation}")
+        print(f"relation: {relation.replace('_', '-')}")
         print(f"sampler: {args.sampler}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
@@ -260,21 +269,7 @@ def _cmd_epsilon(args) -> None:
     print(f"accountant: {args.accountant}")
 
 
-def _shuffled_epsilon(args, q, steps, relation):
-    """eps bounds with shuffled batches: 1/q batches per epoch (a whole number)."""
-    from .pld import allocation
-
-    if args.accountant != "pld" or relation != "add_remove":
-        raise ValueError("--sampler shuffle needs --accountant pld and --relation add-remove")
-    if not (q > 0 and math.isfinite(steps)):
-        raise ValueError("--sampler shuffle needs q > 0 and a finite number of steps")
-    t = round(1.0 / q)
-    if t < 1 or abs(t * q - 1.0) > 1e-9:
-        raise ValueError(f"--sampler shuffle needs 1/q to be a whole number of batches per epoch; got 1/q = {1 / q:.6g}")
-    return allocation.epsilon(args.sigma, t, int(steps), args.delta, accuracy=args.accuracy)
-
-
-def _achieved(accountant, sigma, q, steps, delta, accuracy):
+def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
     """(upper, lower) epsilon at the calibrated point; lower is None for RDP."""
     if accountant == "rdp":
         from . import rdp
@@ -282,19 +277,21 @@ def _achieved(accountant, sigma, q, steps, delta, accuracy):
         return rdp.epsilon(sigma, q, steps, delta), None
     from . import pld
 
-    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy)
+    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
     return float(b.upper), float(b.lower)
 
 
 def _cmd_calibrate(args) -> None:
     from . import calibrate as cal
 
+    if args.sampler != "poisson" and (args.solve_for != "sigma" or args.accountant != "pld"):
+        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma and --accountant pld")
     if args.solve_for == "sigma":
         if args.sigma is not None:
             raise ValueError("--sigma is what --solve-for sigma computes; leave it out")
         q, steps = _resolve_q_steps(args)
         sigma = cal.calibrate_sigma(args.epsilon, args.delta, q, steps, accountant=args.accountant,
-                                    accuracy=args.accuracy)
+                                    accuracy=args.accuracy, sampler=args.sampler.replace("-", "_"))
     elif args.solve_for == "batch-size":
         if args.sigma is None or args.dataset_size is None:
             raise ValueError("--solve-for batch-size needs --sigma and --dataset-size")
@@ -328,7 +325,8 @@ def _cmd_calibrate(args) -> None:
         print("steps: inf")
         print(f"accountant: {args.accountant}")
         return
-    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy)
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy,
+                             args.sampler.replace("-", "_"))
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
     print(f"epsilon: {_fmt(upper, 'up')}")
@@ -338,6 +336,8 @@ def _cmd_calibrate(args) -> None:
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
     print(f"accountant: {args.accountant}")
+    if args.sampler != "poisson":
+        print(f"sampler: {args.sampler}")
 
 
 def _cmd_batch_size(args) -> None:

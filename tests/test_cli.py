@@ -468,3 +468,39 @@ def test_epsilon_shuffled_bad_input_exit_2(extra, needle, capsys):
     code, out, err = _run(["epsilon", "--sigma", "1.0", "--steps", "100", "--delta", "1e-5", "--sampler", "shuffle",
                            *extra], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_epsilon_fixed_size_batches_prints_the_api_bounds(capsys):
+    from sgmfast.pld import fixed_size
+
+    code, out, err = _run(["epsilon", "--sigma", "1.2", "--batch-size", "100", "--dataset-size", "2000",
+                           "--epochs", "5", "--delta", "1e-5", "--sampler", "fixed-size"], capsys)
+    assert code == 0, err
+    b = fixed_size.epsilon(1.2, 100 / 2000, 100, 1e-5)
+    up, lo = float(_field(out, "epsilon")), float(_field(out, "epsilon lower bound"))
+    assert b.upper <= up <= b.upper * (1 + 1e-5) and b.lower * (1 - 1e-5) <= lo <= b.lower
+    assert _field(out, "sampler") == "fixed-size" and _field(out, "relation") == "replace-one"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "10", "--delta", "1e-5", "--sampler", "fixed-size",
+      "--relation", "add-remove"], "replace-one"),
+    (["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "10", "--delta", "1e-5", "--sampler", "fixed-size",
+      "--accountant", "rdp"], "--accountant pld"),
+    (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.1", "--sigma", "1.0", "--sampler", "fixed-size",
+      "--solve-for", "epochs"], "--solve-for sigma"),
+])
+def test_fixed_size_bad_input_exit_2(argv, needle, capsys):
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_calibrate_under_a_sampler_prints_what_the_api_computes(capsys):
+    from sgmfast.calibrate import calibrate_sigma
+    from sgmfast.cli import _fmt
+
+    code, out, err = _run(["calibrate", "--epsilon", "3", "--delta", "1e-5", "--q", "0.01", "--steps", "1000",
+                           "--sampler", "fixed-size"], capsys)
+    assert code == 0, err
+    s = calibrate_sigma(3.0, 1e-5, 0.01, 1000, sampler="fixed_size")
+    assert _field(out, "sigma") == _fmt(s, "up") and _field(out, "sampler") == "fixed-size"

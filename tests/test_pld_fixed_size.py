@@ -140,3 +140,40 @@ def test_total_domain_certified_between_known_bounds(sigma, g, steps, delta):
     assert 0.0 <= b.lower <= b.upper
     assert b.upper <= pld.epsilon(sigma / 2, 1.0, steps, delta).upper * (1 + 1e-12)
     assert b.lower >= pld.epsilon(sigma / 2, g, steps, delta).lower * (1 - 1e-12)
+
+
+# --- one way to say which sampler -------------------------------------------------------------
+def test_pld_entry_points_take_the_sampler():
+    from sgmfast.pld import allocation
+
+    args = (1.1, 1 / 50, 500, 1e-5)
+    assert pld.epsilon(*args, sampler="fixed_size") == fixed_size.epsilon(*args)
+    assert pld.epsilon(*args, sampler="shuffle") == allocation.epsilon(1.1, 50, 500, 1e-5)
+    assert pld.epsilon(*args) == pld.epsilon(*args, sampler="poisson", relation="add_remove")
+    d = pld.delta(np.array([1.1, 2.0]), 1 / 50, 500, 1.0, sampler="fixed_size")
+    assert d.upper[1] == fixed_size.delta(2.0, 1 / 50, 500, 1.0).upper
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(sampler="fixed_size", relation="add_remove"), "relation"),
+    (dict(sampler="shuffle", relation="replace_one"), "relation"),
+    (dict(sampler="bernoulli"), "sampler"),
+])
+def test_sampler_and_relation_must_fit(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        pld.epsilon(1.0, 0.1, 10, 1e-5, **kwargs)
+
+
+def test_shuffle_needs_a_whole_number_of_batches():
+    with pytest.raises(ValueError, match="q must be 1/t"):
+        pld.epsilon(1.0, 0.3, 10, 1e-5, sampler="shuffle")
+
+
+@pytest.mark.parametrize("sampler", ["shuffle", "fixed_size"])
+def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler):
+    from sgmfast.calibrate import calibrate_sigma
+
+    q, T, eps, d = 1 / 100, 1000, 3.0, 1e-5
+    s = calibrate_sigma(eps, d, q, T, sampler=sampler)
+    assert pld.epsilon(s, q, T, d, sampler=sampler).upper <= eps
+    assert pld.epsilon(s * 0.99, q, T, d, sampler=sampler).lower > eps

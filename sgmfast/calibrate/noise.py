@@ -233,7 +233,7 @@ def _sigma_guess(eps, delta, q, steps):
 
 
 def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accuracy: float = 1e-3,
-                    progress: bool | None = None, executor=None):
+                    progress: bool | None = None, executor=None, sampler: str = "poisson"):
     """Smallest noise multiplier whose certified epsilon is <= ``epsilon`` at ``delta``.
 
     Parameters
@@ -254,6 +254,10 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         Run the points of an array call on it, in chunks (a process pool; on a cluster
         ``dask.distributed.Client(...).get_executor()`` or Ray's); the answers are those of the
         serial call (``sgmfast._executor``).
+    sampler : {"poisson", "shuffle", "fixed_size"}
+        How batches are drawn (:mod:`sgmfast.pld.samplers`; PLD only): sigma is then the
+        smallest whose ``pld.epsilon(..., sampler=sampler).upper`` meets the target (a search
+        on the certified upper bound, point by point).
 
     Returns
     -------
@@ -275,6 +279,8 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
     qq = check_q(q)
     t = check_steps(steps)
     shape, (e, d, qq, t) = _broadcast(e, d, qq, t)
+    if sampler != "poisson":
+        return _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler)
     if check_executor(executor) is not None and e.shape[0] > 1:
         out = chunked(__name__, "calibrate_sigma", (e, d, qq, t), dict(accountant=accountant, accuracy=acc, progress=False),
                       CHUNK_PLD if accountant == "pld" else CHUNK_RDP, executor)
@@ -311,6 +317,29 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
                     if math.isfinite(s_rdp[j]) and sig[i] > 0:
                         ratio = sig[i] / s_rdp[j]
                     bar.update()
+    return float(sig[0]) if shape == () else sig.reshape(shape)
+
+
+def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
+    """calibrate_sigma for shuffled or fixed-size batches: per point, the smallest sigma (to
+    PLD_TOL in log) whose certified upper epsilon meets the target, verified at the answer."""
+    from .. import pld
+    from ..pld.samplers import resolve
+
+    resolve(sampler, None)
+    if accountant != "pld":
+        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP bound is for Poisson sampling)")
+    sig = np.zeros(e.shape[0])
+    for i in range(sig.size):
+        if qq[i] == 0.0 or t[i] == 0.0 or math.isinf(e[i]):
+            continue
+
+        def ok(x, i=i):
+            return float(pld.epsilon(math.exp(x), qq[i], t[i], d[i], accuracy=acc, sampler=sampler).upper) <= e[i]
+
+        guess = _sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0]
+        x = _search_log(ok, math.log(guess), True, PLD_TOL, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX))
+        sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)
 
 

@@ -15,6 +15,7 @@ from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
 from . import curve as _curve
+from . import samplers as _samplers
 from . import tradeoff as _tradeoff
 from .engine import BUDGET, Engine, monotone
 from .schedules import make_engine
@@ -106,8 +107,10 @@ def _task(name, args, kwargs):
     return np.asarray(b.lower), np.asarray(b.upper)
 
 
-def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", grid_step=None, executor=None) -> Bounds:
-    """Certified bounds on ε(δ) for ``steps`` steps of the Poisson-subsampled Gaussian mechanism.
+def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
+            sampler="poisson") -> Bounds:
+    """Certified bounds on ε(δ) for ``steps`` steps of DP-SGD (by default Poisson sampling: the
+    Poisson-subsampled Gaussian mechanism).
 
     Parameters
     ----------
@@ -122,8 +125,9 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     accuracy : float, optional
         Target relative width of the certified interval, ``upper - lower <=
         accuracy * upper``; the loss grid is refined until it is met.
-    relation : {"add_remove", "replace_one"}
-        Neighbouring relation. ``"add_remove"``: one record added or removed;
+    relation : {"add_remove", "replace_one"}, optional
+        Neighbouring relation (default: the sampler's own, ``"add_remove"`` for Poisson and
+        shuffled batches, ``"replace_one"`` for fixed-size ones). ``"add_remove"``: one record added or removed;
         both directions are composed and the larger ε is reported.
         ``"replace_one"``: one record replaced by another. Sensitivity
         convention: every clipped per-example gradient has norm <= 1 (one
@@ -139,6 +143,12 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
         Answer the (sigma, q, steps) groups of an array call on it (a process pool started with
         'spawn', or ``dask.distributed.Client(...).get_executor()``); the answers are the serial
         call's.
+    sampler : {"poisson", "shuffle", "fixed_size"}, optional
+        How batches are drawn (:mod:`sgmfast.pld.samplers`): Poisson sampling at rate q; data
+        shuffled every epoch into 1/q batches (random allocation, :mod:`sgmfast.pld.allocation`;
+        1/q must be whole); batches of exactly q n examples drawn without replacement
+        (:mod:`sgmfast.pld.fixed_size`, replace-one).  ``grid_step`` and ``executor`` apply to
+        Poisson sampling only.
 
     Returns
     -------
@@ -158,14 +168,17 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove", gri
     >>> b.lower <= b.upper and b.upper - b.lower <= 1e-3 * b.upper
     True
     """
-    _check_relation(relation)
+    relation = _samplers.resolve(sampler, relation)
     acc = check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
+    if sampler != "poisson":
+        return _samplers.call("epsilon", sampler, s, qq, t, d, acc)
     return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor, "epsilon")
 
 
-def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", grid_step=None, executor=None) -> Bounds:
-    """Certified bounds on δ(ε) for ``steps`` steps of the Poisson-subsampled Gaussian mechanism.
+def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
+          sampler="poisson") -> Bounds:
+    """Certified bounds on δ(ε) for ``steps`` steps of DP-SGD (by default Poisson sampling).
 
     Parameters
     ----------
@@ -176,7 +189,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     accuracy : float, optional
         The interval is refined until it is no wider than the change of δ
         caused by a relative change ``accuracy`` of ε.
-    relation, grid_step :
+    relation, grid_step, executor, sampler :
         As in :func:`epsilon`.
 
     Returns
@@ -190,9 +203,11 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove", gri
     >>> 0 <= b.lower <= b.upper <= 1
     True
     """
-    _check_relation(relation)
+    relation = _samplers.resolve(sampler, relation)
     acc = check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
+    if sampler != "poisson":
+        return _samplers.call("delta", sampler, s, qq, t, e, acc)
     return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor, "delta")
 
 

@@ -1,0 +1,80 @@
+"""Which batch sampler a run uses, and its certified ε(δ) / δ(ε): one entry for the three.
+
+========== ============================================ ================= =====================
+sampler    batches                                      relation          certifier
+========== ============================================ ================= =====================
+poisson    each example in each step with prob. q       add_remove (or    ``engine`` (the SGM)
+                                                        replace_one)
+shuffle    data shuffled every epoch into 1/q batches   add_remove        ``allocation`` (random
+           (random allocation, k = 1)                                     allocation)
+fixed_size b = q n examples drawn without replacement,  replace_one       ``fixed_size``
+           independently every step
+========== ============================================ ================= =====================
+
+``relation=None`` takes the sampler's own relation (the one its analysis is for).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._types import Bounds
+
+SAMPLERS = ("poisson", "shuffle", "fixed_size")
+_RELATION = {"poisson": "add_remove", "shuffle": "add_remove", "fixed_size": "replace_one"}
+_ALLOWED = {"poisson": ("add_remove", "replace_one"), "shuffle": ("add_remove",), "fixed_size": ("replace_one",)}
+
+
+def resolve(sampler: str, relation: str | None) -> str:
+    """The relation to use for ``sampler`` (``relation`` or the sampler's own); a ValueError
+    naming the parameter for an unknown sampler or a relation it is not analysed under."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
+    if relation is None:
+        return _RELATION[sampler]
+    if relation not in _ALLOWED[sampler]:
+        raise ValueError(f"relation {relation!r} is not available for sampler {sampler!r} (allowed: "
+                         f"{_ALLOWED[sampler]})")
+    return relation
+
+
+def batches_per_epoch(q: float) -> int:
+    """t = 1/q for shuffled batches, which must be a whole number."""
+    t = round(1.0 / q) if q > 0 else 0
+    if t < 1 or abs(t * q - 1.0) > 1e-9:
+        raise ValueError(f"q must be 1/t for a whole number t of batches per epoch with sampler 'shuffle'; "
+                         f"got q = {q!r}")
+    return int(t)
+
+
+def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
+    from . import allocation, fixed_size
+
+    if sampler == "fixed_size":
+        return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)
+    if q == 0.0 or steps == 0:
+        return Bounds(0.0, 0.0)
+    if sigma == 0.0:  # no noise: as for Poisson sampling, each step reveals whether the example is in
+        from . import accountant
+
+        return getattr(accountant, kind)(0.0, q, steps, x)
+    return getattr(allocation, kind)(sigma, batches_per_epoch(q), steps, x, accuracy=accuracy)
+
+
+def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
+    """``kind`` ("epsilon" or "delta") of a non-Poisson sampler, broadcast over validated inputs
+    point by point."""
+    arrays = np.broadcast_arrays(sigma, q, steps, x)
+    shape = arrays[0].shape
+    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    lo = np.empty(flat[0].size)
+    up = np.empty(flat[0].size)
+    for i in range(lo.size):
+        s, qq, t, v = (float(f[i]) for f in flat)
+        b = _one(kind, sampler, s, qq, int(t) if math.isfinite(t) else t, v, accuracy)
+        lo[i], up[i] = b.lower, b.upper
+    if shape == ():
+        return Bounds(float(lo[0]), float(up[0]))
+    return Bounds(lo.reshape(shape), up.reshape(shape))
