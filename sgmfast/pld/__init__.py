@@ -24,6 +24,10 @@ exact paths             ``exact`` -- closed forms that need no grid (q = 1)
 shuffled batches        ``allocation`` -- random allocation (k = 1): one epoch's PLD from a
                         lattice law of its likelihood ratio, then stages 2-3 (public:
                         ``allocation.epsilon``, ``allocation.delta``)
+fixed-size batches      ``fixed_size`` -- sampling without replacement, replace-one: the
+                        symmetrised dominating pair built from stage 1's pieces, then 2-3
+which sampler           ``samplers`` -- ``sampler=`` of ``epsilon``/``delta``: poisson, shuffle,
+                        fixed_size, each with its own relation
 certifiers              ``certifiers`` -- each method as a certifier that returns certified
                         intervals or says it does not apply; its soundness argument beside it
 engine                  ``engine`` -- the plan: which certifiers, in which order, intersect,
