@@ -140,7 +140,9 @@ def choose_window(c, theta, pess, eps_lo, tau, n_min: int = 16) -> Window:
 
 def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0, n_min) -> Window:
     step = c.step
-    mgf = (c.mgf or partial(log_mgf_table, c.parts, step))(math.sqrt(c.var), lower=not pess)
+    # lower-tail bounds: optimistic windows charge what wraps; untilted pessimistic ones reach
+    # past the lower tail (below)
+    mgf = (c.mgf or partial(log_mgf_table, c.parts, step))(math.sqrt(c.var), lower=not pess or theta <= 0)
     a_max = eps_lo - 2 * math.sqrt(c.var) - 2 * step  # the window must reach below every eps queried
     goal = abs_goal(tau, c.n_steps)
     # What wraps down from above lands W lower, where it weighs e^{theta W} times more: its
@@ -161,12 +163,21 @@ def _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0, n_min) -> Wind
         hi_l = max(hi_l, chernoff_edge(mgf, goal, upper=True, shift=theta, offset=c.log_scale))
         if theta > 0:
             lo_l = max(lo_l, hi_l - max(w_min, w_down))
+        else:
+            # untilted, what wraps up from below lands near the top with its full weight: sound,
+            # but loose where the sd understates the lower flank (a PLD whose atom holds most of
+            # the mass: fixed-size batches).  Reach down to where the lower tail leaves < goal.
+            lo_l = min(lo_l, chernoff_edge(mgf, goal, upper=False, shift=0.0) + step)
         lo_l = min(a_max, lo_l)
     else:
         # wrapped mass is subtracted at its worst effect; the lower edge either by the
         # e^{-theta W} rule or where Chernoff leaves < TAIL_GOAL below: the shorter window
         lo_c = min(lo_l, chernoff_edge(mgf, TAIL_GOAL, upper=False, shift=0.0) + step)
         hi_c = max(hi_l, w_down + eps_lo - max(eps_lo - lo_c, 0.0))
+        if theta <= 0:
+            # untilted, the mass above the window wraps down below eps_lo and is lost to the
+            # bound (sound, but loose where the sd understates the upper flank): reach past it
+            hi_c = max(hi_c, chernoff_edge(mgf, goal, upper=True, shift=0.0))
         w = max(hi_l - a_max, w_min, w_down)
         wrap_by_theta = w < hi_c - lo_c
         lo_l, hi_l = (a_max, a_max + w) if wrap_by_theta else (lo_c, hi_c)
