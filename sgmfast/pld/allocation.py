@@ -46,7 +46,6 @@ Only k = 1 is implemented (an example in exactly one step per epoch).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import scipy.fft
@@ -55,10 +54,10 @@ from scipy.special import ndtri
 from .._kernels.pld import allocation as ka
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
-from .common import ADD, REMOVE, STEP_CACHE, U, cache_put
-from .composition import compose_repeated, fft_const
+from .common import ADD, REMOVE, STEP_CACHE, U, cache_put, refine_levels
+from .composition import compose_repeated, eps_groups, fft_const, repeated_delta
 from .onestep import OneStep
-from .queries import delta_bound, eps_bound
+from .queries import eps_bound
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.
 MAX_LATTICE = 1 << 21
@@ -349,7 +348,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     def narrow(lo, up):
         return up - lo <= accuracy * up
 
-    lo, up = _refine(sigma, t, e_hi, accuracy, tail, evaluate, narrow, 0.0, gauss)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, 0.0, gauss, BUDGET)
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -381,21 +380,16 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
         return out(g_lo, gauss)
     # tail cut: first from a δ scale of 1e-10, then from the upper δ found (1e-4 accuracy of it)
     tail = [1e-14 / e_hi]
-    # one tilt per group of nearby eps (up to 32 groups; the epoch lattice is shared)
-    order = np.argsort(eps)
-    groups = np.array_split(order, min(32, eps.size))
+    groups = eps_groups(eps)  # one tilt per group of nearby eps; the epoch lattice is shared
 
     def evaluate(epoch, step):
         up = np.zeros(eps.size)
         lo = np.zeros(eps.size)
         for add in (REMOVE, ADD):
             one = epoch.one_step(add, step, tail[0])
-            for g in groups:
-                e = eps[g]
-                e_c, e_min = float(np.median(e)), float(e.min())
-                up[g] = np.maximum(up[g], delta_bound(compose_repeated(one, e_hi, step, e_c, tail[0], True, e_min), e))
-                if e_lo:
-                    lo[g] = np.maximum(lo[g], delta_bound(compose_repeated(one, e_lo, step, e_c, tail[0], False, e_min), e))
+            up = np.maximum(up, repeated_delta(one, e_hi, step, eps, groups, tail[0], True))
+            if e_lo:
+                lo = np.maximum(lo, repeated_delta(one, e_lo, step, eps, groups, tail[0], False))
         pos = up[up > 0]
         if pos.size:
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / e_hi))
@@ -404,28 +398,19 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo, up = _refine(sigma, t, e_hi, accuracy, tail, evaluate, narrow, np.zeros(eps.size), gauss)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, np.zeros(eps.size),
+                           gauss, BUDGET)
     return out(lo, up)
 
 
-def _refine(sigma, t, e_hi, accuracy, tail, evaluate, narrow, lo0, up0):
-    """Evaluate on finer lattices and loss grids until ``narrow(lower, upper)`` or the time budget
-    is spent, intersecting every certified answer with the ones before (and with the start
-    values lo0, up0, themselves certified)."""
-    best_lo, best_up = lo0, up0
-    start = time.monotonic()
-    for refine in range(6):
-        try:
-            h, w_max, cap = _lattice(sigma, t, accuracy, tail[0] if isinstance(tail, list) else tail, refine)
-            ep = epoch(sigma, t, h, w_max, cap)
-            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, refine))
-        except (ValueError, ArithmeticError, MemoryError):
-            break
-        best_up = np.minimum(best_up, up)
-        best_lo = np.maximum(best_lo, lo)
-        if narrow(best_lo, best_up) or time.monotonic() - start > BUDGET:
-            break
-    return best_lo, best_up
+def _levels(sigma, t, accuracy, tail, evaluate):
+    """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
+    lattice cut at the truncation budget ``tail()`` of the moment."""
+    def attempt(level):
+        h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level)
+        return evaluate(epoch(sigma, t, h, w_max, cap), _loss_step(sigma, t, accuracy, level))
+
+    return attempt
 
 
 def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:

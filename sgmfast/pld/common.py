@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from concurrent.futures import ThreadPoolExecutor
@@ -161,3 +162,30 @@ def grid_pool() -> ThreadPoolExecutor:
 
 def two_cores() -> bool:
     return (os.cpu_count() or 1) >= 2
+
+
+# --- refining until narrow (methods outside the engine: shuffled and fixed-size batches) -------
+def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6):
+    """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
+    about twice as costly as the one before), intersected with each other and with the certified
+    start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, or the next level
+    would end past ``budget`` seconds.  An attempt that cannot be built (ValueError,
+    ArithmeticError, MemoryError) ends the refinement: what is certified so far is returned."""
+    best_lo, best_up = lo0, up0
+    start = time.monotonic()
+    last = 0.0
+    for level in range(levels):
+        if level and time.monotonic() - start + 2.0 * last > budget:
+            break
+        t0 = time.monotonic()
+        try:
+            lo, up = attempt(level)
+        except (ValueError, ArithmeticError, MemoryError):
+            break
+        last = time.monotonic() - t0
+        best_up = np.minimum(best_up, up)
+        best_lo = np.maximum(best_lo, lo)
+        if narrow(best_lo, best_up):
+            break
+    return best_lo, best_up
+

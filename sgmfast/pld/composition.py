@@ -25,6 +25,7 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
 from .common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
 from .onestep import one_step
+from .queries import delta_bound
 from .windows import choose_window
 
 
@@ -144,18 +145,16 @@ def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_
     return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau)
 
 
-def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float,
-                  n_min: int = 16) -> Grid:
+def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
     """Tilted composition of ``counts[i]`` copies of each ``TiltedStep`` by one FFT power (a
-    single step: the tilted array itself, no transform); the FFT window has at least ``n_min``
-    points (``windows.choose_window``)."""
+    single step: the tilted array itself, no transform)."""
     c = composite(steps, counts, step, pess)
     if len(c.parts) == 1 and c.parts[0].count == 1:
         part = c.parts[0]
         grow = math.expm1(c.rho_n * (1 + 1e-9))
         ls = c.log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
         return Grid(step, theta, pess, part.j_lo, part.t, ls, 0.0, c.p_inf, 0.0, 0.0)
-    return compose_parts(c, theta, pess, eps_lo, tau, n_min)
+    return compose_parts(c, theta, pess, eps_lo, tau)
 
 
 def part_spectra(parts, n: int):
@@ -168,12 +167,12 @@ def part_spectra(parts, n: int):
     return spectra, e2
 
 
-def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float, n_min: int = 16) -> Grid:
+def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
     """The composition of ``c.parts`` by one FFT power, its bounds charged (module notes); the
     bounds of the returned grid hold for every eps >= eps_lo."""
     # above the support's top only the +inf mass counts: a window there says nothing more
     eps_lo = min(eps_lo, c.sup_hi * c.step)
-    win = choose_window(c, theta, pess, eps_lo, tau, n_min)
+    win = choose_window(c, theta, pess, eps_lo, tau)
     n = win.n
     spectra, e2 = part_spectra(c.parts, n)
     counts = np.array([p.count for p in c.parts], dtype=np.int64)
@@ -251,16 +250,38 @@ def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
 
 
 def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pess: bool,
-                     eps_lo: float | None = None, n_min: int = 16) -> Grid:
-    """``count`` copies of one ``OneStep`` composed, upper (``pess``) or lower, tilted towards
-    eps_c; its bounds hold for eps >= eps_lo (default eps_c / 2); the FFT window has at least
-    ``n_min`` points.  A tilt whose transform fails is halved, then dropped."""
-    theta = repeat_theta(one, step, count, eps_c) if count > 1 else 0.0  # one copy: no transform, no tilt
+                     eps_lo: float | None = None, theta: float | None = None) -> Grid:
+    """``count`` copies of one ``OneStep`` composed, upper (``pess``) or lower, tilted by theta
+    (default: towards eps_c, ``repeat_theta``); its bounds hold for eps >= eps_lo (default
+    eps_c / 2).  A tilt whose transform fails is halved, then dropped."""
+    if theta is None:
+        theta = repeat_theta(one, step, count, eps_c) if count > 1 else 0.0  # one copy: no transform, no tilt
     eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
     for th in (theta, 0.5 * theta, 0.0):
         try:
-            return compose_steps([TiltedStep(one, step, th, pess)], [count], step, th, pess, eps_lo, tail, n_min)
+            return compose_steps([TiltedStep(one, step, th, pess)], [count], step, th, pess, eps_lo, tail)
         except (ValueError, ArithmeticError):
             if th == 0.0:
                 raise
 
+
+def eps_groups(eps: np.ndarray, most: int = 32) -> list:
+    """Indices of eps in up to ``most`` groups of nearby values (one tilt each)."""
+    return np.array_split(np.argsort(eps), min(most, eps.size))
+
+
+def repeated_delta(one, count: int, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
+    """The δ bound at every eps of ``count`` copies of one array: one composition per group of
+    nearby eps, tilted towards the group's median and valid from its least eps; groups whose
+    tilt is the same (untilted ones, mostly) share one composition."""
+    by_theta: dict = {}
+    for g in groups:
+        th = repeat_theta(one, step, count, float(np.median(eps[g]))) if count > 1 else 0.0
+        by_theta.setdefault(th, []).append(g)
+    out = np.empty(eps.size)
+    for th, gs in by_theta.items():
+        sel = np.concatenate(gs)
+        e = eps[sel]
+        grid = compose_repeated(one, count, step, float(np.median(e)), tail, pess, float(e.min()), theta=th)
+        out[sel] = delta_bound(grid, e)
+    return out

@@ -48,22 +48,24 @@ Edges: q = 1 is the Gaussian mechanism with sensitivity 2 (exact); sigma = 0 giv
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from scipy.special import erf
 
 from .._types import Bounds
-from . import accountant as pld
 from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, too_many_bins
-from .composition import compose_repeated
+from . import accountant as pld
+from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
+from .composition import compose_repeated, eps_groups, repeated_delta
 from .estimates import initial_step
 from .onestep import OneStep, discretise, grid_range
-from .queries import delta_bound, eps_bound
+from .queries import eps_bound
 
 #: Seconds a query may spend refining its grid before it returns what it has (always certified).
 BUDGET = 3.0
+#: Most bins of one step's grid: a finer step than the accuracy asks for is coarsened (still
+#: certified, only wider).
+MAX_STEP_BINS = 1 << 21
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a few ulp)
 
 
@@ -75,9 +77,7 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneS
     if hit is not None:
         return hit
     s = 0.5 * sigma
-    _, j_hi = grid_range(s, q, REMOVE, step, tau)
-    a_lo, _ = grid_range(s, q, ADD, step, tau)
-    J = max(j_hi, -a_lo, 1)
+    J = _reach(s, q, step, tau)
     if 2 * J + 1 > bins_cap():
         raise too_many_bins(2 * J + 1)
     # positive losses: (P, Q) on x > 1/2, mass above the grid to +inf (upper) or onto its top
@@ -87,65 +87,61 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneS
     c = (1.0 - q) * float(erf(1.0 / (sigma * math.sqrt(2.0))))
     pess = np.zeros(2 * J + 1)
     opt = np.zeros(2 * J + 1)
-    pess[J:] += pos.pess
-    pess[: J + 1] += neg.pess
-    opt[J:] += pos.opt
-    opt[: J + 1] += neg.opt
+    for whole, piece, at in ((pess, pos.pess, J), (pess, neg.pess, 0), (opt, pos.opt, J), (opt, neg.opt, 0)):
+        whole[at : at + piece.size] += piece
     pess[J] += c * (1.0 + _LIBM)
     opt[J] += c * (1.0 - _LIBM)
-    one = OneStep(-J, pess, pos.p_inf, step, None, None, None)
+    one = OneStep(-J, pess, pos.p_inf + neg.p_inf, step, None, None, None)
     one._opt = opt
     cache_put(key, one)
     return one
 
 
-# --- the edges and the bounds every answer starts from ---------------------------------------
-def _poisson(fn, sigma, q, T, x):
-    """The Poisson add/remove answer at noise sigma / 2 (a lower bound here) and the Gaussian
-    mechanism with sensitivity 2 composed T times (an upper bound)."""
-    lower = getattr(pld, fn)(0.5 * sigma, q, T, x).lower
-    upper = getattr(pld, fn)(0.5 * sigma, 1.0, T, x).upper
-    return lower, upper
+def _reach(s: float, q: float, step: float, tau: float = TAU_STEP) -> int:
+    """J: the grid -J..J covers both pieces (the remove direction's far end, the add direction's)."""
+    _, j_hi = grid_range(s, q, REMOVE, step, tau)
+    a_lo, _ = grid_range(s, q, ADD, step, tau)
+    return max(j_hi, -a_lo, 1)
 
 
-#: Most points of an FFT window that takes the whole composed support (nothing wraps around).
-FULL_WINDOW = 1 << 22
-
-
-def _n_min(one: OneStep, T: int) -> int:
-    """The whole composed support as the FFT window when it is small enough.  The pair's atom
-    at loss 0 holds most of the mass, so the composed standard deviation understates its flanks
-    and a window of a few sds would let much of them wrap around (sound, but loose)."""
-    support = T * (one.pess.size - 1) + 1
-    return support if support <= FULL_WINDOW else 16
-
-
-def _check(sigma, q, steps, accuracy):
-    s = float(check_sigma(sigma))
-    qq = float(check_q(q))
-    T = check_steps(steps)
-    if np.ndim(s) or np.ndim(qq) or np.ndim(T):
-        raise ValueError("sigma, q and steps must be scalars here")
-    return s, qq, int(T), check_accuracy(accuracy)
-
-
-#: Most bins of one step's grid: a finer step than this allows is coarsened (still certified).
-MAX_STEP_BINS = 1 << 21
-
-
-def _step0(sigma, q, T, accuracy, eps_c) -> float:
+def _step0(sigma: float, q: float, T: int, accuracy: float, eps_c: float) -> float:
     """The first grid step: the accuracy's step for the Poisson pair at noise sigma / 2, coarsened
-    so that one step's grid has at most MAX_STEP_BINS bins."""
+    until one step's grid has at most MAX_STEP_BINS bins."""
     step = initial_step([(0.5 * sigma, q, T)], accuracy, eps_c)
     try:
-        _, j_hi = grid_range(0.5 * sigma, q, REMOVE, 1e-3)
-        a_lo, _ = grid_range(0.5 * sigma, q, ADD, 1e-3)
-    except ValueError:  # a loss range beyond any grid: the caller falls back
+        reach = 2e-3 * (_reach(0.5 * sigma, q, 1e-3) + 1)
+    except ValueError:  # a loss range beyond any grid: the first attempt fails, the start bounds stay
         return step
-    reach = 2e-3 * (max(j_hi, -a_lo) + 1)
     while reach / step > MAX_STEP_BINS:
         step *= 2.0
     return step
+
+
+def _levels(sigma, q, T, step0, compose):
+    """``refine_levels``' attempts: level r on the grid step step0 / 2^r.  A first grid too
+    large to compose (a very long run) is coarsened by 4, up to 6 times."""
+    base = [step0]
+
+    def attempt(level):
+        if level:
+            return compose(sym_step(sigma, q, base[0] * 0.5 ** level), base[0] * 0.5 ** level)
+        for _ in range(6):
+            try:
+                return compose(sym_step(sigma, q, base[0]), base[0])
+            except ValueError:
+                base[0] *= 4.0
+        return compose(sym_step(sigma, q, base[0]), base[0])
+
+    return attempt
+
+
+def _check(sigma, q, steps, accuracy):
+    """Validated scalars (sigma, q, T, accuracy)."""
+    s, qq, t = check_sigma(sigma), check_q(q), check_steps(steps)
+    if np.ndim(s) or np.ndim(qq) or np.ndim(t):
+        raise ValueError("sigma, q and steps must be scalars here (pld.epsilon(..., sampler='fixed_size') "
+                         "broadcasts arrays)")
+    return float(s), float(qq), int(t), check_accuracy(accuracy)
 
 
 def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float = 1e-3) -> Bounds:
@@ -187,21 +183,20 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
         return Bounds(0.0, 0.0)
     if sigma == 0.0:
         return Bounds(math.inf, math.inf)
-    if q == 1.0:  # every step is the Gaussian mechanism with sensitivity 2 (exact)
-        lo, up = _poisson("epsilon", sigma, q, T, delta)
-        return Bounds(float(lo), float(up))
-    lo0, up0 = _poisson("epsilon", sigma, q, T, delta)
-    eps_c = max(float(lo0), 1e-3)
+    # start bounds: the attained pair (Poisson add/remove at noise sigma / 2) below, the Gaussian
+    # with sensitivity 2 above -- at q = 1 the mechanism itself, exact
+    gauss = float(pld.epsilon(0.5 * sigma, 1.0, T, delta).upper)
+    if q == 1.0:
+        return Bounds(float(pld.epsilon(0.5 * sigma, 1.0, T, delta).lower), gauss)
+    lo0 = float(pld.epsilon(0.5 * sigma, q, T, delta).lower)
+    eps_c = max(lo0, 1e-3)
 
-    def evaluate(step):
-        one = sym_step(sigma, q, step)
-        n = _n_min(one, T)
-        up = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True, n_min=n), delta)
-        lo = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False, n_min=n), delta)
-        return lo, up
+    def compose(one, step):
+        return (eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta),
+                eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta))
 
-    lo, up = _refine(_step0(sigma, q, T, accuracy, eps_c), evaluate, lambda lo, up: up - lo <= accuracy * up,
-                     float(lo0), float(up0))
+    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, eps_c), compose),
+                           lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -213,63 +208,33 @@ def delta(sigma: float, q: float, steps: int, epsilon, *, accuracy: float = 1e-3
     change of a relative ε change ``accuracy``) or the time budget is spent."""
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
     eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64).reshape(-1)
-    scalar = np.ndim(epsilon) == 0
 
     def out(lo, up):
         lo, up = np.minimum(lo, up), up
-        return Bounds(float(lo[0]), float(up[0])) if scalar else Bounds(lo, up)
+        return Bounds(float(lo[0]), float(up[0])) if np.ndim(epsilon) == 0 else Bounds(lo, up)
+
+    def flat(x):
+        return np.asarray(x, dtype=np.float64).reshape(-1)
 
     if T == 0 or q == 0.0:
         return out(np.zeros(eps.size), np.zeros(eps.size))
-    lo0, up0 = (np.asarray(v, dtype=np.float64).reshape(-1) for v in _poisson("delta", sigma, q, T, eps))
     if sigma == 0.0:  # the batch sum is released exactly: δ = P(the example is ever drawn), as for Poisson
-        return out(lo0, np.asarray(pld.delta(0.0, q, T, eps).upper, dtype=np.float64).reshape(-1))
+        b = pld.delta(0.0, q, T, eps)
+        return out(flat(b.lower), flat(b.upper))
+    gauss = pld.delta(0.5 * sigma, 1.0, T, eps)  # (start bounds as in ``epsilon``)
     if q == 1.0:
-        return out(lo0, up0)
-    eps_c0 = max(float(pld.epsilon(0.5 * sigma, q, T, 1e-6, accuracy=0.05).upper), 1e-3)
-    order = np.argsort(eps)
-    groups = np.array_split(order, min(32, eps.size))
+        return out(flat(gauss.lower), flat(gauss.upper))
+    lo0 = flat(pld.delta(0.5 * sigma, q, T, eps).lower)
+    eps_c = max(float(pld.epsilon(0.5 * sigma, q, T, 1e-6, accuracy=0.05).upper), 1e-3)
+    groups = eps_groups(eps)
 
-    def evaluate(step):
-        one = sym_step(sigma, q, step)
-        up, lo = np.ones(eps.size), np.zeros(eps.size)
-        for g in groups:
-            e = eps[g]
-            e_c, e_min = float(np.median(e)), float(e.min())
-            up[g] = delta_bound(compose_repeated(one, T, step, e_c, TAU_STEP, True, e_min, _n_min(one, T)), e)
-            lo[g] = delta_bound(compose_repeated(one, T, step, e_c, TAU_STEP, False, e_min, _n_min(one, T)), e)
-        return lo, up
+    def compose(one, step):
+        return (repeated_delta(one, T, step, eps, groups, TAU_STEP, False),
+                repeated_delta(one, T, step, eps, groups, TAU_STEP, True))
 
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo, up = _refine(_step0(sigma, q, T, accuracy, eps_c0), evaluate, narrow, lo0, np.minimum(up0, 1.0))
+    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, eps_c), compose), narrow, lo0,
+                           np.minimum(flat(gauss.upper), 1.0), BUDGET)
     return out(lo, up)
-
-
-def _refine(step, evaluate, narrow, lo0, up0):
-    """Evaluate on grids of halving step until ``narrow(lower, upper)`` or the time budget is
-    spent, intersecting every certified answer with those before (and with lo0, up0).  A first
-    grid too large to build is coarsened (by 4, up to 6 times): a coarse grid is as certified,
-    only wider."""
-    best_lo, best_up = lo0, up0
-    start = time.monotonic()
-    done = coarsened = 0
-    last = 0.0  # seconds the last evaluation took: a finer grid costs about twice as much
-    while done < 6 and time.monotonic() - start + 2.0 * last <= BUDGET:
-        t0 = time.monotonic()
-        try:
-            lo, up = evaluate(step)
-        except (ValueError, ArithmeticError, MemoryError):
-            if done or coarsened >= 6:
-                break
-            step, coarsened = 4.0 * step, coarsened + 1
-            continue
-        done += 1
-        last = time.monotonic() - t0
-        best_up = np.minimum(best_up, up)
-        best_lo = np.maximum(best_lo, lo)
-        if narrow(best_lo, best_up):
-            break
-        step *= 0.5
-    return best_lo, best_up
