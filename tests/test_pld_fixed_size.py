@@ -177,3 +177,9 @@ def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler):
     s = calibrate_sigma(eps, d, q, T, sampler=sampler)
     assert pld.epsilon(s, q, T, d, sampler=sampler).upper <= eps
     assert pld.epsilon(s * 0.99, q, T, d, sampler=sampler).lower > eps
+
+
+@pytest.mark.parametrize("option", [dict(grid_step=1e-4), dict(executor=object())])
+def test_poisson_only_options_are_refused_for_other_samplers(option):
+    with pytest.raises(ValueError, match=next(iter(option))):
+        pld.epsilon(1.0, 0.1, 10, 1e-5, sampler="fixed_size", **option)

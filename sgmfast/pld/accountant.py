@@ -172,6 +172,7 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=N
     acc = check_accuracy(accuracy)
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
     if sampler != "poisson":
+        _samplers.poisson_only(grid_step=grid_step, executor=executor)
         return _samplers.call("epsilon", sampler, s, qq, t, d, acc)
     return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor, "epsilon")
 
@@ -207,6 +208,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=N
     acc = check_accuracy(accuracy)
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
     if sampler != "poisson":
+        _samplers.poisson_only(grid_step=grid_step, executor=executor)
         return _samplers.call("delta", sampler, s, qq, t, e, acc)
     return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor, "delta")
 

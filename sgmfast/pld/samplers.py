@@ -40,6 +40,13 @@ def resolve(sampler: str, relation: str | None) -> str:
     return relation
 
 
+def poisson_only(**options) -> None:
+    """A ValueError naming the first option given (not None) that only Poisson sampling takes."""
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(f"{name} applies to sampler 'poisson' only")
+
+
 def batches_per_epoch(q: float) -> int:
     """t = 1/q for shuffled batches, which must be a whole number."""
     t = round(1.0 / q) if q > 0 else 0
