@@ -169,11 +169,11 @@ def test_shuffle_needs_a_whole_number_of_batches():
         pld.epsilon(1.0, 0.3, 10, 1e-5, sampler="shuffle")
 
 
-@pytest.mark.parametrize("sampler", ["fixed_size"])  # (shuffle: each sigma builds a new epoch; minutes)
-def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler):
+@pytest.mark.parametrize("sampler,q,T,eps", [("fixed_size", 1 / 100, 1000, 3.0), ("shuffle", 1 / 234, 60 * 234, 2.0)])
+def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler, q, T, eps):
     from sgmfast.calibrate import calibrate_sigma
 
-    q, T, eps, d = 1 / 100, 1000, 3.0, 1e-5
+    d = 1e-5
     s = calibrate_sigma(eps, d, q, T, sampler=sampler)
     assert pld.epsilon(s, q, T, d, sampler=sampler).upper <= eps
     assert pld.epsilon(s * 0.99, q, T, d, sampler=sampler).lower > eps
