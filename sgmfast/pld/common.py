@@ -168,12 +168,15 @@ def two_cores() -> bool:
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about twice as costly as the one before), intersected with each other and with the certified
-    start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, or the next level
-    would end past ``budget`` seconds.  An attempt that cannot be built (ValueError,
-    ArithmeticError, MemoryError) ends the refinement: what is certified so far is returned."""
+    start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
+    no interval by a quarter (finer grids no longer pay: round-off has caught up with the
+    discretisation), or the next level would end past ``budget`` seconds.  An attempt that
+    cannot be built (ValueError, ArithmeticError, MemoryError) ends the refinement: what is
+    certified so far is returned."""
     best_lo, best_up = lo0, up0
     start = time.monotonic()
     last = 0.0
+    width = np.inf
     for level in range(levels):
         if level and time.monotonic() - start + 2.0 * last > budget:
             break
@@ -187,5 +190,9 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6):
         best_lo = np.maximum(best_lo, lo)
         if narrow(best_lo, best_up):
             break
+        new_width = best_up - best_lo
+        if level and np.all(new_width > 0.75 * width):
+            break
+        width = new_width
     return best_lo, best_up
 
