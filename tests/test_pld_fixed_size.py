@@ -114,6 +114,7 @@ def test_edges():
     assert tuple(fixed_size.epsilon(1.0, 0.1, 0, 1e-5)) == (0.0, 0.0)
     assert tuple(fixed_size.epsilon(1.0, 0.0, 10, 1e-5)) == (0.0, 0.0)
     assert tuple(fixed_size.epsilon(0.0, 0.1, 10, 1e-5)) == (math.inf, math.inf)
+    assert tuple(fixed_size.epsilon(0.0, 0.1, 10, 0.7)) == (0.0, 0.0)  # delta >= 1 - 0.9^10
     d = fixed_size.delta(0.0, 0.1, 10, np.array([0.5, 3.0]))
     np.testing.assert_allclose(d.upper, 1 - 0.9 ** 10, rtol=1e-12)
     np.testing.assert_allclose(d.lower, 1 - 0.9 ** 10, rtol=1e-12)
@@ -183,3 +184,13 @@ def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler, q, T, eps)
 def test_poisson_only_options_are_refused_for_other_samplers(option):
     with pytest.raises(ValueError, match=next(iter(option))):
         pld.epsilon(1.0, 0.1, 10, 1e-5, sampler="fixed_size", **option)
+
+
+def test_shuffled_without_noise_reveals_the_example_within_an_epoch():
+    """Shuffled batches use every example once per epoch: with no noise δ(ε) = min(1, T/t),
+    more than Poisson sampling's 1 - (1 - q)^T."""
+    d = pld.delta(0.0, 1 / 10, np.array([5, 10, 30]), 1.0, sampler="shuffle")
+    np.testing.assert_array_equal(d.lower, [0.5, 1.0, 1.0])
+    np.testing.assert_array_equal(d.upper, [0.5, 1.0, 1.0])
+    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.4, sampler="shuffle")) == (math.inf, math.inf)
+    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.5, sampler="shuffle")) == (0.0, 0.0)

@@ -181,8 +181,8 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     delta = float(check_delta(delta))
     if T == 0 or q == 0.0:
         return Bounds(0.0, 0.0)
-    if sigma == 0.0:
-        return Bounds(math.inf, math.inf)
+    if sigma == 0.0:  # the batch sum is released exactly: as Poisson sampling's (ε = 0 or +inf)
+        return pld.epsilon(0.0, q, T, delta)
     # start bounds: the attained pair (Poisson add/remove at noise sigma / 2) below, the Gaussian
     # with sensitivity 2 above -- at q = 1 the mechanism itself, exact
     gauss = float(pld.epsilon(0.5 * sigma, 1.0, T, delta).upper)

@@ -63,11 +63,15 @@ def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
         return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)
     if q == 0.0 or steps == 0:
         return Bounds(0.0, 0.0)
-    if sigma == 0.0:  # no noise: as for Poisson sampling, each step reveals whether the example is in
-        from . import accountant
-
-        return getattr(accountant, kind)(0.0, q, steps, x)
-    return getattr(allocation, kind)(sigma, batches_per_epoch(q), steps, x, accuracy=accuracy)
+    t = batches_per_epoch(q)
+    if sigma == 0.0:
+        # no noise: the output reveals whether the example was used, which it surely is within
+        # an epoch (its step is uniform among the epoch's t): δ(ε) = min(1, T/t) for every ε
+        used = min(1.0, steps / t)
+        if kind == "delta":
+            return Bounds(used, used)
+        return Bounds(0.0, 0.0) if x >= used else Bounds(math.inf, math.inf)
+    return getattr(allocation, kind)(sigma, t, steps, x, accuracy=accuracy)
 
 
 def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
@@ -80,7 +84,7 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
     up = np.empty(flat[0].size)
     for i in range(lo.size):
         s, qq, t, v = (float(f[i]) for f in flat)
-        b = _one(kind, sampler, s, qq, int(t) if math.isfinite(t) else t, v, accuracy)
+        b = _one(kind, sampler, s, qq, int(t), v, accuracy)
         lo[i], up[i] = b.lower, b.upper
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))
