@@ -57,6 +57,7 @@ def batches_per_epoch(q: float) -> int:
 
 
 def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
+    """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
     from . import allocation, fixed_size
 
     if sampler == "fixed_size":
@@ -75,17 +76,25 @@ def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
 
 
 def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
-    """``kind`` ("epsilon" or "delta") of a non-Poisson sampler, broadcast over validated inputs
-    point by point."""
+    """``kind`` ("epsilon" or "delta") of a non-Poisson sampler, broadcast over validated inputs:
+    one call per (sigma, q, steps), with all its epsilons at once for ``delta`` (one composition
+    serves them), one per δ for ``epsilon``."""
     arrays = np.broadcast_arrays(sigma, q, steps, x)
     shape = arrays[0].shape
     flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    for i in range(lo.size):
-        s, qq, t, v = (float(f[i]) for f in flat)
-        b = _one(kind, sampler, s, qq, int(t), v, accuracy)
-        lo[i], up[i] = b.lower, b.upper
+    groups: dict = {}
+    for i, key in enumerate(zip(*(f.tolist() for f in flat[:3]))):
+        groups.setdefault(key, []).append(i)
+    for (s, qq, t), idx in groups.items():
+        if kind == "delta":
+            b = _one(kind, sampler, s, qq, int(t), flat[3][idx], accuracy)
+            lo[idx], up[idx] = b.lower, b.upper
+        else:
+            for i in idx:
+                b = _one(kind, sampler, s, qq, int(t), float(flat[3][i]), accuracy)
+                lo[i], up[i] = b.lower, b.upper
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(shape), up.reshape(shape))
