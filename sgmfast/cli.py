@@ -107,7 +107,8 @@ def _build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
     pc.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
-                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: --solve-for sigma, PLD)")
+                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: --solve-for sigma or "
+                         "batch-size, PLD; shuffle: N // B whole batches per epoch)")
     pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
     pc.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
@@ -132,6 +133,9 @@ def _build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--candidates", type=int, nargs="+", help="batch sizes to compare (default powers of 2)")
     pb.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
                     help="pld (default, tight) or rdp (faster, looser)")
+    pb.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; shuffle: N // B whole batches per epoch; "
+                         "shuffle and fixed-size need --accountant pld)")
     pv = sub.add_parser(
         "curve", help="epsilon after each checkpoint of a run, as CSV (and a plot with --out)",
         description="Prints CSV: step,epoch,epsilon_lower,epsilon_upper (epoch = step * q; upper bounds "
@@ -284,14 +288,16 @@ def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
 def _cmd_calibrate(args) -> None:
     from . import calibrate as cal
 
-    if args.sampler != "poisson" and (args.solve_for != "sigma" or args.accountant != "pld"):
-        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma and --accountant pld")
+    sampler = args.sampler.replace("-", "_")
+    if args.sampler != "poisson" and (args.solve_for == "epochs" or args.accountant != "pld"):
+        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma or batch-size and "
+                         "--accountant pld")
     if args.solve_for == "sigma":
         if args.sigma is not None:
             raise ValueError("--sigma is what --solve-for sigma computes; leave it out")
         q, steps = _resolve_q_steps(args)
         sigma = cal.calibrate_sigma(args.epsilon, args.delta, q, steps, accountant=args.accountant,
-                                    accuracy=args.accuracy, sampler=args.sampler.replace("-", "_"))
+                                    accuracy=args.accuracy, sampler=sampler)
     elif args.solve_for == "batch-size":
         if args.sigma is None or args.dataset_size is None:
             raise ValueError("--solve-for batch-size needs --sigma and --dataset-size")
@@ -300,12 +306,15 @@ def _cmd_calibrate(args) -> None:
         if (args.steps is None) == (args.epochs is None):
             raise ValueError("--solve-for batch-size needs exactly one of --steps and --epochs")
         b = cal.calibrate_batch_size(args.epsilon, args.delta, args.sigma, args.dataset_size, steps=args.steps,
-                                     epochs=args.epochs, accountant=args.accountant, accuracy=args.accuracy)
-        sigma, q = args.sigma, b / args.dataset_size
-        if args.steps is not None:
-            steps = args.steps
+                                     epochs=args.epochs, accountant=args.accountant, accuracy=args.accuracy,
+                                     sampler=sampler)
+        sigma = args.sigma
+        if b > 0:
+            from .pld.samplers import run_of_batch
+
+            q, steps = run_of_batch(sampler, b, args.dataset_size, args.steps, args.epochs)
         else:  # (batch size 0: no batch meets the target; an empty batch takes no steps)
-            steps = float(math.ceil(args.epochs * args.dataset_size / b - 1e-9)) if b > 0 else 0.0
+            q, steps = 0.0, (args.steps if args.steps is not None else 0.0)
         print(f"batch size: {b}")
     else:
         if args.sigma is None:
@@ -325,8 +334,7 @@ def _cmd_calibrate(args) -> None:
         print("steps: inf")
         print(f"accountant: {args.accountant}")
         return
-    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy,
-                             args.sampler.replace("-", "_"))
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler)
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
     print(f"epsilon: {_fmt(upper, 'up')}")
@@ -346,7 +354,7 @@ def _cmd_batch_size(args) -> None:
     plan = plan_batch_size(args.dataset_size, args.epsilon, args.delta, clipping_norm=args.clipping_norm,
                            grad_sq_sum=args.grad_sq_sum, grad_norm=args.grad_norm, dim=args.dim,
                            epochs=args.epochs, steps=args.steps, candidates=args.candidates,
-                           accountant=args.accountant)
+                           accountant=args.accountant, sampler=args.sampler.replace("-", "_"))
     print(plan.to_text())
     print(f"best batch size: {plan.best.batch_size}")
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.special import erf
 from scipy.stats import norm
 
-from sgmfast import analysis, rdp
+from sgmfast import analysis, pld, rdp
 from sgmfast._kernels import analysis as ka
 from sgmfast._kernels.calibrate import gaussian_log_delta
 from sgmfast.calibrate import gaussian_sigma
@@ -557,3 +557,28 @@ def test_one_step_delta_lies_in_the_pld_bounds_at_one_step(q, sigma):
     assert np.all(exact <= b.upper * (1 + 1e-12) + 1e-300)
     np.testing.assert_allclose(b.upper, exact, rtol=1e-4, atol=1e-300)
     np.testing.assert_allclose(b.lower, exact, rtol=1e-4, atol=1e-300)
+
+
+@pytest.mark.parametrize("sampler", ["fixed_size", "shuffle"])
+def test_plan_batch_size_under_a_sampler(sampler):
+    """Each row is the sampler's run (``run_of_batch``) at the sigma ``calibrate_sigma`` gives for
+    it, scored with the without-replacement sampling variance (factor N / (N - 1))."""
+    from sgmfast.calibrate import calibrate_sigma
+    from sgmfast.pld.samplers import run_of_batch
+
+    n, eps, delta = 2000, 2.0, 1e-5
+    plan = analysis.plan_batch_size(n, eps, delta, grad_sq_sum=10.0, epochs=2, candidates=[100, 500],
+                                    sampler=sampler)
+    assert plan.sampler == sampler and f"sampler={sampler}" in plan.to_text()
+    for r in plan.rows:
+        q, t = run_of_batch(sampler, r.batch_size, n, None, 2)
+        assert (r.q, r.steps) == (q, int(t))
+        assert r.sigma == calibrate_sigma(eps, delta, q, int(t), sampler=sampler)
+        assert pld.epsilon(r.sigma, q, int(t), delta, sampler=sampler).upper <= eps
+        assert r.subsampling_var == pytest.approx((1 - q) / q * 10.0 * n / (n - 1))
+        assert r.total_var == pytest.approx(r.subsampling_var + r.noise_var)
+
+
+def test_plan_batch_size_sampler_needs_pld():
+    with pytest.raises(ValueError, match="accountant must be 'pld'"):
+        analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="fixed_size", accountant="rdp")

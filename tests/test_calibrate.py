@@ -180,3 +180,40 @@ def test_calibrate_epochs_over_arrays():
     ep = cal.calibrate_epochs([1.0, 2.0], 1e-5, 1.0, [[0.01], [0.0]], accountant="rdp")
     assert ep.shape == (2, 2) and np.all(np.isinf(ep[1]))
     assert ep[0, 1] == cal.calibrate_steps(2.0, 1e-5, 1.0, 0.01, accountant="rdp") * 0.01
+
+
+@pytest.mark.parametrize("sampler", ["fixed_size", "shuffle"])
+@pytest.mark.parametrize("kw", [dict(epochs=2), dict(steps=50)])
+def test_batch_size_under_a_sampler_is_the_largest_that_meets_the_target(sampler, kw):
+    """The batch size's run (q and T from ``run_of_batch``) meets the target under the sampler's
+    certifier, and one more example per batch does not."""
+    from sgmfast.pld.samplers import run_of_batch
+
+    n, sigma, eps, delta = 1000, 2.0, 1.0, 1e-5
+    b = cal.calibrate_batch_size(eps, delta, sigma, n, sampler=sampler, **kw)
+    assert 1 <= b < n
+
+    def eps_of(bb):
+        q, t = run_of_batch(sampler, bb, n, kw.get("steps"), kw.get("epochs"))
+        return pld.epsilon(sigma, q, int(t), delta, sampler=sampler).upper
+
+    assert eps_of(b) <= eps < eps_of(b + 1)
+
+
+def test_run_of_batch_is_the_loaders_run():
+    from sgmfast.pld.samplers import run_of_batch
+
+    assert run_of_batch("poisson", 256, 60000, None, 60) == (256 / 60000, 14063.0)
+    assert run_of_batch("fixed_size", 256, 60000, 100, None) == (256 / 60000, 100.0)
+    # shuffled: 234 whole batches of 256 per epoch (the last 96 examples dropped)
+    assert run_of_batch("shuffle", 256, 60000, None, 60) == (1 / 234, 60 * 234.0)
+    assert run_of_batch("shuffle", 60000, 60000, None, 3) == (1.0, 3.0)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(sampler="shuffle", accountant="rdp"), "accountant must be 'pld'"),
+    (dict(sampler="bogus"), "sampler must be one of"),
+])
+def test_batch_size_sampler_bad_input(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        cal.calibrate_batch_size(1.0, 1e-5, 1.0, 1000, epochs=1, **kwargs)

@@ -504,3 +504,29 @@ def test_calibrate_under_a_sampler_prints_what_the_api_computes(capsys):
     assert code == 0, err
     s = calibrate_sigma(3.0, 1e-5, 0.01, 1000, sampler="fixed_size")
     assert _field(out, "sigma") == _fmt(s, "up") and _field(out, "sampler") == "fixed-size"
+
+
+def test_calibrate_batch_size_under_a_sampler_prints_what_the_api_computes(capsys):
+    from sgmfast.calibrate import calibrate_batch_size
+    from sgmfast.pld.samplers import run_of_batch
+
+    code, out, err = _run(["calibrate", "--epsilon", "1", "--delta", "1e-5", "--solve-for", "batch-size",
+                           "--sigma", "2", "--dataset-size", "1000", "--epochs", "2", "--sampler", "fixed-size"], capsys)
+    assert code == 0, err
+    b = calibrate_batch_size(1.0, 1e-5, 2.0, 1000, epochs=2, sampler="fixed_size")
+    q, t = run_of_batch("fixed_size", b, 1000, None, 2)
+    assert int(_field(out, "batch size")) == b and int(_field(out, "steps")) == t
+    assert float(_field(out, "epsilon")) <= 1.0 and _field(out, "sampler") == "fixed-size"
+
+
+def test_batch_size_command_takes_the_sampler(capsys):
+    from sgmfast.analysis import plan_batch_size
+
+    argv = ["batch-size", "--dataset-size", "2000", "--epsilon", "2", "--delta", "1e-5", "--epochs", "2",
+            "--grad-sq-sum", "10", "--candidates", "100", "500"]
+    code, out, err = _run(argv + ["--sampler", "fixed-size"], capsys)
+    assert code == 0, err
+    plan = plan_batch_size(2000, 2.0, 1e-5, grad_sq_sum=10.0, epochs=2, candidates=[100, 500], sampler="fixed_size")
+    assert plan.to_text() in out and f"best batch size: {plan.best.batch_size}" in out
+    code, out, err = _run(argv + ["--sampler", "shuffle", "--accountant", "rdp"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "pld" in err

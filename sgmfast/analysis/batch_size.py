@@ -89,13 +89,14 @@ class BatchSizePlan:
     epsilon: float
     delta: float
     accountant: str
+    sampler: str = "poisson"
 
     def to_text(self) -> str:
         """A fixed-width table, the best row marked with '*'."""
         head = (f"{'batch':>9} {'q':>10} {'steps':>9} {'sigma':>9} {'sigma/q':>11} "
                 f"{'subsampling':>12} {'noise':>12} {'total':>12}")
-        lines = [f"epsilon={self.epsilon:g}, delta={self.delta:g}, accountant={self.accountant}"
-                 " (per-coordinate variance, units of C^2)", head]
+        lines = [f"epsilon={self.epsilon:g}, delta={self.delta:g}, accountant={self.accountant}, "
+                 f"sampler={self.sampler} (per-coordinate variance, units of C^2)", head]
         for r in self.rows:
             mark = "*" if r is self.best else " "
             lines.append(f"{r.batch_size:>9d} {r.q:>10.4g} {r.steps:>9d} {r.sigma:>9.4g} "
@@ -109,11 +110,13 @@ def _default_candidates(n: int):
     return cands + [n]
 
 
-def _plan_sigma(eps, dl, q, t, accountant) -> float:
+def _plan_sigma(eps, dl, q, t, accountant, sampler="poisson") -> float:
     """One candidate's sigma (a module-level function, so that executors can pickle it)."""
     from .. import calibrate as _cal
     from .. import rdp as _rdp
 
+    if sampler != "poisson":
+        return float(_cal.calibrate_sigma(eps, dl, q, t, accountant=accountant, sampler=sampler))
     try:
         return float(_cal.calibrate_sigma(eps, dl, q, t, accountant=accountant))
     except ValueError:
@@ -125,7 +128,8 @@ def _plan_sigma(eps, dl, q, t, accountant) -> float:
 
 def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_sum=None,
                     grad_norm=None, dim=1, epochs=None, steps=None, candidates=None,
-                    accountant: str = "pld", progress: bool | None = None, executor=None) -> BatchSizePlan:
+                    accountant: str = "pld", progress: bool | None = None, executor=None,
+                    sampler: str = "poisson") -> BatchSizePlan:
     """Tabulate the DP-SGD gradient variance per candidate batch size and name the best.
 
     Modelling assumptions (as in Räisä et al., ICML 2024, Sec. 4): Poisson sampling with
@@ -163,6 +167,13 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     executor : concurrent.futures.Executor, optional
         Calibrate the candidates on it, one per task (a 'spawn' process pool, a Dask cluster's
         ``client.get_executor()``); the plan is the same as the serial one.
+    sampler : {"poisson", "shuffle", "fixed_size"}
+        How batches are drawn (PLD only): each candidate's q and T are
+        ``pld.samplers.run_of_batch``'s (shuffled: n // B whole batches per epoch, q = 1 / (n // B)),
+        its sigma ``calibrate_sigma(..., sampler=sampler)``'s.  Batches drawn without replacement
+        (fixed size, shuffled) have subsampling variance at most (1 - q)/q * N/(N - 1) * sum_i
+        g_ij^2 (the sample-sum variance, sum_i (g_ij - mean)^2 <= sum_i g_ij^2); that bound is
+        the score's first term.
 
     Returns
     -------
@@ -184,6 +195,10 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     cn = float(check_positive(clipping_norm, "clipping_norm"))
     if accountant not in ("pld", "rdp"):
         raise ValueError(f"accountant must be one of ('pld', 'rdp'); got {accountant!r}")
+    from ..calibrate.run import _check_sampler
+    from ..pld.samplers import run_of_batch
+
+    _check_sampler(sampler, accountant)
     if (grad_sq_sum is None) == (grad_norm is None):
         raise ValueError("give exactly one of grad_sq_sum and grad_norm")
     if grad_sq_sum is not None:
@@ -210,11 +225,12 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
             raise ValueError(f"candidates (batch sizes) must be <= dataset_size={n}; got {bi}")
         bs.append(bi)
     bs = sorted(set(bs))
-    plan = [(b, b / n, st if st is not None else int(math.ceil(ep * n / b))) for b in bs]
+    plan = [(b, *run_of_batch(sampler, b, n, st, ep)) for b in bs]
+    plan = [(b, q, int(t)) for b, q, t in plan]
     rows = []
     with Progress(len(plan), "planning batch sizes", progress, min_total=4) as bar:
         if check_executor(executor) is not None:  # one candidate per task (each is independent)
-            futs = [executor.submit(_plan_sigma, eps, dl, q, t, accountant) for _, q, t in plan]
+            futs = [executor.submit(_plan_sigma, eps, dl, q, t, accountant, sampler) for _, q, t in plan]
             sigmas = []
             for f in futs:
                 sigmas.append(f.result())
@@ -222,10 +238,13 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
         else:
             sigmas = []
             for _, q, t in plan:
-                sigmas.append(_plan_sigma(eps, dl, q, t, accountant))
+                sigmas.append(_plan_sigma(eps, dl, q, t, accountant, sampler))
                 bar.update()
     for (b, q, t), sigma in zip(plan, sigmas):
         sub, noise, tot = variance_decomposition(q, sigma, g2, cn)
+        if sampler != "poisson" and n > 1:  # without replacement (docstring)
+            sub *= n / (n - 1)
+            tot = sub + noise
         rows.append(PlanRow(b, q, t, sigma, sigma / q, sub, noise, tot))
     best = min(rows, key=lambda r: r.total_var)
-    return BatchSizePlan(tuple(rows), best, eps, dl, accountant)
+    return BatchSizePlan(tuple(rows), best, eps, dl, accountant, sampler)

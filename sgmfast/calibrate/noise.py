@@ -48,8 +48,13 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
     return check_epsilon(epsilon)
 
 
-def _public_eps(accountant, sigma, q, steps, delta, accuracy) -> float:
+def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
     """The epsilon the public accountant reports: what every returned value is verified with."""
+    if sampler != "poisson":
+        from .. import pld
+
+        return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy,
+                                 sampler=sampler).upper)
     if accountant == "rdp":
         from .. import rdp
 

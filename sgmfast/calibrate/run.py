@@ -62,7 +62,7 @@ def _q_point(eps, delta, sigma, steps, *, accountant="pld", accuracy=1e-3):
 
 
 def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epochs=None,
-                         accountant="pld", accuracy=1e-3, executor=None):
+                         accountant="pld", accuracy=1e-3, executor=None, sampler: str = "poisson"):
     """Largest expected batch size B (q = B / dataset_size) whose certified epsilon is <= ``epsilon``.
 
     Give either ``steps`` (fixed number of steps) or ``epochs`` (fixed number of passes:
@@ -71,6 +71,13 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     effective noise sigma/q dominates, Räisä et al. 2024); the returned B is verified by the
     public accountant.  Returns 0 if not even B = 1 fits.  ``epsilon``, ``delta`` and ``sigma``
     broadcast (an int array comes back); ``executor``: as in :func:`calibrate_sigma`.
+
+    ``sampler`` (PLD only; :mod:`sgmfast.pld.samplers`): ``"poisson"`` (expected batch size),
+    ``"fixed_size"`` (batches of exactly B drawn without replacement, replace-one) or
+    ``"shuffle"`` (each epoch shuffled into n // B whole batches of B, the rest dropped; with
+    ``epochs``, T = ceil(epochs * (n // B))).  The returned B's run, accounted by
+    ``pld.epsilon(..., sampler=sampler)`` (``samplers.run_of_batch`` gives its q and T), meets
+    the target.
 
     Examples
     --------
@@ -89,13 +96,23 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         check_steps(steps)
     elif not 0.0 < float(check_epsilon(epochs, "epochs")) < math.inf:
         raise ValueError(f"epochs must be finite and > 0; got {float(epochs):g}")
-    kwargs = dict(steps=steps, epochs=epochs, accountant=accountant, accuracy=acc)
+    _check_sampler(sampler, accountant)
+    kwargs = dict(steps=steps, epochs=epochs, accountant=accountant, accuracy=acc, sampler=sampler)
     _check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma)
     out = _vectorised("_batch_size_point", (epsilon, delta, sigma), (n,), kwargs, accountant, executor)
     return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
 
 
-def _batch_size_point(epsilon, delta, sigma, n, *, steps=None, epochs=None, accountant="pld", accuracy=1e-3):
+def _check_sampler(sampler, accountant):
+    from ..pld.samplers import resolve
+
+    resolve(sampler, None)  # a ValueError naming it if unknown
+    if sampler != "poisson" and accountant != "pld":
+        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP bound is for Poisson sampling)")
+
+
+def _batch_size_point(epsilon, delta, sigma, n, *, steps=None, epochs=None, accountant="pld", accuracy=1e-3,
+                      sampler="poisson"):
     acc = accuracy
     e = float(_check_target_epsilon(epsilon))
     d = float(check_delta(delta))
@@ -111,6 +128,16 @@ def _batch_size_point(epsilon, delta, sigma, n, *, steps=None, epochs=None, acco
         if not 0.0 < ep < math.inf:
             raise ValueError(f"epochs must be finite and > 0; got {ep:g}")
         steps_of = lambda b: float(math.ceil(ep * n / b - 1e-9))  # noqa: E731
+    if sampler != "poisson":
+        from ..pld.samplers import run_of_batch
+
+        def public_ok(b):
+            q, t = run_of_batch(sampler, b, n, steps, ep if steps is None else None)
+            return _public_eps(accountant, s, q, t, d, acc, sampler) <= e
+        # epsilon grows with B (fewer, larger batches): bisection on the public bound itself
+        if not public_ok(1):
+            return 0
+        return n if public_ok(n) else _int_boundary(public_ok, public_ok, 1, n)
     public_ok = lambda b: _public_eps(accountant, s, b / n, steps_of(b), d, acc) <= e  # noqa: E731
     if not public_ok(1):
         return 0

@@ -237,14 +237,19 @@ def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
     m, v = kt.tilted_moments(one.pess, one.j_lo, step, 0.0)
     if count * m >= eps_c or not v > 0:
         return 0.0
-    theta = 0.0
-    for _ in range(20):
-        new = min(theta + (eps_c / count - m) / v, 2 * theta + 1.0, 300.0 / max(eps_c, 1e-9))
+    # the tilted mean grows with theta: Newton steps, kept inside the bracket [theta, hi) where
+    # it is below / above the target (a far, light tail can make it jump: then bisection)
+    theta, hi = 0.0, 300.0 / max(eps_c, 1e-9)
+    for _ in range(60):
+        new = min(theta + (eps_c / count - m) / v, 2 * theta + 1.0)
+        if not theta < new < hi:
+            new = 0.5 * (theta + hi)
         m2, v2 = kt.tilted_moments(one.pess, one.j_lo, step, new)
-        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0):
-            break
-        theta, m, v = new, m2, v2
-        if abs(count * m - eps_c) < 0.05 * math.sqrt(count * v):
+        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0) or count * m2 > eps_c + 0.05 * math.sqrt(count * v2):
+            hi = new
+        else:
+            theta, m, v = new, m2, v2
+        if abs(count * m - eps_c) < 0.05 * math.sqrt(count * v) or hi - theta < 1e-3 * hi:
             break
     return theta
 

@@ -56,6 +56,25 @@ def batches_per_epoch(q: float) -> int:
     return int(t)
 
 
+def run_of_batch(sampler: str, batch: int, n: int, steps=None, epochs=None) -> tuple:
+    """(q, T) of a run with batches of ``batch`` of ``n`` examples under ``sampler``, given
+    ``steps`` or ``epochs`` (exactly one):
+
+    * poisson, fixed_size: q = batch / n; T = steps, or ceil(epochs n / batch);
+    * shuffle: t = n // batch whole batches per epoch, q = 1 / t (the partial last batch dropped,
+      as ``drop_last=True`` loaders do: an example left out of an epoch is not used in it, a
+      mixture with no output that can only lower its privacy loss); T = steps, or
+      ceil(epochs t)."""
+    if sampler == "shuffle":
+        t = n // batch
+        q = 1.0 / t
+        total = steps if steps is not None else math.ceil(epochs * t - 1e-9)
+        return q, float(total)
+    q = batch / n
+    total = steps if steps is not None else math.ceil(epochs * n / batch - 1e-9)
+    return q, float(total)
+
+
 def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
     from . import allocation, fixed_size
