@@ -67,8 +67,8 @@ def test_dp_accounting_adapter_rejects_other_events(dpa):
         acc.compose(bad)
     assert acc.get_epsilon(1e-5) == 0.0  # nothing was recorded
     assert not acc.supports(dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)))
-    replace = SGMFastPrivacyAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
-    assert not replace.supports(dpa.GaussianDpEvent(1.0))
+    special = SGMFastPrivacyAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
+    assert not special.supports(dpa.GaussianDpEvent(1.0))
 
 
 def test_dp_accounting_gaussian_event_is_q_one(dpa):
@@ -211,3 +211,69 @@ def test_dp_accounting_non_private_is_infinite(dpa):
     assert pld_acc.get_epsilon(1e-5) == math.inf and pld_acc.get_epsilon(0.5) == 0.0
     acc2 = SGMFastPrivacyAccountant(accountant="rdp").compose(dpa.NonPrivateDpEvent())
     assert acc2.get_epsilon(1e-5) == math.inf
+
+
+# ------------------------------------------------------------------ dp_accounting, REPLACE_ONE
+
+def _replace_one(dpa, **kw):
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    return SGMFastPrivacyAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE, **kw)
+
+
+def test_dp_accounting_conformance_suite_both_relations(dpa):
+    """dp_accounting's own abstract accountant tests (no events, no-op, non-private, unsupported
+    events) on the adapter under both relations it takes."""
+    import unittest
+
+    from dp_accounting import privacy_accountant_test as pat
+
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    class Conformance(pat.PrivacyAccountantTest):
+        def _make_test_accountants(self):
+            return [SGMFastPrivacyAccountant(), SGMFastPrivacyAccountant(accountant="rdp"), _replace_one(dpa)]
+
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(Conformance)
+    res = unittest.TextTestRunner(verbosity=0).run(suite)
+    assert res.testsRun >= 10 and res.wasSuccessful(), (res.failures, res.errors)
+
+
+def test_dp_accounting_fixed_size_batches_under_replace_one(dpa):
+    """SampledWithoutReplacementDpEvent (dp_accounting's noise multiplier is per replace-one
+    sensitivity, two clipping norms: sgmfast's sigma is twice it) is fixed_size's run, below
+    dp_accounting's own RDP accountant for that event (the committed table's first row)."""
+    import csv
+    from pathlib import Path
+
+    from sgmfast.pld import fixed_size
+
+    ev = dpa.SampledWithoutReplacementDpEvent(60000, 256, dpa.GaussianDpEvent(0.55))
+    acc = _replace_one(dpa).compose(dpa.SelfComposedDpEvent(ev, 14000)).compose(ev, 40)
+    ours = fixed_size.epsilon(1.1, 256 / 60000, 14040, 1e-5)
+    assert acc.get_epsilon_bounds(1e-5) == ours
+    with open(Path(__file__).parent / "reference" / "dp_accounting_wor.csv") as fh:
+        row = next(r for r in csv.DictReader(line for line in fh if not line.startswith("#")))
+    assert (float(row["sigma"]), int(row["steps"])) == (1.1, 14040)
+    assert acc.get_epsilon(1e-5) < float(row["epsilon_rdp"])
+    d = acc.get_delta(ours.upper)
+    assert d == fixed_size.delta(1.1, 256 / 60000, 14040, ours.upper).upper and d <= 1e-5 * (1 + 1e-3)
+    # a bare Gaussian under REPLACE_ONE is the full batch: sensitivity 2 at noise 2 * multiplier
+    full = _replace_one(dpa).compose(dpa.GaussianDpEvent(1.0), 3)
+    assert full.get_epsilon(1e-5) == fixed_size.epsilon(2.0, 1.0, 3, 1e-5).upper
+
+
+def test_dp_accounting_replace_one_refuses_what_it_cannot_account(dpa):
+    wor = dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(1.0))
+    other = dpa.SampledWithoutReplacementDpEvent(1000, 20, dpa.GaussianDpEvent(1.0))
+    acc = _replace_one(dpa).compose(wor, 5)
+    assert acc.supports(wor) and not acc.supports(other)  # one run: one noise and batch fraction
+    assert not _replace_one(dpa).supports(dpa.ComposedDpEvent([wor, other]))
+    assert not acc.supports(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)))
+    assert not _replace_one(dpa, accountant="rdp").supports(wor)
+    from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
+
+    assert not SGMFastPrivacyAccountant().supports(wor)  # add/remove: not this sampler's relation
+    with pytest.raises(dpa.UnsupportedEventError):
+        acc.compose(other)
+    assert acc.get_epsilon_bounds(1e-5) == _replace_one(dpa).compose(wor, 5).get_epsilon_bounds(1e-5)
