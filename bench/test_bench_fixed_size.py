@@ -52,3 +52,20 @@ def test_fixed_size_epsilon(benchmark, row):
     print(f"\nsigma={sigma} b/n={g:.5g} T={T} delta={d}: sgmfast [{b.lower:.5f}, {b.upper:.5f}] "
           f"(width {(b.upper - b.lower) / b.upper:.1e}) in {mean:.3f} s; dp_accounting RDP {ref:.5f} in {sec_r:.3f} s "
           f"({100 * (1 - b.upper / ref):.0f} % lower)")
+
+
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"rdp-sigma{r['sigma']}-g{float(r['g']):.4g}-T{r['steps']}")
+def test_fixed_size_rdp_epsilon(benchmark, row):
+    """sgmfast's RDP bound for the same sampler (``rdp.epsilon(..., sampler="fixed_size")``,
+    ``_kernels/rdp/fixed_size.py``) beside dp_accounting's RDP, both timed here."""
+    from sgmfast import rdp
+
+    sigma, g, T, d = float(row["sigma"]), float(row["g"]), int(row["steps"]), float(row["delta"])
+    e = benchmark.pedantic(lambda: rdp.epsilon(sigma, g, T, d, sampler="fixed_size"), rounds=5, iterations=1,
+                           warmup_rounds=1)
+    t0 = time.perf_counter()
+    ref = _dp_accounting(sigma, g, T, d)
+    sec_r = time.perf_counter() - t0
+    mean = benchmark.stats.stats.mean
+    print(f"\nsigma={sigma} b/n={g:.5g} T={T} delta={d}: sgmfast RDP {e:.5f} in {mean:.4f} s; "
+          f"dp_accounting RDP {ref:.5f} in {sec_r:.3f} s ({100 * (1 - e / ref):.0f} % lower)")

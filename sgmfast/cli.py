@@ -101,14 +101,14 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="poisson: each example in each batch with probability q (default); shuffle: "
                          "shuffled batches, each example in exactly one of the 1/q batches of every epoch "
                          "(random allocation; PLD, add-remove); fixed-size: batches of exactly q n examples "
-                         "drawn without replacement every step (PLD, replace-one)")
+                         "drawn without replacement every step (replace-one; PLD or RDP)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
     pc.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
                     help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: --solve-for sigma or "
-                         "batch-size, PLD; shuffle: N // B whole batches per epoch)")
+                         "batch-size; shuffle: PLD, N // B whole batches per epoch)")
     pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
     pc.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
@@ -135,7 +135,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="pld (default, tight) or rdp (faster, looser)")
     pb.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
                     help="how batches are drawn (as for 'epsilon'; shuffle: N // B whole batches per epoch; "
-                         "shuffle and fixed-size need --accountant pld)")
+                         "shuffle needs --accountant pld)")
     pv = sub.add_parser(
         "curve", help="epsilon after each checkpoint of a run, as CSV (and a plot with --out)",
         description="Prints CSV: step,epoch,epsilon_lower,epsilon_upper (epoch = step * q; upper bounds "
@@ -243,12 +243,18 @@ def _cmd_epsilon(args) -> None:
     if args.accountant == "rdp":
         from . import rdp
 
-        if sampler != "poisson" or relation not in (None, "add_remove"):
-            raise ValueError(f"--accountant rdp accounts for --sampler poisson with --relation add-remove; "
-                             f"use --accountant pld for --sampler {args.sampler} and replace-one")
-        eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True)
+        own = {"poisson": "add_remove", "fixed_size": "replace_one"}.get(sampler)
+        if own is None or relation not in (None, own):
+            raise ValueError("--accountant rdp accounts for --sampler poisson (add-remove) and fixed-size "
+                             f"(replace-one); use --accountant pld for --sampler {args.sampler} with "
+                             f"--relation {(relation or 'add_remove').replace('_', '-')}")
+        eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True,
+                                 sampler=sampler)
         print(f"epsilon: {_fmt(eps, 'up')}")
         print(f"optimal order: {order:.6g}")
+        if sampler != "poisson":
+            print(f"relation: {own.replace('_', '-')}")
+            print(f"sampler: {args.sampler}")
     else:
         if args.orders is not None:
             raise ValueError("--orders applies to --accountant rdp only")
@@ -278,7 +284,7 @@ def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
     if accountant == "rdp":
         from . import rdp
 
-        return rdp.epsilon(sigma, q, steps, delta), None
+        return rdp.epsilon(sigma, q, steps, delta, sampler=sampler), None
     from . import pld
 
     b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
@@ -289,9 +295,9 @@ def _cmd_calibrate(args) -> None:
     from . import calibrate as cal
 
     sampler = args.sampler.replace("-", "_")
-    if args.sampler != "poisson" and (args.solve_for == "epochs" or args.accountant != "pld"):
-        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma or batch-size and "
-                         "--accountant pld")
+    if args.sampler != "poisson" and args.solve_for == "epochs":
+        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma or batch-size")
+    cal.check_sampler(sampler, args.accountant)
     if args.solve_for == "sigma":
         if args.sigma is not None:
             raise ValueError("--sigma is what --solve-for sigma computes; leave it out")

@@ -10,6 +10,10 @@ rounded up by a relative 1e-12 before conversion, so floating-point rounding can
 epsilon smaller than the RDP bound it comes from. The result is an upper bound on the true
 epsilon (RDP is not tight: the PLD accountant, :mod:`sgmfast.pld`, is).
 
+``sampler="fixed_size"`` (batches of exactly b of n drawn without replacement, replace-one,
+``sigma`` the noise std over the clipping norm) uses one step's bound from
+``_kernels/rdp/fixed_size.py`` (its derivation there) over the orders ``FIXED_SIZE_ORDERS``.
+
 References
 ----------
 .. [MTZ19] I. Mironov, K. Talwar, L. Zhang. "Rényi Differential Privacy of the Sampled
@@ -48,6 +52,7 @@ __all__ = [
     "delta",
     "RDPAccountant",
     "REL_MARGIN",
+    "FIXED_SIZE_ORDERS",
 ]
 
 #: Relative amount by which total RDP is rounded up before conversion to (epsilon, delta).
@@ -58,6 +63,27 @@ ORDER_XTOL = 1e-6
 
 
 _U = 2.0 ** -53
+
+#: Orders searched for fixed-size batches (no continuous optimisation there): 1.05 .. 10 in
+#: steps of 0.05, the integers to 256, and a few beyond.
+FIXED_SIZE_ORDERS = np.unique(np.concatenate((1.0 + np.arange(1, 181) / 20.0, np.arange(11.0, 257.0),
+                                              [320.0, 400.0, 512.0, 768.0, 1024.0])))
+RDP_SAMPLERS = ("poisson", "fixed_size")
+
+
+def _check_sampler(sampler: str) -> str:
+    if sampler not in RDP_SAMPLERS:
+        raise ValueError(f"sampler must be one of {RDP_SAMPLERS} for the RDP accountant; got {sampler!r} "
+                         "(shuffled batches: pld.epsilon(..., sampler='shuffle'))")
+    return sampler
+
+
+def _fixed_size_curve(sigma: float, q: float, steps: float, orders: np.ndarray) -> np.ndarray:
+    from ._kernels.rdp import fixed_size as _kfs
+
+    out = np.empty(orders.shape[0])
+    _kfs.rdp_curve(q, sigma, steps, orders, out)
+    return out * (1.0 + REL_MARGIN)
 
 
 def _noiseless_mass(sigma, q, steps):
@@ -171,8 +197,9 @@ def _rdp_curve(qs, sigmas, counts, orders) -> np.ndarray:
     return out * (1.0 + REL_MARGIN)
 
 
-def rdp(sigma: float, q: float, steps, orders) -> np.ndarray:
-    """Total RDP epsilon_alpha of ``steps`` steps of the SGM at each of ``orders``.
+def rdp(sigma: float, q: float, steps, orders, *, sampler: str = "poisson") -> np.ndarray:
+    """Total RDP epsilon_alpha of ``steps`` steps of the SGM at each of ``orders``
+    (``sampler="fixed_size"``: of fixed-size batches, replace-one; module notes).
 
     Parameters
     ----------
@@ -198,10 +225,13 @@ def rdp(sigma: float, q: float, steps, orders) -> np.ndarray:
     qq = float(check_q(q))
     t = float(check_steps(steps))
     o = check_orders(orders)
+    _check_sampler(sampler)
     if t == 0 or qq == 0.0 or s == math.inf:
         return np.zeros(o.shape)
     if s == 0.0:
         return np.full(o.shape, math.inf)  # a sampled record is revealed: infinite divergence
+    if sampler == "fixed_size":
+        return _fixed_size_curve(s, qq, t, o)
     return _rdp_curve(np.array([qq]), np.array([s]), np.array([t]), o)
 
 
@@ -249,8 +279,11 @@ def _fast_scalar(sigma, q, steps, value, mode):
     return (float(v), float(a)) if mode == 0 else (_delta_of(v), float(a))
 
 
-def _query(sigma, q, steps, value, mode, orders, return_order):
-    if orders is None:
+def _query(sigma, q, steps, value, mode, orders, return_order, sampler="poisson"):
+    if _check_sampler(sampler) == "fixed_size":
+        if orders is None:
+            orders = FIXED_SIZE_ORDERS
+    elif orders is None:
         fast = _fast_scalar(sigma, q, steps, value, mode)
         if fast is not None:
             return fast if return_order else fast[0]
@@ -275,15 +308,19 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
     noiseless = (s == 0.0) & ~zero  # a sampled record is revealed
     reg = ~(zero | noiseless) & ~((mode == 1) & np.isinf(targets))
     if reg.any():
-        v, a = np.empty(int(reg.sum())), np.empty(int(reg.sum()))
+        got, a = np.empty(int(reg.sum())), np.empty(int(reg.sum()))
         args = [np.ascontiguousarray(x[reg]) for x in (qq, s, t, targets)]
         if o is None:
-            kernel = _k.optimise_points if v.size >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
-            kernel(args[0], args[1], args[2] * (1.0 + REL_MARGIN), args[3], mode, True, ORDER_XTOL, v, a)
+            kernel = _k.optimise_points if got.size >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
+            kernel(args[0], args[1], args[2] * (1.0 + REL_MARGIN), args[3], mode, True, ORDER_XTOL, got, a)
+        elif sampler == "fixed_size":
+            for i in range(got.size):
+                curve = _fixed_size_curve(args[1][i], args[0][i], args[2][i], o)
+                got[i], a[i] = _k.best_of_orders(curve, o, args[3][i], mode)
         else:
-            for i in range(v.size):
-                v[i], a[i] = _optimise(*(x[i:i + 1] for x in args[:3]), args[3][i], mode, o)
-        val[reg] = v if mode == 0 else [_delta_of(x) for x in v]
+            for i in range(got.size):
+                got[i], a[i] = _optimise(*(x[i:i + 1] for x in args[:3]), args[3][i], mode, o)
+        val[reg] = got if mode == 0 else [_delta_of(x) for x in got]
         alpha[reg] = a
     if noiseless.any():
         # delta(eps) = 1 - (1 - q)^T for every finite eps: eps = +inf below it, 0 at or above
@@ -299,7 +336,7 @@ def _query(sigma, q, steps, value, mode, orders, return_order):
     return (val, alpha) if return_order else val
 
 
-def epsilon(sigma, q, steps, delta, *, orders=None, return_order: bool = False):
+def epsilon(sigma, q, steps, delta, *, orders=None, return_order: bool = False, sampler: str = "poisson"):
     """Smallest epsilon (nats) that the RDP of ``steps`` SGM steps certifies at ``delta``.
 
     Minimises the conversion of [BBGHS20] Theorem 21 / [CKS20] Proposition 12,
@@ -321,6 +358,9 @@ def epsilon(sigma, q, steps, delta, *, orders=None, return_order: bool = False):
         Restrict the optimisation to these orders (> 1) instead of all real alpha > 1.
     return_order : bool
         Also return the optimal order (NaN where steps = 0).
+    sampler : {"poisson", "fixed_size"}
+        ``"fixed_size"``: batches of exactly q n examples drawn without replacement every step,
+        replace-one relation (module notes), over ``FIXED_SIZE_ORDERS`` unless ``orders`` is given.
 
     Returns
     -------
@@ -335,15 +375,15 @@ def epsilon(sigma, q, steps, delta, *, orders=None, return_order: bool = False):
     >>> round(eps, 4), round(order, 2)
     (2.5965, 8.12)
     """
-    return _query(sigma, q, steps, delta, 0, orders, return_order)
+    return _query(sigma, q, steps, delta, 0, orders, return_order, sampler)
 
 
-def delta(sigma, q, steps, epsilon, *, orders=None, return_order: bool = False):
+def delta(sigma, q, steps, epsilon, *, orders=None, return_order: bool = False, sampler: str = "poisson"):
     """Smallest delta that the RDP of ``steps`` SGM steps certifies at ``epsilon`` (nats).
 
     The inverse of :func:`epsilon`: delta = min over alpha of
     exp((alpha - 1)(r(alpha) - epsilon)) (1 - 1/alpha)^(alpha - 1) / alpha ([CKS20] Prop. 12),
-    clipped at 1. Broadcasts like :func:`epsilon`.
+    clipped at 1. Broadcasts like :func:`epsilon`; ``sampler`` as there.
 
     Examples
     --------
@@ -352,7 +392,7 @@ def delta(sigma, q, steps, epsilon, *, orders=None, return_order: bool = False):
     >>> abs(d - 1e-5) / 1e-5 < 1e-4
     True
     """
-    return _query(sigma, q, steps, epsilon, 1, orders, return_order)
+    return _query(sigma, q, steps, epsilon, 1, orders, return_order, sampler)
 
 
 def epsilon_curve(sigma, q, steps, delta, *, orders=None) -> np.ndarray:

@@ -579,6 +579,6 @@ def test_plan_batch_size_under_a_sampler(sampler):
         assert r.total_var == pytest.approx(r.subsampling_var + r.noise_var)
 
 
-def test_plan_batch_size_sampler_needs_pld():
+def test_plan_batch_size_shuffled_needs_pld():
     with pytest.raises(ValueError, match="accountant must be 'pld'"):
-        analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="fixed_size", accountant="rdp")
+        analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="shuffle", accountant="rdp")

@@ -217,3 +217,12 @@ def test_run_of_batch_is_the_loaders_run():
 def test_batch_size_sampler_bad_input(kwargs, needle):
     with pytest.raises(ValueError, match=needle):
         cal.calibrate_batch_size(1.0, 1e-5, 1.0, 1000, epochs=1, **kwargs)
+
+
+@pytest.mark.parametrize("eps, q, steps", [(3.0, 0.01, 1000), (8.0, 256 / 60000, 14040), (1.0, 0.1, 10)])
+def test_rdp_sigma_for_fixed_size_batches_is_private_and_minimal(eps, q, steps):
+    s = cal.calibrate_sigma(eps, 1e-5, q, steps, accountant="rdp", sampler="fixed_size")
+    assert rdp.epsilon(s, q, steps, 1e-5, sampler="fixed_size") <= eps
+    assert rdp.epsilon(s * (1 - 4 * cal.RDP_TOL), q, steps, 1e-5, sampler="fixed_size") > eps
+    # the PLD calibration under the same sampler needs no more noise (PLD is tighter)
+    assert cal.calibrate_sigma(eps, 1e-5, q, steps, sampler="fixed_size") <= s

@@ -486,7 +486,7 @@ def test_epsilon_fixed_size_batches_prints_the_api_bounds(capsys):
     (["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "10", "--delta", "1e-5", "--sampler", "fixed-size",
       "--relation", "add-remove"], "replace-one"),
     (["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "10", "--delta", "1e-5", "--sampler", "fixed-size",
-      "--accountant", "rdp"], "--accountant pld"),
+      "--accountant", "rdp", "--relation", "add-remove"], "--accountant pld"),
     (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.1", "--sigma", "1.0", "--sampler", "fixed-size",
       "--solve-for", "epochs"], "--solve-for sigma"),
 ])
@@ -530,3 +530,21 @@ def test_batch_size_command_takes_the_sampler(capsys):
     assert plan.to_text() in out and f"best batch size: {plan.best.batch_size}" in out
     code, out, err = _run(argv + ["--sampler", "shuffle", "--accountant", "rdp"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "pld" in err
+
+
+def test_fixed_size_rdp_through_the_cli_and_the_calibration(capsys):
+    from sgmfast.calibrate import calibrate_sigma
+    from sgmfast.cli import _fmt
+
+    code, out, err = _run(["epsilon", "--sigma", "1.1", "--q", "0.01", "--steps", "1000", "--delta", "1e-5",
+                           "--sampler", "fixed-size", "--accountant", "rdp"], capsys)
+    assert code == 0, err
+    assert _field(out, "epsilon") == _fmt(rdp.epsilon(1.1, 0.01, 1000, 1e-5, sampler="fixed_size"), "up")
+    assert _field(out, "relation") == "replace-one"
+    code, out, err = _run(["calibrate", "--epsilon", "3", "--delta", "1e-5", "--q", "0.01", "--steps", "1000",
+                           "--sampler", "fixed-size", "--accountant", "rdp"], capsys)
+    assert code == 0, err
+    s = calibrate_sigma(3.0, 1e-5, 0.01, 1000, sampler="fixed_size", accountant="rdp")
+    assert _field(out, "sigma") == _fmt(s, "up")
+    assert rdp.epsilon(s, 0.01, 1000, 1e-5, sampler="fixed_size") <= 3.0
+    assert float(_field(out, "epsilon")) <= 3.0

@@ -270,10 +270,19 @@ def test_dp_accounting_replace_one_refuses_what_it_cannot_account(dpa):
     assert acc.supports(wor) and not acc.supports(other)  # one run: one noise and batch fraction
     assert not _replace_one(dpa).supports(dpa.ComposedDpEvent([wor, other]))
     assert not acc.supports(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)))
-    assert not _replace_one(dpa, accountant="rdp").supports(wor)
+    assert _replace_one(dpa, accountant="rdp").supports(wor)
     from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
 
     assert not SGMFastPrivacyAccountant().supports(wor)  # add/remove: not this sampler's relation
     with pytest.raises(dpa.UnsupportedEventError):
         acc.compose(other)
     assert acc.get_epsilon_bounds(1e-5) == _replace_one(dpa).compose(wor, 5).get_epsilon_bounds(1e-5)
+
+
+def test_dp_accounting_replace_one_rdp_engine_is_below_dp_accountings(dpa):
+    ev = dpa.SampledWithoutReplacementDpEvent(60000, 256, dpa.GaussianDpEvent(0.55))
+    ours = _replace_one(dpa, accountant="rdp").compose(ev, 14040)
+    theirs = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE).compose(ev, 14040)
+    assert ours.get_epsilon(1e-5) == rdp.epsilon(1.1, 256 / 60000, 14040, 1e-5, sampler="fixed_size")
+    assert ours.get_epsilon(1e-5) < theirs.get_epsilon(1e-5)
+    assert ours.get_delta(ours.get_epsilon(1e-5)) <= 1e-5 * (1 + 1e-9)

@@ -168,7 +168,7 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
         Calibrate the candidates on it, one per task (a 'spawn' process pool, a Dask cluster's
         ``client.get_executor()``); the plan is the same as the serial one.
     sampler : {"poisson", "shuffle", "fixed_size"}
-        How batches are drawn (PLD only): each candidate's q and T are
+        How batches are drawn (shuffled: PLD only): each candidate's q and T are
         ``pld.samplers.run_of_batch``'s (shuffled: n // B whole batches per epoch, q = 1 / (n // B)),
         its sigma ``calibrate_sigma(..., sampler=sampler)``'s.  Batches drawn without replacement
         (fixed size, shuffled) have subsampling variance at most (1 - q)/q * N/(N - 1) * sum_i
@@ -195,10 +195,10 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     cn = float(check_positive(clipping_norm, "clipping_norm"))
     if accountant not in ("pld", "rdp"):
         raise ValueError(f"accountant must be one of ('pld', 'rdp'); got {accountant!r}")
-    from ..calibrate.run import _check_sampler
+    from ..calibrate.noise import check_sampler
     from ..pld.samplers import run_of_batch
 
-    _check_sampler(sampler, accountant)
+    check_sampler(sampler, accountant)
     if (grad_sq_sum is None) == (grad_norm is None):
         raise ValueError("give exactly one of grad_sq_sum and grad_norm")
     if grad_sq_sum is not None:

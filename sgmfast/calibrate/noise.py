@@ -51,6 +51,10 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
 def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
     """The epsilon the public accountant reports: what every returned value is verified with."""
     if sampler != "poisson":
+        if accountant == "rdp":
+            from .. import rdp
+
+            return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta), sampler=sampler))
         from .. import pld
 
         return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy,
@@ -259,9 +263,10 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         ``dask.distributed.Client(...).get_executor()`` or Ray's); the answers are those of the
         serial call (``sgmfast._executor``).
     sampler : {"poisson", "shuffle", "fixed_size"}
-        How batches are drawn (:mod:`sgmfast.pld.samplers`; PLD only): sigma is then the
-        smallest whose ``pld.epsilon(..., sampler=sampler).upper`` meets the target (a search
-        on the certified upper bound, point by point).
+        How batches are drawn (:mod:`sgmfast.pld.samplers`; shuffled batches: PLD only): sigma
+        is then the smallest whose ``pld.epsilon(..., sampler=sampler).upper`` (or
+        ``rdp.epsilon(..., sampler="fixed_size")``) meets the target (a search on that bound,
+        point by point).
 
     Returns
     -------
@@ -329,6 +334,17 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
 _SAMPLER_START = {"shuffle": 1.0, "fixed_size": 1.15}
 
 
+def check_sampler(sampler: str, accountant: str) -> str:
+    """``sampler`` if known and ``accountant`` has a bound for it (RDP: Poisson and fixed-size
+    batches), else a ValueError naming what is wrong."""
+    from ..pld.samplers import resolve
+
+    resolve(sampler, None)  # a ValueError naming it if unknown
+    if sampler == "shuffle" and accountant != "pld":
+        raise ValueError("accountant must be 'pld' for sampler 'shuffle' (RDP has no bound for shuffled batches)")
+    return sampler
+
+
 def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     """calibrate_sigma for shuffled or fixed-size batches: per point, the smallest sigma (to
     PLD_TOL in log) whose certified upper epsilon meets the target, verified at the answer.
@@ -338,25 +354,21 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     private as Poisson sampling at rate q), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
     with a first step of 2 %."""
-    from .. import pld
-    from ..pld.samplers import resolve
-
-    resolve(sampler, None)
-    if accountant != "pld":
-        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP bound is for Poisson sampling)")
+    check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):
         if qq[i] == 0.0 or t[i] == 0.0 or math.isinf(e[i]):
             continue
 
         def ok(x, i=i):
-            return float(pld.epsilon(math.exp(x), qq[i], t[i], d[i], accuracy=acc, sampler=sampler).upper) <= e[i]
+            return _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler) <= e[i]
 
-        base = calibrate_sigma(e[i], d[i], qq[i], t[i], accuracy=acc)
+        base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=acc)
         if not 0.0 < base < math.inf:  # (no Poisson answer to start from: the generic guess)
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
         guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START[sampler]
-        x = _search_log(ok, math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), True, PLD_TOL,
+        x = _search_log(ok, math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), True,
+                        RDP_TOL if accountant == "rdp" else PLD_TOL,
                         x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
         sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)

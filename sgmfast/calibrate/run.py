@@ -14,6 +14,7 @@ from .._kernels import calibrate as _kc
 from .._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
                            check_steps)
 from .noise import (PLD_TOL, RDP_TOL, STEPS_MAX, _PldUpper, _broadcast, _check_accountant, _check_target_epsilon,
+                    check_sampler,
                     _int_boundary, _public_eps, _rdp_solve, _search_log, _verified)
 
 def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
@@ -72,12 +73,12 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     public accountant.  Returns 0 if not even B = 1 fits.  ``epsilon``, ``delta`` and ``sigma``
     broadcast (an int array comes back); ``executor``: as in :func:`calibrate_sigma`.
 
-    ``sampler`` (PLD only; :mod:`sgmfast.pld.samplers`): ``"poisson"`` (expected batch size),
+    ``sampler`` (:mod:`sgmfast.pld.samplers`; shuffled batches: PLD only): ``"poisson"`` (expected batch size),
     ``"fixed_size"`` (batches of exactly B drawn without replacement, replace-one) or
     ``"shuffle"`` (each epoch shuffled into n // B whole batches of B, the rest dropped; with
     ``epochs``, T = ceil(epochs * (n // B))).  The returned B's run, accounted by
-    ``pld.epsilon(..., sampler=sampler)`` (``samplers.run_of_batch`` gives its q and T), meets
-    the target.
+    the public accountant's ``epsilon(..., sampler=sampler)`` (``samplers.run_of_batch`` gives its
+    q and T), meets the target.
 
     Examples
     --------
@@ -96,19 +97,11 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         check_steps(steps)
     elif not 0.0 < float(check_epsilon(epochs, "epochs")) < math.inf:
         raise ValueError(f"epochs must be finite and > 0; got {float(epochs):g}")
-    _check_sampler(sampler, accountant)
+    check_sampler(sampler, accountant)
     kwargs = dict(steps=steps, epochs=epochs, accountant=accountant, accuracy=acc, sampler=sampler)
     _check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma)
     out = _vectorised("_batch_size_point", (epsilon, delta, sigma), (n,), kwargs, accountant, executor)
     return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
-
-
-def _check_sampler(sampler, accountant):
-    from ..pld.samplers import resolve
-
-    resolve(sampler, None)  # a ValueError naming it if unknown
-    if sampler != "poisson" and accountant != "pld":
-        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP bound is for Poisson sampling)")
 
 
 def _batch_size_point(epsilon, delta, sigma, n, *, steps=None, epochs=None, accountant="pld", accuracy=1e-3,

@@ -52,7 +52,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
     neighboring_relation : NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (Poisson-sampled Gaussian steps, any schedule) or ``REPLACE_ONE``
         (fixed-size batches drawn without replacement: the steps of one run, all with the same
-        noise and batch fraction; PLD only -- sgmfast has no RDP bound for them).
+        noise and batch fraction; PLD, or RDP by ``rdp.epsilon(..., sampler="fixed_size")``).
     """
 
     def __init__(self, accountant: str = "pld", accuracy: float = 1e-3,
@@ -145,9 +145,6 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
     def _one_run(self, event, found):
         """Under REPLACE_ONE: the fixed-size certifier composes one (sigma, q) run; say so otherwise."""
         details = dp_accounting.PrivacyAccountant.CompositionErrorDetails
-        if self._engine != "pld":
-            return details(event, "accountant='rdp' has no bound for fixed-size batches (REPLACE_ONE); "
-                                  "use accountant='pld'")
         kinds = {(s.sigma, s.q) for s in self._steps} | {(s, q) for k, s, q, _ in found if k == "step"}
         if len(kinds) > 1:
             return details(event, "under REPLACE_ONE sgmfast composes steps of one noise multiplier and one "
@@ -168,6 +165,10 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             run = self._fixed_size()
             if run is None:
                 return Bounds(0.0, 0.0)
+            if self._engine == "rdp":
+                from .. import rdp
+
+                return Bounds(math.nan, float(rdp.epsilon(*run, target_delta, sampler="fixed_size")))
             from .. import pld
 
             return pld.epsilon(*run, target_delta, accuracy=self._accuracy, sampler="fixed_size")
@@ -183,6 +184,10 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             run = self._fixed_size()
             if run is None:
                 return 0.0
+            if self._engine == "rdp":
+                from .. import rdp
+
+                return float(rdp.delta(*run, target_epsilon, sampler="fixed_size"))
             from .. import pld
 
             return float(pld.delta(*run, target_epsilon, accuracy=self._accuracy, sampler="fixed_size").upper)
