@@ -208,3 +208,14 @@ def test_tiny_batches_of_long_runs_are_resolved(sigma, b, epochs):
     attained = pld.epsilon(0.5 * sigma, q, t, 1e-5)  # a dataset pair attains it
     assert got.upper - got.lower <= 1e-2 * got.upper  # (the time budget may stop it short of 1e-3)
     assert attained.lower <= got.upper
+
+
+@pytest.mark.parametrize("sigma, g, steps, delta", [(1.037, 0.005495, 552965, 1.16e-12),
+                                                    (0.9721, 0.1617, 10931, 8.23e-12)])
+def test_large_epsilon_is_resolved(sigma, g, steps, delta):
+    """Where the pair's eps is far above the Poisson start (found by a fuzz: [535.7, 679.6] and
+    [2445, 2837]), the composition must be re-tilted at the answer; else both bounds sit at the
+    tilted FFT's round-off floor however fine the grid."""
+    got = fixed_size.epsilon(sigma, g, steps, delta)
+    assert got.upper - got.lower <= 1e-3 * got.upper
+    assert pld.epsilon(sigma / 2, g, steps, delta).lower <= got.upper

@@ -189,13 +189,22 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     if q == 1.0:
         return Bounds(float(pld.epsilon(0.5 * sigma, 1.0, T, delta).lower), gauss)
     lo0 = float(pld.epsilon(0.5 * sigma, q, T, delta).lower)
-    eps_c = max(lo0, 1e-3)
+    centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
     def compose(one, step):
-        return (eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta),
-                eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta))
+        for _ in range(3):
+            eps_c = centre[0]
+            lo = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta)
+            up = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta)
+            # a tilt far from the answer leaves the bounds at the round-off floor (the sym pair's
+            # eps can be far above the start's Poisson value): re-centre and compose again
+            mid = 0.5 * (lo + up)
+            if not (math.isfinite(mid) and mid > 0) or abs(mid - eps_c) <= 0.05 * mid:
+                break
+            centre[0] = mid
+        return lo, up
 
-    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, eps_c), compose),
+    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, centre[0]), compose),
                            lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
     return Bounds(float(min(lo, up)), float(up))
 
