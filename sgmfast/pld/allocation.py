@@ -55,7 +55,7 @@ from .._kernels.pld import allocation as ka
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from .common import ADD, REMOVE, STEP_CACHE, U, cache_put, refine_levels
-from .composition import compose_repeated, eps_groups, fft_const, repeated_delta
+from .composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
 from .onestep import OneStep
 from .queries import eps_bound
 
@@ -334,16 +334,19 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         return Bounds(_gauss_eps(sigma, e_lo, delta, lower=True) if e_lo else 0.0, gauss)
     # the truncation's P-mass budget, taken to its decade: nearby queries share the epoch
     tail = 10.0 ** math.floor(math.log10(max(1e-300, 1e-4 * accuracy * delta / e_hi)))
-    eps_c = _poisson_guess(sigma, t, e_hi * t, delta)
+    centre = [_poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
 
     def evaluate(epoch, step):
-        up = lo = 0.0
-        for add in (REMOVE, ADD):
-            one = epoch.one_step(add, step, tail)
-            up = max(up, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta))
-            if e_lo:
-                lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
-        return lo, up
+        def run(eps_c):
+            up = lo = 0.0
+            for add in (REMOVE, ADD):
+                one = epoch.one_step(add, step, tail)
+                up = max(up, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta))
+                if e_lo:
+                    lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
+            return lo, up
+
+        return recentred(run, centre)
 
     def narrow(lo, up):
         return up - lo <= accuracy * up

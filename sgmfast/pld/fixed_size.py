@@ -56,7 +56,7 @@ from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from . import accountant as pld
 from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
-from .composition import compose_repeated, eps_groups, repeated_delta
+from .composition import compose_repeated, eps_groups, recentred, repeated_delta
 from .estimates import initial_step
 from .onestep import OneStep, discretise, grid_range
 from .queries import eps_bound
@@ -191,18 +191,10 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     lo0 = float(pld.epsilon(0.5 * sigma, q, T, delta).lower)
     centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
-    def compose(one, step):
-        for _ in range(3):
-            eps_c = centre[0]
-            lo = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta)
-            up = eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta)
-            # a tilt far from the answer leaves the bounds at the round-off floor (the sym pair's
-            # eps can be far above the start's Poisson value): re-centre and compose again
-            mid = 0.5 * (lo + up)
-            if not (math.isfinite(mid) and mid > 0) or abs(mid - eps_c) <= 0.05 * mid:
-                break
-            centre[0] = mid
-        return lo, up
+    def compose(one, step):  # (re-centred: the pair's eps can be far above the Poisson start)
+        return recentred(lambda eps_c: (eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta),
+                                        eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta)),
+                         centre)
 
     lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, centre[0]), compose),
                            lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
