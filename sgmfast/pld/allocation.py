@@ -112,15 +112,28 @@ def _upper_power(w, t, C, h, s):
     the far tails is far above the true masses; the powers of w e^{+-lam x} (tilting commutes
     with convolution) have bounds that fall off exponentially away from the bulk, so each
     entry takes the least of the three certified upper values."""
+    return _tilted_power(w, t, C, h, s, True)
+
+
+def _lower_power(w, t, C, h, s):
+    """Entry-wise lower bounds on the t-fold power of w, and 0.0 (the error is already taken
+    off): as ``_upper_power``, each entry the largest of the three certified lower values --
+    the untilted power minus its flat round-off bound is 0 in the far tails, where the tilted
+    powers still resolve the masses that set a small δ."""
+    return _tilted_power(w, t, C, h, s, False)
+
+
+def _tilted_power(w, t, C, h, s, upper):
     x = np.arange(w.size) * h
     y, e = _power(w, t, C)
-    up = y + e
+    sign = 1.0 if upper else -1.0
+    out = y + e if upper else np.maximum(y - e, 0.0)
     var = max(float(w @ (x * x)) - float(w @ x) ** 2, 1e-300)
     # the tilt must not let the tilted law sit at the lattice top: e^{lam W_max} stays below
     # P(W > W_max)^{-1/2}
     decay = -float(ka.log_sf(x[-1], s, 0.0))
     lam0 = min(1.0 / math.sqrt(t * var), max(0.5 * decay, 1.0) / max(x[-1], h))
-    idx = np.arange(up.size) * h
+    idx = np.arange(out.size) * h
     for lam in (lam0, -lam0):
         with np.errstate(divide="ignore"):
             lw = np.log(w) + lam * x
@@ -131,10 +144,16 @@ def _upper_power(w, t, C, h, s):
         rho = 8 * U * (1.0 + abs(lam) * x[-1] + abs(c) + float(np.max(np.abs(np.log(w[w > 0])))))
         yt, et = _power(wt, t, C)
         with np.errstate(over="ignore"):
-            scale = np.exp(t * c - lam * idx) * math.exp(t * rho * 1.01 + 1e-13 * (abs(t * c) + abs(lam) * idx[-1]))
-        cand = (yt + et) * scale
-        np.minimum(up, np.where(np.isfinite(cand), cand, np.inf), out=up)
-    return up, 0.0
+            scale = np.exp(t * c - lam * idx) * math.exp(
+                sign * (t * rho * 1.01 + 1e-13 * (abs(t * c) + abs(lam) * idx[-1])))
+        if upper:
+            cand = (yt + et) * scale
+            np.minimum(out, np.where(np.isfinite(cand), cand, np.inf), out=out)
+        else:
+            with np.errstate(invalid="ignore"):
+                cand = np.maximum(yt - et, 0.0) * scale
+            np.maximum(out, np.where(np.isfinite(cand), cand, 0.0), out=out)
+    return out, 0.0
 
 
 def _chernoff_over(w, h, t, cap):
@@ -144,7 +163,11 @@ def _chernoff_over(w, h, t, cap):
     M the lattice MGF; the least over a grid of lam (each rounded up by 1e-12 relative)."""
     x = np.arange(w.size) * h
     best_p = best_q = 1.0
-    for lam in np.geomspace(1e-6, 1e3, 60) / max(cap, 1e-12):
+    # lam on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large sigma: the best lam is
+    # about (cap - E S) / Var S, far above 1/cap); any lam > 0 gives a valid bound
+    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
+    lams = np.concatenate((np.geomspace(1e-6, 1e3, 60) / max(cap, 1e-12), np.geomspace(1e-2, 1e3, 40) / max(sd, h)))
+    for lam in lams:
         with np.errstate(over="ignore"):
             e = np.exp(lam * x)
             m = float(w @ e)
@@ -178,7 +201,7 @@ class Epoch:
         self.eta = float(ka.w_lower(s, h, K, wl))
         self.t, self.h, self.C = t, h, C
         self.up, self.e_up = _upper_power(wu, t, C, h, s)
-        self.lo, self.e_lo = _power(wl, t, C)
+        self.lo, self.e_lo = _lower_power(wl, t, C, h, s)
         # what the upper bound charges (module notes, steps 2 and 3): "some W_i > W_max" by the
         # union bound, "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's lattice law
         p_out = math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 1) * math.exp(ka.log_sf(w_max, s, 0.0))
