@@ -226,3 +226,22 @@ def test_rdp_sigma_for_fixed_size_batches_is_private_and_minimal(eps, q, steps):
     assert rdp.epsilon(s * (1 - 4 * cal.RDP_TOL), q, steps, 1e-5, sampler="fixed_size") > eps
     # the PLD calibration under the same sampler needs no more noise (PLD is tighter)
     assert cal.calibrate_sigma(eps, 1e-5, q, steps, sampler="fixed_size") <= s
+
+
+@pytest.mark.parametrize("x0", [-3.0, 0.0, 0.5, 4.0])
+def test_root_log_finds_the_least_private_sigma_in_few_evaluations(x0):
+    """The sampler search (``noise._root_log``) on a closed form: value = e^{-2x} + inf below
+    x = -1 (a certifier that gives up), target 0.3; root x* = -log(0.3) / 2."""
+    from sgmfast.calibrate.noise import _root_log
+
+    calls = []
+
+    def value(x):
+        calls.append(x)
+        return math.inf if x < -1.0 else math.exp(-2.0 * x)
+
+    x = _root_log(value, x0, 0.3, 1e-4, -50.0, 50.0)
+    root = -math.log(0.3) / 2
+    assert value(x) <= 0.3 and x - root <= 1e-4
+    assert len(calls) <= 12
+    assert _root_log(lambda x: 1.0, 0.0, 0.3, 1e-4, -5.0, 5.0) is None  # never met

@@ -110,6 +110,82 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, stop=N
         x_bad, step = x, 2.0 * step
 
 
+def _root_log(value, x0, target, tol, x_min, x_max, step=0.02):
+    """The least x in [x_min, x_max] (x = log sigma) with value(x) <= target, to ``tol``, for a
+    value that falls as x grows.  Secant steps on g = log(value / target): extrapolated a little
+    past the secant's root (doubling where there is no secant) until a sign change, then
+    Illinois regula falsi, probing one ``tol`` past a
+    point that lands next to the root.  Every answer comes from an evaluation where
+    value <= target held; the search only sets how many evaluations it takes (a few, where
+    doubling and bisection take ten) -- for samplers whose every evaluation is a certified
+    query of seconds.  None if value <= target nowhere up to x_max."""
+    def g(x):  # its sign is exactly that of value - target (log may round two values together)
+        v = value(x)
+        if v <= 0.0:
+            return -math.inf
+        if not math.isfinite(v):
+            return math.inf
+        d = math.log(v) - math.log(target)
+        return min(d, 0.0) if v <= target else max(d, 1e-300)
+
+    clamp = lambda x: min(max(x, x_min), x_max)  # noqa: E731
+    x = clamp(x0)
+    gx = g(x)
+    ok = (x, gx) if gx <= 0 else None  # the least x seen where value <= target
+    bad = (x, gx) if gx > 0 else None  # the largest x seen where it is not
+    # first step: where an elasticity d log value / d log sigma of -2 would put the root
+    h = max(step, min(0.5 * abs(gx), 1.0)) if math.isfinite(gx) else step
+    while ok is None or bad is None:
+        x_prev, g_prev = x, gx
+        x = clamp(x_prev + (h if ok is None else -h))
+        if x == x_prev:
+            return None if ok is None else ok[0]
+        gx = g(x)
+        if gx <= 0:
+            ok = (x, gx)
+        else:
+            bad = (x, gx)
+        if math.isfinite(gx) and math.isfinite(g_prev) and (gx - g_prev) * (x - x_prev) < 0:
+            reach = abs(gx * (x - x_prev) / (gx - g_prev))  # to the secant's root, a little past it
+            h = min(max(1.5 * reach, tol), 16.0 * h)
+        else:
+            h *= 2.0
+    fa, fb = bad[1], ok[1]
+    side = 0
+    for _ in range(100):  # (Illinois converges superlinearly; the cap only guards the loop)
+        if ok[0] - bad[0] <= tol:
+            break
+        xa, xb = bad[0], ok[0]
+        if math.isfinite(fa) and math.isfinite(fb) and fa != fb:
+            x = xa - fa * (xb - xa) / (fb - fa)
+        else:
+            x = 0.5 * (xa + xb)
+        x = min(max(x, xa + 0.05 * tol), xb - 0.05 * tol)
+        gx = g(x)
+        if gx <= 0:
+            ok, fb = (x, gx), gx
+            if side == -1:
+                fa *= 0.5
+            side = -1
+            probe = x - tol  # the root is likely just below: close the bracket in one step
+        else:
+            bad, fa = (x, gx), gx
+            if side == 1:
+                fb *= 0.5
+            side = 1
+            probe = x + tol
+        span_g = fa - fb if math.isfinite(fa) and math.isfinite(fb) else math.inf
+        slope = span_g / (ok[0] - bad[0]) if ok[0] > bad[0] else math.inf
+        near = math.isfinite(gx) and 0.0 < slope < math.inf and abs(gx) / slope < tol
+        if ok[0] - bad[0] > tol and bad[0] < probe < ok[0] and near:
+            gp = g(probe)
+            if gp <= 0:
+                ok, fb = (probe, gp), gp
+            else:
+                bad, fa = (probe, gp), gp
+    return ok[0]
+
+
 def _int_boundary(ok, public_ok, lo: int, hi: int) -> int:
     """The largest integer where ``ok`` holds, by bisection between ``lo`` (ok) and ``hi`` (not
     ok), then stepped down (1, 2, 4, ...) until the public accountant agrees: the fast bound
@@ -353,7 +429,7 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     the search starts near the answer: at the Poisson PLD sigma (shuffled batches are about as
     private as Poisson sampling at rate q), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
-    with a first step of 2 %."""
+    with a first step of 2 % and secant steps from there (``_root_log``)."""
     check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):
@@ -367,9 +443,12 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
         if not 0.0 < base < math.inf:  # (no Poisson answer to start from: the generic guess)
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
         guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START[sampler]
-        x = _search_log(ok, math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), True,
-                        RDP_TOL if accountant == "rdp" else PLD_TOL,
-                        x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
+        x0, tol = math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), RDP_TOL if accountant == "rdp" else PLD_TOL
+        if e[i] > 0.0:
+            x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),
+                          x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX))
+        else:
+            x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
         sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)
 
