@@ -59,11 +59,18 @@ from .composition import compose_repeated, eps_groups, fft_const, recentred, rep
 from .onestep import OneStep
 from .queries import eps_bound
 
-#: Largest lattice (entries of S) and loss grid one epoch may use.
-MAX_LATTICE = 1 << 21
+#: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
+#: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
+#: 2^21 one epoch took 14 s and left no budget to refine, at 2^19 1-2 s and as tight or tighter.
+MAX_LATTICE = 1 << 19
+#: ... doubling with every refinement level, up to this (when the time budget lets a level run)
+MAX_LATTICE_FINE = 1 << 21
 MAX_GRID = 1 << 21
 #: Seconds a query may spend refining before it returns what it has (always certified).
 BUDGET = 4.0
+#: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
+#: limit doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
+LEVEL_GROWTH = 3.0
 
 
 # --- step 3: S on the lattice -----------------------------------------------------------------
@@ -189,7 +196,7 @@ class Epoch:
     __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "p_inf_remove", "q_out", "q_over", "w_max",
                  "_steps")
 
-    def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float):
+    def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tilted_lower: bool = True):
         s = 1.0 / sigma
         K = max(2, int(math.ceil(w_max / h)))
         w_max = K * h
@@ -201,7 +208,7 @@ class Epoch:
         self.eta = float(ka.w_lower(s, h, K, wl))
         self.t, self.h, self.C = t, h, C
         self.up, self.e_up = _upper_power(wu, t, C, h, s)
-        self.lo, self.e_lo = _lower_power(wl, t, C, h, s)
+        self.lo, self.e_lo = _lower_power(wl, t, C, h, s) if tilted_lower else _power(wl, t, C)
         # what the upper bound charges (module notes, steps 2 and 3): "some W_i > W_max" by the
         # union bound, "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's lattice law
         p_out = math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 1) * math.exp(ka.log_sf(w_max, s, 0.0))
@@ -258,12 +265,18 @@ class Epoch:
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
 
 
-def epoch(sigma: float, t: int, h: float, w_max: float, cap: float) -> Epoch:
+#: Truncation budgets below this (δ below ~1e-8 at the default accuracy) also take the tilted
+#: powers' lower values (``_lower_power``); above, the flat round-off bound of the untilted power
+#: is far below every mass that sets δ, and the two extra powers would only cost time.
+TILTED_LOWER_TAIL = 1e-15
+
+
+def epoch(sigma: float, t: int, h: float, w_max: float, cap: float, tilted_lower: bool = True) -> Epoch:
     """The ``Epoch`` of these parameters, from the one-step cache when it is there."""
-    key = ("allocation", sigma, t, h, w_max, cap)
+    key = ("allocation", sigma, t, h, w_max, cap, tilted_lower)
     hit = STEP_CACHE.get(key)
     if hit is None:
-        hit = Epoch(sigma, t, h, w_max, cap)
+        hit = Epoch(sigma, t, h, w_max, cap, tilted_lower)
         cache_put(key, hit)
     return hit
 
@@ -280,11 +293,12 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
     w_max = math.exp(min(0.5 * s * s + s * z, 700.0))
     cap = t + w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
-    if cap / h > MAX_LATTICE:
+    most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
+    if cap / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
-        w_max = min(w_max, 0.5 * MAX_LATTICE * h)
+        w_max = min(w_max, 0.5 * most * h)
         cap = min(cap, t + w_max + 12.0 * math.sqrt(t * var) + 1.0)
-        h = max(h, cap / MAX_LATTICE)
+        h = max(h, cap / most)
     return h, w_max, cap
 
 
@@ -374,7 +388,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     def narrow(lo, up):
         return up - lo <= accuracy * up
 
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, 0.0, gauss, BUDGET)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, 0.0, gauss, BUDGET,
+                           growth=LEVEL_GROWTH)
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -425,7 +440,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, np.zeros(eps.size),
-                           gauss, BUDGET)
+                           gauss, BUDGET, growth=LEVEL_GROWTH)
     return out(lo, up)
 
 
@@ -434,7 +449,7 @@ def _levels(sigma, t, accuracy, tail, evaluate):
     lattice cut at the truncation budget ``tail()`` of the moment."""
     def attempt(level):
         h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level)
-        return evaluate(epoch(sigma, t, h, w_max, cap), _loss_step(sigma, t, accuracy, level))
+        return evaluate(epoch(sigma, t, h, w_max, cap, tail() < TILTED_LOWER_TAIL), _loss_step(sigma, t, accuracy, level))
 
     return attempt
 

@@ -165,9 +165,9 @@ def two_cores() -> bool:
 
 
 # --- refining until narrow (methods outside the engine: shuffled and fixed-size batches) -------
-def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6):
+def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
-    about twice as costly as the one before), intersected with each other and with the certified
+    about ``growth`` times as costly as the one before), intersected with each other and with the certified
     start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
     no interval by a quarter (finer grids no longer pay: round-off has caught up with the
     discretisation), or the next level would end past ``budget`` seconds.  An attempt that
@@ -178,7 +178,7 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6):
     last = 0.0
     width = np.inf
     for level in range(levels):
-        if level and time.monotonic() - start + 2.0 * last > budget:
+        if level and time.monotonic() - start + growth * last > budget:
             break
         t0 = time.monotonic()
         try:
