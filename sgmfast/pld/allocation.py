@@ -40,6 +40,10 @@ How it is certified (each step only moves a bound in its own direction):
 A run of T steps that is not a whole number of epochs: dropping outputs is post-processing, so
 ceil(T/t) epochs bound it above and floor(T/t) epochs below.
 
+Start values of the refinement (kept where no grid can be built, e.g. sigma ~ 0.3): above, the
+Gaussian mechanism per epoch (every epoch is a mixture of Gaussian mechanisms); below, the sum
+of each epoch's outputs (``_sum_statistic_eps``).
+
 Only k = 1 is implemented (an example in exactly one step per epoch).
 """
 
@@ -145,6 +149,8 @@ def _tilted_power(w, t, C, h, s, upper):
         with np.errstate(divide="ignore"):
             lw = np.log(w) + lam * x
         mx = float(np.max(lw))
+        if not math.isfinite(mx):  # (a tilt that overflows gives no bound: the untilted one stands)
+            continue
         c = mx + math.log(float(np.sum(np.exp(lw - mx))))  # log of the tilted total: wt sums to ~1
         wt = np.exp(lw - c)
         # relative rounding of each tilted entry (log, product, exp): rho; composed: (1 + rho)^t
@@ -388,7 +394,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     def narrow(lo, up):
         return up - lo <= accuracy * up
 
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, 0.0, gauss, BUDGET,
+    lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, lo0, gauss, BUDGET,
                            growth=LEVEL_GROWTH)
     return Bounds(float(min(lo, up)), float(up))
 
@@ -439,7 +446,9 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, np.zeros(eps.size),
+    lo0 = np.asarray(accountant.delta(sigma * math.sqrt(t), 1.0, e_lo, eps).lower, dtype=np.float64).reshape(-1) \
+        if e_lo else np.zeros(eps.size)  # (the sum statistic: ``_sum_statistic_eps``)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
     return out(lo, up)
 
@@ -462,6 +471,19 @@ def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
         return max(float(accountant.epsilon(sigma, 1.0 / t, steps, delta, accuracy=0.05).upper), 1e-3)
     except (ValueError, ArithmeticError):  # only a heuristic
         return 1.0
+
+
+def _sum_statistic_eps(sigma: float, t: int, epochs: int, delta: float) -> float:
+    """A certified lower bound on the mechanism's eps, where the lattice cannot give one (very
+    small sigma): a dataset pair whose extra example has the same unit gradient at every step
+    (the others' known) makes the sum of an epoch's outputs along it N(1, t sigma^2) against
+    N(0, t sigma^2) -- a post-processing of the epoch -- so E whole epochs are at least the
+    Gaussian mechanism with mu = sqrt(E) / (sigma sqrt t)."""
+    if not epochs:
+        return 0.0
+    from . import accountant
+
+    return float(accountant.epsilon(sigma * math.sqrt(t), 1.0, epochs, delta).lower)
 
 
 def _gauss_eps(sigma: float, epochs: int, delta: float, lower: bool = False) -> float:
