@@ -222,3 +222,31 @@ def test_where_no_lattice_fits_the_sum_statistic_bounds_below(sigma, t, steps, d
     assert b.upper <= pld.epsilon(sigma, 1.0, e, delta).upper
     d = allocation.delta(sigma, t, steps, 1.0)
     assert d.lower >= pld.delta(sigma * math.sqrt(t), 1.0, e, 1.0).lower > 0
+
+
+def test_k_of_t_every_step_is_the_gaussian_mechanism():
+    """k = t: the example is in every step, t E Gaussian mechanisms; both the decomposition (t E
+    epochs of t = 1) and the sum statistic (mu = sqrt(t E) / sigma) are then exact."""
+    b = allocation.epsilon(1.1, 6, 60, 1e-5, selected=6)
+    g = pld.epsilon(1.1, 1.0, 60, 1e-5)
+    assert b.lower == pytest.approx(g.lower, rel=1e-9) and b.upper == pytest.approx(g.upper, rel=1e-9)
+
+
+def test_k_of_t_is_the_decomposition_above_and_the_sum_statistic_below():
+    # (refinement stops on a time budget, so two calls agree to the accuracy, not to the bit)
+    b = allocation.epsilon(1.1, 234, 14040, 1e-5, selected=2)
+    assert b.upper == pytest.approx(allocation.epsilon(1.1, 117, 120 * 117, 1e-5).upper, rel=2e-3)
+    assert b.lower == pld.epsilon(1.1 * math.sqrt(234) / 2, 1.0, 60, 1e-5).lower
+    assert 0 < b.lower < b.upper
+    d = allocation.delta(1.1, 234, 14040, np.array([1.0, 3.0]), selected=2)
+    assert np.all(d.lower <= d.upper)
+    assert d.upper == pytest.approx(allocation.delta(1.1, 117, 120 * 117, np.array([1.0, 3.0])).upper, rel=1e-2)
+    # more participations per epoch cost more, in both bounds
+    one = allocation.epsilon(1.1, 234, 14040, 1e-5)
+    assert one.upper < b.upper and pld.epsilon(1.1 * math.sqrt(234), 1.0, 60, 1e-5).lower < b.lower
+
+
+@pytest.mark.parametrize("k", [0, 3, 11])
+def test_k_must_divide_t(k):
+    with pytest.raises(ValueError, match="selected"):
+        allocation.epsilon(1.0, 10, 10, 1e-5, selected=k)

@@ -44,7 +44,16 @@ Start values of the refinement (kept where no grid can be built, e.g. sigma ~ 0.
 Gaussian mechanism per epoch (every epoch is a mixture of Gaussian mechanisms); below, the sum
 of each epoch's outputs (``_sum_statistic_eps``).
 
-Only k = 1 is implemented (an example in exactly one step per epoch).
+**k > 1** (each example in k of the t steps of an epoch, k dividing t; ``selected=k``): the
+upper bound is that of k E epochs of 1-of-(t/k) allocation -- the decomposition of Feldman &
+Shenfeld's PLD method (arXiv 2602.17284; pld-accounting computes k > 1 the same way).  Its
+idea, for gradients fixed in advance: a uniform k-subset of the t steps is the block allocation
+(one uniform step in each of k blocks of t/k) under a uniformly random relabelling of the steps,
+which leaves Q unchanged, so by joint convexity every hockey-stick divergence of the k-subset
+pair is at most the block pair's, and the block pair is k independent 1-of-(t/k) allocations.
+The lower bound is only ``_sum_statistic_eps`` (the epoch's output sum is N(k, t sigma^2)
+against N(0, t sigma^2)): certified but loose, so for k > 1 the interval is wide and
+``accuracy`` applies to the decomposition's own interval.
 """
 
 from __future__ import annotations
@@ -334,8 +343,17 @@ def _check(sigma, steps_per_epoch, steps, accuracy):
     return sigma, t, T, check_accuracy(accuracy)
 
 
-def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, accuracy: float = 1e-3) -> Bounds:
-    """Certified bounds on ε(δ) of DP-SGD with shuffled batches (random allocation, k = 1).
+def _selected(selected, t: int) -> int:
+    k = check_positive_int(selected, "selected")
+    if k > t or t % k:
+        raise ValueError(f"selected (k) must divide steps_per_epoch ({t}); got {k}")
+    return k
+
+
+def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, accuracy: float = 1e-3,
+            selected: int = 1) -> Bounds:
+    """Certified bounds on ε(δ) of DP-SGD with shuffled batches (random allocation, each example
+    in ``selected`` = k of the t steps of every epoch; k = 1 by default).
 
     Parameters
     ----------
@@ -351,6 +369,10 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     accuracy : float, optional
         Target relative width ``upper - lower <= accuracy * upper``; the lattice and the loss
         grid are refined until it is met or a few seconds are spent.
+    selected : int, optional
+        k, the steps of an epoch each example is in (a divisor of t; default 1).  For k > 1 the
+        upper bound is the decomposition's and the lower a loose one (module notes), so the
+        interval is wide; ``accuracy`` then applies to the decomposition.
 
     Returns
     -------
@@ -369,9 +391,14 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     """
     sigma, t, T, accuracy = _check(sigma, steps_per_epoch, steps, accuracy)
     delta = float(check_delta(delta))
+    k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
     if e_hi == 0:
         return Bounds(0.0, 0.0)
+    if k > 1:  # (module notes: the decomposition above, the sum statistic below)
+        up = float(epsilon(sigma, t // k, k * e_hi * (t // k), delta, accuracy=accuracy).upper)
+        lo = float(accountant_eps_lower(sigma * math.sqrt(t) / k, e_lo, delta))
+        return Bounds(min(lo, up), up)
     gauss = _gauss_eps(sigma, e_hi, delta)
     if t == 1:  # every epoch is the Gaussian mechanism
         return Bounds(_gauss_eps(sigma, e_lo, delta, lower=True) if e_lo else 0.0, gauss)
@@ -400,8 +427,9 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     return Bounds(float(min(lo, up)), float(up))
 
 
-def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, accuracy: float = 1e-3) -> Bounds:
-    """Certified bounds on δ(ε) of DP-SGD with shuffled batches (random allocation, k = 1).
+def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, accuracy: float = 1e-3,
+          selected: int = 1) -> Bounds:
+    """Certified bounds on δ(ε) of DP-SGD with shuffled batches (random allocation, k of t).
 
     ``epsilon`` may be a float or a 1-D array (one composition serves them all); the other
     parameters are as in :func:`epsilon`.  Refined until every interval satisfies
@@ -411,7 +439,17 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     sigma, t, T, accuracy = _check(sigma, steps_per_epoch, steps, accuracy)
     eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64)
     scalar = np.ndim(epsilon) == 0
+    k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
+    if k > 1 and e_hi:  # (module notes)
+        from . import accountant
+
+        up = np.asarray(delta(sigma, t // k, k * e_hi * (t // k), eps, accuracy=accuracy).upper,
+                        dtype=np.float64).reshape(-1)
+        lo = np.asarray(accountant.delta(sigma * math.sqrt(t) / k, 1.0, e_lo, eps).lower, dtype=np.float64).reshape(-1) \
+            if e_lo else np.zeros(eps.size)
+        lo = np.minimum(lo, up)
+        return Bounds(float(lo[0]), float(up[0])) if scalar else Bounds(lo, up)
 
     def out(lo, up):
         lo, up = np.minimum(lo, up), up
@@ -473,17 +511,22 @@ def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
         return 1.0
 
 
+def accountant_eps_lower(noise: float, epochs: int, delta: float) -> float:
+    """The certified lower eps of ``epochs`` Gaussian mechanisms with noise ``noise`` (0 for none)."""
+    if not epochs:
+        return 0.0
+    from . import accountant
+
+    return float(accountant.epsilon(noise, 1.0, epochs, delta).lower)
+
+
 def _sum_statistic_eps(sigma: float, t: int, epochs: int, delta: float) -> float:
     """A certified lower bound on the mechanism's eps, where the lattice cannot give one (very
     small sigma): a dataset pair whose extra example has the same unit gradient at every step
     (the others' known) makes the sum of an epoch's outputs along it N(1, t sigma^2) against
     N(0, t sigma^2) -- a post-processing of the epoch -- so E whole epochs are at least the
     Gaussian mechanism with mu = sqrt(E) / (sigma sqrt t)."""
-    if not epochs:
-        return 0.0
-    from . import accountant
-
-    return float(accountant.epsilon(sigma * math.sqrt(t), 1.0, epochs, delta).lower)
+    return accountant_eps_lower(sigma * math.sqrt(t), epochs, delta)
 
 
 def _gauss_eps(sigma: float, epochs: int, delta: float, lower: bool = False) -> float:
