@@ -50,7 +50,8 @@ Shenfeld's PLD method (arXiv 2602.17284; pld-accounting computes k > 1 the same 
 idea, for gradients fixed in advance: a uniform k-subset of the t steps is the block allocation
 (one uniform step in each of k blocks of t/k) under a uniformly random relabelling of the steps,
 which leaves Q unchanged, so by joint convexity every hockey-stick divergence of the k-subset
-pair is at most the block pair's, and the block pair is k independent 1-of-(t/k) allocations.
+pair is at most the block pair's, and the block pair is k independent 1-of-(t/k) allocations
+(for adaptive steps the reduction is Feldman & Shenfeld's, as for k = 1 the dominating pair).
 The lower bound is only ``_sum_statistic_eps`` (the epoch's output sum is N(k, t sigma^2)
 against N(0, t sigma^2)): certified but loose, so for k > 1 the interval is wide and
 ``accuracy`` applies to the decomposition's own interval.
