@@ -245,3 +245,13 @@ def test_root_log_finds_the_least_private_sigma_in_few_evaluations(x0):
     assert value(x) <= 0.3 and x - root <= 1e-4
     assert len(calls) <= 12
     assert _root_log(lambda x: 1.0, 0.0, 0.3, 1e-4, -5.0, 5.0) is None  # never met
+
+
+@pytest.mark.parametrize("sampler, q, steps", [("fixed_size", 3.958e-4, 1), ("shuffle", 1 / 2000, 1),
+                                               ("fixed_size", 0.001, 3)])
+def test_no_noise_needed_under_a_sampler(sampler, q, steps):
+    """δ at least the chance the example is used at all: sigma = 0 meets the target exactly (a
+    fuzz found the search walking down towards SIGMA_MIN for 21 s instead)."""
+    delta = 9.49e-3
+    assert cal.calibrate_sigma(3.0, delta, q, steps, sampler=sampler) == 0.0
+    assert pld.epsilon(0.0, q, steps, delta, sampler=sampler).upper == 0.0

@@ -439,6 +439,9 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
         def ok(x, i=i):
             return _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler) <= e[i]
 
+        if _public_eps(accountant, 0.0, qq[i], t[i], d[i], acc, sampler) <= e[i]:
+            continue  # no noise needed: δ is at least the chance the example is ever used (exact)
+
         base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=acc)
         if not 0.0 < base < math.inf:  # (no Poisson answer to start from: the generic guess)
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
