@@ -191,7 +191,7 @@ def _chernoff_over(w, h, t, cap):
     sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
     lams = np.concatenate((np.geomspace(1e-6, 1e3, 60) / max(cap, 1e-12), np.geomspace(1e-2, 1e3, 40) / max(sd, h)))
     for lam in lams:
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 = NaN: that lam is skipped)
             e = np.exp(lam * x)
             m = float(w @ e)
             dm = float(w @ (x * e))
