@@ -417,7 +417,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
                     lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
             return lo, up
 
-        return recentred(run, centre)
+        return recentred(run, centre, narrow)
 
     def narrow(lo, up):
         return up - lo <= accuracy * up

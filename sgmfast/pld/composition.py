@@ -270,11 +270,12 @@ def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pe
                 raise
 
 
-def recentred(run, centre: list, tries: int = 3):
+def recentred(run, centre: list, good=None, tries: int = 3):
     """(lo, up) = run(eps_c) for the tilt target eps_c = centre[0], composed again at the
     interval's midpoint (kept in ``centre`` for the next grid) while that lies more than 5 %
-    from eps_c: a tilt far from the answer leaves both bounds at the tilted transform's
-    round-off floor, however fine the grid.  (Any tilt gives certified bounds.)"""
+    from eps_c and ``good(lo, up)`` (if given) does not hold yet: a tilt far from the answer
+    leaves both bounds at the tilted transform's round-off floor, however fine the grid.  (Any
+    tilt gives certified bounds.)"""
     for _ in range(tries):
         eps_c = centre[0]
         lo, up = run(eps_c)
@@ -282,6 +283,8 @@ def recentred(run, centre: list, tries: int = 3):
         if not (math.isfinite(mid) and mid > 0) or abs(mid - eps_c) <= 0.05 * mid:
             break
         centre[0] = mid
+        if good is not None and good(lo, up):
+            break
     return lo, up
 
 

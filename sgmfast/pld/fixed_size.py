@@ -194,7 +194,7 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     def compose(one, step):  # (re-centred: the pair's eps can be far above the Poisson start)
         return recentred(lambda eps_c: (eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta),
                                         eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta)),
-                         centre)
+                         centre, lambda lo, up: up - lo <= accuracy * up)
 
     lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, centre[0]), compose),
                            lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
