@@ -153,8 +153,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="pld: certified upper and lower bounds (default); rdp: Rényi DP upper bound only")
     pv.add_argument("--accuracy", type=float, default=1e-3,
                     help="PLD only: target relative width of each certified interval (default 1e-3)")
-    pv.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
-                    help="neighbouring relation (replace-one: PLD only)")
+    pv.add_argument("--relation", choices=("add-remove", "replace-one"), default=None,
+                    help="neighbouring relation (default: the sampler's own; replace-one: PLD only)")
+    pv.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: PLD)")
     pv.add_argument("--out", metavar="FILE",
                     help="also draw the curve into FILE (PNG, or any format matplotlib knows by the extension; "
                          "needs matplotlib)")
@@ -424,7 +426,8 @@ def _pld_curve(args, q, checkpoints, relation):
     lower, upper = [], []
     with Progress(checkpoints.size, "curve (pld)", min_total=CURVE_CHUNK + 1) as bar:
         for chunk in chunks:
-            b = pld.epsilon_curve(args.sigma, q, chunk, args.delta, accuracy=args.accuracy, relation=relation)
+            b = pld.epsilon_curve(args.sigma, q, chunk, args.delta, accuracy=args.accuracy, relation=relation,
+                                  sampler=args.sampler.replace("-", "_"))
             lower.append(b.lower)
             upper.append(b.upper)
             bar.update(chunk.size)
@@ -516,9 +519,17 @@ def _cmd_curve(args) -> None:
     if args.checkpoints is not None and args.steps is None and args.epochs is None:
         args.steps = 0.0  # (the checkpoints give the run's length; _resolve_q_steps wants one)
     q, steps = _resolve_q_steps(args)
-    relation = args.relation.replace("-", "_")
-    if args.accountant == "rdp" and relation != "add_remove":
-        raise ValueError("--relation replace-one needs --accountant pld (the RDP bound is for add/remove)")
+    sampler = args.sampler.replace("-", "_")
+    from .pld.samplers import resolve
+
+    try:
+        relation = resolve(sampler, None if args.relation is None else args.relation.replace("-", "_"))
+    except ValueError:
+        own = resolve(sampler, None).replace("_", "-")
+        raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
+    if args.accountant == "rdp" and (relation != "add_remove" or sampler != "poisson"):
+        raise ValueError("--accountant rdp draws the curve for --sampler poisson with --relation add-remove; "
+                         "use --accountant pld")
     checkpoints = _curve_checkpoints(args, q, steps)
     if args.out is not None:
         _check_out(args.out)
@@ -536,7 +547,8 @@ def _cmd_curve(args) -> None:
     if args.out is not None:
         by_epoch = args.epochs is not None
         x = checkpoints * q if by_epoch else checkpoints
-        title = f"σ = {args.sigma:g}, q = {q:.4g}, δ = {args.delta:g} ({args.accountant}, {args.relation})"
+        title = (f"σ = {args.sigma:g}, q = {q:.4g}, δ = {args.delta:g} ({args.accountant}, "
+                 f"{relation.replace('_', '-')}{'' if sampler == 'poisson' else ', ' + args.sampler})")
         _plot_curve(args.out, x, "epochs" if by_epoch else "steps", lower, upper, title)
 
 

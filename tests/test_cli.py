@@ -548,3 +548,20 @@ def test_fixed_size_rdp_through_the_cli_and_the_calibration(capsys):
     assert _field(out, "sigma") == _fmt(s, "up")
     assert rdp.epsilon(s, 0.01, 1000, 1e-5, sampler="fixed_size") <= 3.0
     assert float(_field(out, "epsilon")) <= 3.0
+
+
+def test_curve_under_a_sampler_prints_the_api_curve(capsys):
+    import numpy as np
+
+    from sgmfast import pld
+    from sgmfast.cli import _fmt
+
+    code, out, err = _run(["curve", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--every", "100",
+                           "--delta", "1e-5", "--sampler", "fixed-size"], capsys)
+    assert code == 0, err
+    b = pld.epsilon_curve(1.1, 0.01, np.array([100, 200, 300]), 1e-5, sampler="fixed_size")
+    rows = out.strip().splitlines()[1:]
+    assert [r.split(",")[3] for r in rows] == [_fmt(float(u), "up") for u in b.upper]
+    code, out, err = _run(["curve", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5",
+                           "--sampler", "shuffle", "--accountant", "rdp"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1

@@ -219,3 +219,21 @@ def test_large_epsilon_is_resolved(sigma, g, steps, delta):
     got = fixed_size.epsilon(sigma, g, steps, delta)
     assert got.upper - got.lower <= 1e-3 * got.upper
     assert pld.epsilon(sigma / 2, g, steps, delta).lower <= got.upper
+
+
+@pytest.mark.parametrize("sampler, q", [("fixed_size", 0.01), ("shuffle", 0.01)])
+def test_curves_under_a_sampler_agree_with_single_queries(sampler, q):
+    """pld.epsilon_curve / delta_curve(sampler=...): each checkpoint certified like one query
+    (intervals overlap the single calls'), non-decreasing in the steps."""
+    ck = np.array([100, 250, 300, 700])
+    c = pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler)
+    assert np.all(np.diff(c.lower) >= 0) and np.all(np.diff(c.upper) >= 0) and np.all(c.lower <= c.upper)
+    for k, t in enumerate(ck):
+        one = pld.epsilon(1.3, q, int(t), 1e-5, sampler=sampler)
+        assert c.lower[k] <= one.upper and one.lower <= c.upper[k]
+    d = pld.delta_curve(1.3, q, ck, 1.0, sampler=sampler)
+    one = pld.delta(1.3, q, 700, 1.0, sampler=sampler)
+    assert d.lower[-1] <= one.upper and one.lower <= d.upper[-1] and np.all(np.diff(d.upper) >= 0)
+    with pytest.raises(ValueError, match="relation"):
+        pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler, relation="replace_one" if sampler == "shuffle"
+                          else "add_remove")

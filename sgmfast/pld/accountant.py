@@ -219,17 +219,21 @@ def _scalar(value, name):
     return float(value)
 
 
-def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation) -> Bounds:
+def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poisson") -> Bounds:
     """A curve of one (sigma, q) over checkpoints, validated (x is the checked δ or ε)."""
+    relation = _samplers.resolve(sampler, relation)
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
     t = check_checkpoints(steps)
+    if sampler != "poisson":
+        kind = "epsilon" if fn is _curve.epsilon_curve else "delta"
+        return _samplers.curve(kind, sampler, s, qq, t, _scalar(x, name), acc)
     lo, up = fn(_curve.Run([(s, qq)], t.reshape(-1, 1)), _scalar(x, name), acc, relation)
     return Bounds(lo, up)
 
 
-def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, sampler="poisson") -> Bounds:
     """Certified bounds on ε(δ) after each of the checkpoints ``steps`` of one run, in one call.
 
     Parameters
@@ -240,9 +244,10 @@ def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove
         Strictly increasing step counts (for example the steps after each epoch).
     delta : float
         Target δ in (0, 1).
-    accuracy, relation :
+    accuracy, relation, sampler :
         As in :func:`epsilon`; every point is certified and refined to the accuracy like one
-        :func:`epsilon` call.
+        :func:`epsilon` call.  Shuffled and fixed-size batches answer checkpoint by checkpoint
+        (their one-step or epoch distributions are built once and kept).
 
     Returns
     -------
@@ -261,10 +266,11 @@ def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation="add_remove
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
-    return _curve_call(_curve.epsilon_curve, sigma, q, steps, check_delta(delta), "delta", accuracy, relation)
+    return _curve_call(_curve.epsilon_curve, sigma, q, steps, check_delta(delta), "delta", accuracy, relation,
+                       sampler)
 
 
-def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove") -> Bounds:
+def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, sampler="poisson") -> Bounds:
     """Certified bounds on δ(ε) after each of the checkpoints ``steps`` of one run, in one call
     (as :func:`epsilon_curve`; each point refined like one :func:`delta` call).
 
@@ -274,7 +280,8 @@ def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation="add_remove
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
-    return _curve_call(_curve.delta_curve, sigma, q, steps, check_epsilon(epsilon), "epsilon", accuracy, relation)
+    return _curve_call(_curve.delta_curve, sigma, q, steps, check_epsilon(epsilon), "epsilon", accuracy, relation,
+                       sampler)
 
 
 def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") -> Bounds:

@@ -117,3 +117,17 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(shape), up.reshape(shape))
+
+
+def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float, accuracy) -> Bounds:
+    """``kind`` at each checkpoint of one run of a non-Poisson sampler: a certified query per
+    checkpoint (the one-step or epoch distribution is built once and kept in the cache, so each
+    costs a composition), then made non-decreasing -- both ε(δ) and δ(ε) grow with the steps (a
+    run's prefix is a post-processing of it), so an upper bound holds at every earlier
+    checkpoint and a lower bound at every later one."""
+    n = len(checkpoints)
+    lo, up = np.empty(n), np.empty(n)
+    for i, t in enumerate(checkpoints.tolist()):
+        b = _one(kind, sampler, sigma, q, int(t), x if kind == "epsilon" else np.array([x]), accuracy)
+        lo[i], up[i] = float(np.ravel(b.lower)[0]), float(np.ravel(b.upper)[0])
+    return Bounds(np.maximum.accumulate(lo), np.minimum.accumulate(up[::-1])[::-1])
