@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgmfast import pld, rdp
-from sgmfast._kernels.rdp.fixed_size import step_rdp
+from sgmfast._kernels.rdp.fixed_size import _interpolated_step_rdp, step_rdp
 
 REF = Path(__file__).parent / "reference"
 
@@ -31,6 +31,8 @@ def test_one_step_matches_the_mpmath_bound_which_bounds_the_symmetrised_pair(row
     assert step_rdp(g, s, a) == pytest.approx(bound, rel=1e-11)
     assert bound >= exact  # the derivation's inequality, checked by independent quadrature
     assert rdp.rdp(s, g, 7, [a], sampler="fixed_size")[0] >= 7 * exact
+    if a != math.floor(a):  # the small-sigma path: log-convex interpolation between integers
+        assert _interpolated_step_rdp(g, s, a) >= exact
 
 
 @pytest.mark.parametrize("row", _rows("dp_accounting_wor.csv"), ids=lambda r: r["row_id"])
@@ -83,3 +85,16 @@ def test_total_domain_between_the_attained_pair_and_the_gaussian(sigma, g, steps
     ours = rdp.epsilon(sigma, g, steps, delta, sampler="fixed_size")
     assert rdp.epsilon(sigma / 2, g, steps, delta, orders=o) <= ours * (1 + 1e-12)
     assert ours <= rdp.epsilon(sigma / 2, 1.0, steps, delta, orders=o) * (1 + 1e-12)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(sigma=st.floats(1e-3, 0.05), g=st.floats(1e-9, 0.5), steps=st.integers(1, 10 ** 4),
+       log10_delta=st.floats(-300.0, -1.0))
+def test_small_sigma_answers_fast_and_stays_under_the_gaussian(sigma, g, steps, log10_delta):
+    """(sigma = 0.002 took minutes: each fractional order's quadrature needs ~1/sigma^2 nodes;
+    those orders are now interpolated between integers.)  Finite, and never above the Gaussian
+    with sensitivity 2 over the same orders, which bounds every order."""
+    delta = 10.0 ** log10_delta
+    ours = rdp.epsilon(sigma, g, steps, delta, sampler="fixed_size")
+    assert 0.0 < ours < math.inf
+    assert ours <= rdp.epsilon(sigma / 2, 1.0, steps, delta, orders=rdp.FIXED_SIZE_ORDERS) * (1 + 1e-12)
