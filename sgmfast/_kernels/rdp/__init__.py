@@ -18,6 +18,11 @@ Modules: ``log_a`` (below), ``conversion`` (a schedule's RDP to (epsilon, delta)
   log A below ~1e-16 absolute; it is kept as an independent cross-check and returns +inf
   when it does not converge.
 
+Where the quadrature would be expensive (small sigma: ~order / sigma^2 nodes), fractional
+orders are bounded by the chord between the integer orders around them instead: log A_alpha is
+convex in alpha (Hoelder) and log A_1 = 0 (``orders._interpolated_min``, and
+``fixed_size.rdp_curve`` for fixed-size batches).
+
 Status values: kernels return NaN or +inf rather than raising; +inf is the conservative
 answer for an upper bound.
 """

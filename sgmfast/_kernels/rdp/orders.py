@@ -307,6 +307,44 @@ def _scan(grid, start, stop, stride, best, ib, qs, sigmas, counts, target, mode)
 
 
 @jit
+def _interpolated_min(best, best_a, qs, sigmas, counts, target, mode):
+    """Fractional orders next to the best integer without quadrature (small sigma, where it
+    would need ~1/sigma^2 nodes): log A_alpha = log E[(p/q)^alpha] is convex in alpha (Hoelder)
+    and log A_1 = 0, so the total (alpha - 1) RDP(alpha) of a schedule lies below the chord
+    between the integers n and n + 1 around alpha.  A golden-section search of that bound on
+    (best_a - 1, best_a) and (best_a, best_a + 1); every point evaluated is a valid bound."""
+    a0 = best_a
+    for side in range(2):
+        n = a0 - 1.0 + side
+        if n < 1.0 or n + 1.0 > ALPHA_MAX:
+            continue
+        c0 = 0.0 if n == 1.0 else (n - 1.0) * schedule_rdp(n, qs, sigmas, counts)
+        c1 = n * schedule_rdp(n + 1.0, qs, sigmas, counts)
+        if not (c0 < math.inf and c1 < math.inf):
+            continue
+        lo = 0.0
+        hi = 1.0
+        for _ in range(40):
+            t1 = hi - 0.618 * (hi - lo)
+            t2 = lo + 0.618 * (hi - lo)
+            f1 = _from_rdp(n + t1, ((1.0 - t1) * c0 + t1 * c1) / (n + t1 - 1.0), target, mode)
+            f2 = _from_rdp(n + t2, ((1.0 - t2) * c0 + t2 * c1) / (n + t2 - 1.0), target, mode)
+            if f1 < best:
+                best = f1
+                best_a = n + t1
+            if f2 < best:
+                best = f2
+                best_a = n + t2
+            if f1 <= f2:
+                hi = t2
+            else:
+                lo = t1
+            if hi - lo < 1e-6:
+                break
+    return best, best_a
+
+
+@jit
 def optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     """Minimise the objective over real alpha > 1; returns (value, alpha) (``_optimise_order``).
     Mode 1 then takes the Bretagnolle-Huber bound into account, at the smallest RDP (orders
@@ -370,13 +408,14 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         return math.inf, math.nan
     best_a = grid[ib]
     w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
-    # fractional orders by quadrature only where it is cheap: its node count grows like sigma
-    # for large sigma and like 1 / sigma^2 for small sigma, where the integer orders alone
-    # still give a valid (looser) bound in bounded time
-    cheap = _quad_cheap(qs, sigmas, counts, ALPHA_MAX)
-    if not cheap:
-        return best, best_a
+    # fractional orders by quadrature only where it is cheap over the bracket they are taken
+    # from: the node count grows like sigma for large sigma and like (the order) / sigma^2 for
+    # small sigma, where the chord between the integer orders (``_interpolated_min``) still
+    # gives a valid (looser) bound in bounded time
     if ib == 0:
+        cheap = _quad_cheap(qs, sigmas, counts, 3.0)
+        if not cheap:
+            return _interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
         # Orders below 2, downward.
         hi = 3.0
         lo = LOW_GRID[0]
@@ -445,7 +484,10 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         if not (lo > 1.0 and fv < math.inf and best <= fw):
             lo = max(best_a - 1.0, 1.0 + 0.5 * (best_a - 1.0))
             w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
-    if not (refine and cheap):
+        cheap = _quad_cheap(qs, sigmas, counts, best_a + 1.0)
+    if not cheap:
+        return _interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
+    if not refine:
         return best, best_a
     m = qs.shape[0]
     if m == 1 and e0 > 0.0 and qs[0] < 1.0 and counts[0] > 0.0:
