@@ -142,18 +142,37 @@ def test_continuous_order_beats_every_integer_order():
 _NEAR_ONE = np.array([1.0005, 1.001, 1.002, 1.005, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
-@settings(deadline=None, max_examples=10, derandomize=True)
-@given(s=st.floats(0.006, 0.08), q=st.floats(1e-4, 0.5), t=st.integers(1, 10**4),
+@settings(deadline=None, max_examples=15, derandomize=True)
+@given(s=st.floats(0.006, 0.1), q=st.floats(1e-4, 0.5), t=st.integers(1, 10**4),
        log10_d=st.floats(-12.0, -3.0))
 def test_small_sigma_searches_fractional_orders_and_stays_above_the_pld_lower_bound(s, q, t, log10_d):
     """(Below sigma ~ 0.1 the search skipped every fractional order, its quadrature being
     judged by the node count up to order 5000; the best orders there lie just above 1 and
     epsilon came out up to 23x above the fractional optimum.)  Within 1 % of the best of a
-    grid of orders near 1, and never below the certified PLD lower bound."""
+    grid of orders near 1 where the quadrature is cheap (sigma >~ 0.012; below, the chord
+    between integer orders, never above the integer orders' value), and never below the
+    certified PLD lower bound."""
     d = 10.0 ** log10_d
     got = rdp.epsilon(s, q, t, d)
-    assert got <= rdp.epsilon(s, q, t, d, orders=_NEAR_ONE) * 1.01
+    if s >= 0.013:
+        assert got <= rdp.epsilon(s, q, t, d, orders=_NEAR_ONE) * 1.01
+    assert got <= rdp.epsilon(s, q, t, d, orders=np.arange(2.0, 65.0)) * (1 + 1e-12)
     assert got >= pld.epsilon(s, q, t, d).lower
+
+
+def test_many_small_sigma_segments_stay_bounded_in_time_and_sound():
+    """(200 distinct sigma in [0.006, 0.05] took 11 s: fractional orders cost a quadrature per
+    segment; past a total node budget the chord between integer orders is used.)"""
+    sig = np.random.default_rng(1).uniform(0.006, 0.05, 200)
+    acc = rdp.RDPAccountant()
+    for s in sig:
+        acc.step(float(s), 0.01, 10)
+    got = acc.epsilon(1e-5)
+    ints = rdp.RDPAccountant(orders=np.arange(2.0, 257.0))
+    for s in sig:
+        ints.step(float(s), 0.01, 10)
+    assert got <= ints.epsilon(1e-5) * (1 + 1e-12)
+    assert got >= pld.epsilon(float(sig.max()), 0.01, 2000, 1e-5).lower
 
 
 def test_schedule_composes_by_adding_rdp():

@@ -18,7 +18,7 @@ _TAIL_NATS = 50.0
 _MAX_NODES = 20_000_000
 #: Most quadrature nodes the order optimisation spends on fractional orders (else: the chord
 #: between the integer orders around them, ``orders._interpolated_min``).
-QUAD_CHEAP = 200_000
+QUAD_CHEAP = 50_000
 #: Largest order searched (exact integer sums reach it; beyond, only looser bounds would be found).
 ALPHA_MAX = 5000.0
 _INV_FACT = np.array([1.0 / math.factorial(n) for n in range(20)])

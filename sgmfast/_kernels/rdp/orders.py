@@ -125,12 +125,24 @@ def _node_cap(sigma, alpha_hi):
     return int(min((max(alpha_hi, 2.0) + 16.0 * sigma - _quad_lower_end(sigma)) / h, 4e18)) + 8
 
 
+#: Most quadrature nodes, summed over a schedule's mechanisms, for its fractional orders (each
+#: evaluation of the objective costs one pass over them; a search takes a few dozen).
+QUAD_TOTAL = 2_000_000
+
+
 @jit
 def _quad_cheap(qs, sigmas, counts, alpha_hi):
-    """Whether every mechanism's fractional orders up to alpha_hi need at most QUAD_CHEAP nodes."""
+    """Whether every mechanism's fractional orders up to alpha_hi need at most QUAD_CHEAP nodes,
+    and all of them together at most QUAD_TOTAL."""
+    total = 0
     for i in range(qs.shape[0]):
-        if qs[i] < 1.0 and counts[i] > 0.0 and _node_cap(sigmas[i], alpha_hi) > QUAD_CHEAP:
-            return False
+        if qs[i] < 1.0 and counts[i] > 0.0:
+            cap = _node_cap(sigmas[i], alpha_hi)
+            if cap > QUAD_CHEAP:
+                return False
+            total += cap
+            if total > QUAD_TOTAL:
+                return False
     return True
 
 
