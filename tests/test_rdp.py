@@ -48,6 +48,17 @@ def test_log_a_matches_mpmath(row):
     assert got == pytest.approx(ref, rel=1e-10, abs=0.0)
 
 
+def test_closed_form_jensen_bound_is_above_every_mpmath_value():
+    """The bound the order search uses where quadrature is costly (``log_a_jensen``) is an upper
+    bound on every tabulated log A, and exact at q = 1."""
+    for row in LOG_A_ROWS:
+        q, s, a = float(row["q"]), float(row["sigma"]), float(row["alpha"])
+        ref = float(row["log_a"])
+        assert k.log_a_jensen(q, s, a) >= ref * (1 - 1e-12), row
+        if q == 1.0:
+            assert k.log_a_jensen(q, s, a) == pytest.approx(ref, rel=1e-12)
+
+
 def test_log_a_table_covers_the_issue_range():
     qs = {float(r["q"]) for r in LOG_A_ROWS}
     sig = {float(r["sigma"]) for r in LOG_A_ROWS}

@@ -18,9 +18,10 @@ Modules: ``log_a`` (below), ``conversion`` (a schedule's RDP to (epsilon, delta)
   log A below ~1e-16 absolute; it is kept as an independent cross-check and returns +inf
   when it does not converge.
 
-Where the quadrature would be expensive (small sigma: ~order / sigma^2 nodes), fractional
-orders are bounded by the chord between the integer orders around them instead: log A_alpha is
-convex in alpha (Hoelder) and log A_1 = 0 (``orders._interpolated_min``, and
+Where the quadrature would be expensive (small sigma: ~order / sigma^2 nodes, or a schedule of
+many distinct steps), fractional orders are bounded without it, by the smaller of the chord
+between the integer orders around them (log A_alpha is convex in alpha, Hoelder, and
+log A_1 = 0) and the closed form ``log_a_jensen`` (``orders._interpolated_min``, and
 ``fixed_size.rdp_curve`` for fixed-size batches).
 
 Status values: kernels return NaN or +inf rather than raising; +inf is the conservative
@@ -49,6 +50,7 @@ from .log_a import (  # noqa: F401
     _log_ratio,
     _quad_lower_end,
     log_a,
+    log_a_jensen,
     log_a_closed_form_bound,
     log_a_int,
     log_a_quad,

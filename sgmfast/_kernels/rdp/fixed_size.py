@@ -25,7 +25,7 @@ whose leading term is 4 (e^{4/sigma^2} - 1) C(a, 2) gamma^2, this one's is 2 (e^
 import math
 
 from .._jit import jit
-from .log_a import QUAD_CHEAP, log_a
+from .log_a import QUAD_CHEAP, log_a, log_a_jensen
 from .orders import _node_cap
 
 
@@ -53,12 +53,16 @@ def _interpolated_step_rdp(q, sigma, alpha):
     M_sym(a) = E[(P'/Q')^a] of one pair of distributions is log-convex in a (Hoelder), and
     log M_sym(1) = 0; so with n = floor(a), t = a - n,
     log M_sym(a) <= (1 - t) log M_sym(n) + t log M_sym(n + 1), each bounded by _log_moment
-    (an exact finite sum at an integer order).  The Gaussian bound is taken as well."""
+    (an exact finite sum at an integer order).  The closed-form ``log_a_jensen`` in place of
+    log A_a, and the Gaussian bound, are taken as well."""
     n = math.floor(alpha)
     t = alpha - n
     lo = 0.0 if n <= 1.0 else _log_moment(q, sigma, n)
     hi = _log_moment(q, sigma, n + 1.0)
     m = (1.0 - t) * lo + t * hi
+    # and log A_alpha <= log_a_jensen (closed form), through the same log(1 + 2 (A - 1))
+    la = log_a_jensen(q, 0.5 * sigma, alpha)
+    m = min(m, la + math.log(2.0 - math.exp(-la)) if la > 1.0 else math.log1p(2.0 * math.expm1(la)))
     return min(m / (alpha - 1.0), 2.0 * alpha / (sigma * sigma))
 
 

@@ -224,6 +224,19 @@ def log_a_quad(q, sigma, alpha):
 
 
 @jit
+def log_a_jensen(q, sigma, alpha):
+    """An upper bound on log A_alpha in closed form, for any real alpha > 1:
+    (1 - q + q r)^alpha <= 1 - q + q r^alpha (x^alpha is convex) and E_mu0[r^alpha] =
+    e^{alpha (alpha - 1) / (2 sigma^2)} (the Gaussian's moment), so
+    log A_alpha <= log(1 + q expm1(alpha (alpha - 1) / (2 sigma^2))).  Loose by at most
+    (alpha - 1) log(1/q) where e^x dominates (small sigma), where the quadrature is costly."""
+    x = alpha * (alpha - 1.0) / (2.0 * sigma * sigma)
+    if x < 700.0:
+        return math.log1p(q * math.expm1(x))
+    return x + math.log(q) + math.log1p((1.0 - q) / q * math.exp(-x))
+
+
+@jit
 def log_a(q, sigma, alpha):
     """log A_alpha: closed form at q = 1, binomial sum at integer alpha, quadrature otherwise."""
     if q == 1.0:

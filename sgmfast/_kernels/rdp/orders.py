@@ -20,6 +20,7 @@ from .log_a import (
     _log_ratio,
     _quad_lower_end,
     log_a,
+    log_a_jensen,
     log_a_quad,
     quad_setup,
     trap_step,
@@ -127,7 +128,7 @@ def _node_cap(sigma, alpha_hi):
 
 #: Most quadrature nodes, summed over a schedule's mechanisms, for its fractional orders (each
 #: evaluation of the objective costs one pass over them; a search takes a few dozen).
-QUAD_TOTAL = 2_000_000
+QUAD_TOTAL = 1_000_000
 
 
 @jit
@@ -319,28 +320,46 @@ def _scan(grid, start, stop, stride, best, ib, qs, sigmas, counts, target, mode)
 
 
 @jit
+def _cheap_log_a(qs, sigmas, counts, n, out):
+    """log A at the integer order n of every mechanism (exact sums; log A_1 = 0), into ``out``."""
+    for i in range(qs.shape[0]):
+        out[i] = 0.0 if (n == 1.0 or not counts[i] > 0.0) else log_a(qs[i], sigmas[i], n)
+
+
+@jit
+def _cheap_rdp(alpha, t, qs, sigmas, counts, lo, hi):
+    """A schedule's total RDP at alpha = n + t without quadrature: each mechanism's log A_alpha
+    is at most the chord between its integer orders n and n + 1 (``lo``, ``hi``: log A is
+    convex in the order, Hoelder) and at most ``log_a_jensen``; the smaller is taken."""
+    total = 0.0
+    for i in range(qs.shape[0]):
+        if counts[i] > 0.0:
+            total += counts[i] * min((1.0 - t) * lo[i] + t * hi[i], log_a_jensen(qs[i], sigmas[i], alpha))
+    return total / (alpha - 1.0)
+
+
+@jit
 def _interpolated_min(best, best_a, qs, sigmas, counts, target, mode):
     """Fractional orders next to the best integer without quadrature (small sigma, where it
-    would need ~1/sigma^2 nodes): log A_alpha = log E[(p/q)^alpha] is convex in alpha (Hoelder)
-    and log A_1 = 0, so the total (alpha - 1) RDP(alpha) of a schedule lies below the chord
-    between the integers n and n + 1 around alpha.  A golden-section search of that bound on
+    would need ~order / sigma^2 nodes), by ``_cheap_rdp``: a golden-section search on
     (best_a - 1, best_a) and (best_a, best_a + 1); every point evaluated is a valid bound."""
     a0 = best_a
+    m = qs.shape[0]
+    lo = np.empty(m)
+    hi = np.empty(m)
     for side in range(2):
         n = a0 - 1.0 + side
         if n < 1.0 or n + 1.0 > ALPHA_MAX:
             continue
-        c0 = 0.0 if n == 1.0 else (n - 1.0) * schedule_rdp(n, qs, sigmas, counts)
-        c1 = n * schedule_rdp(n + 1.0, qs, sigmas, counts)
-        if not (c0 < math.inf and c1 < math.inf):
-            continue
-        lo = 0.0
-        hi = 1.0
+        _cheap_log_a(qs, sigmas, counts, n, lo)
+        _cheap_log_a(qs, sigmas, counts, n + 1.0, hi)
+        t_lo = 0.0
+        t_hi = 1.0
         for _ in range(40):
-            t1 = hi - 0.618 * (hi - lo)
-            t2 = lo + 0.618 * (hi - lo)
-            f1 = _from_rdp(n + t1, ((1.0 - t1) * c0 + t1 * c1) / (n + t1 - 1.0), target, mode)
-            f2 = _from_rdp(n + t2, ((1.0 - t2) * c0 + t2 * c1) / (n + t2 - 1.0), target, mode)
+            t1 = t_hi - 0.618 * (t_hi - t_lo)
+            t2 = t_lo + 0.618 * (t_hi - t_lo)
+            f1 = _from_rdp(n + t1, _cheap_rdp(n + t1, t1, qs, sigmas, counts, lo, hi), target, mode)
+            f2 = _from_rdp(n + t2, _cheap_rdp(n + t2, t2, qs, sigmas, counts, lo, hi), target, mode)
             if f1 < best:
                 best = f1
                 best_a = n + t1
@@ -348,10 +367,10 @@ def _interpolated_min(best, best_a, qs, sigmas, counts, target, mode):
                 best = f2
                 best_a = n + t2
             if f1 <= f2:
-                hi = t2
+                t_hi = t2
             else:
-                lo = t1
-            if hi - lo < 1e-6:
+                t_lo = t1
+            if t_hi - t_lo < 1e-6:
                 break
     return best, best_a
 
