@@ -320,6 +320,15 @@ def _scan(grid, start, stop, stride, best, ib, qs, sigmas, counts, target, mode)
 
 
 @jit
+def _objective_capped(alpha, qs, sigmas, counts, target, mode):
+    """``_objective`` up to ALPHA_MAX, +inf beyond (past it an integer order is no exact sum but
+    a quadrature, whose node count grows like sigma: minutes at sigma = 1e25)."""
+    if alpha > ALPHA_MAX:
+        return math.inf
+    return _objective(alpha, qs, sigmas, counts, target, mode)
+
+
+@jit
 def _cheap_log_a(qs, sigmas, counts, n, out):
     """log A at the integer order n of every mechanism (exact sums; log A_1 = 0), into ``out``."""
     for i in range(qs.shape[0]):
@@ -489,7 +498,7 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         # Settle on the best integer: walk to a neighbour while it improves, which leaves
         # a bracketing triple (best_a - 1, best_a, best_a + 1) with known values.
         f_lo = _objective(best_a - 1.0, qs, sigmas, counts, target, mode)
-        f_hi = _objective(best_a + 1.0, qs, sigmas, counts, target, mode)
+        f_hi = _objective_capped(best_a + 1.0, qs, sigmas, counts, target, mode)
         for _ in range(64):
             if f_lo < best and f_lo <= f_hi and best_a - 1.0 > 1.0:
                 f_hi = best
@@ -500,13 +509,13 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
                 f_lo = best
                 best = f_hi
                 best_a += 1.0
-                f_hi = _objective(best_a + 1.0, qs, sigmas, counts, target, mode)
+                f_hi = _objective_capped(best_a + 1.0, qs, sigmas, counts, target, mode)
             else:
                 break
         # Brent starts from the triple (its first step is then parabolic), unless it does
         # not bracket a minimum above alpha = 1.
         lo = best_a - 1.0
-        hi = best_a + 1.0
+        hi = min(best_a + 1.0, ALPHA_MAX)
         if f_lo <= f_hi:
             w, fw, v, fv = lo, f_lo, hi, f_hi
         else:
