@@ -157,7 +157,7 @@ _NEAR_ONE = np.array([1.0005, 1.001, 1.002, 1.005, 1.01, 1.02, 1.05, 1.1, 1.2, 1
 @given(s=st.floats(0.006, 0.1), q=st.floats(1e-4, 0.5), t=st.integers(1, 10**4),
        log10_d=st.floats(-12.0, -3.0))
 def test_small_sigma_searches_fractional_orders_and_stays_above_the_pld_lower_bound(s, q, t, log10_d):
-    """(Below sigma ~ 0.1 the search skipped every fractional order, its quadrature being
+    """(Below sigma ~ 0.23 the search skipped every fractional order, its quadrature being
     judged by the node count up to order 5000; the best orders there lie just above 1 and
     epsilon came out up to 23x above the fractional optimum.)  Within 1 % of the best of a
     grid of orders near 1 where the quadrature is cheap (sigma >~ 0.012; below, the chord
