@@ -86,6 +86,26 @@ def _fixed_size_curve(sigma: float, q: float, steps: float, orders: np.ndarray) 
     return out * (1.0 + REL_MARGIN)
 
 
+def fixed_size_runs(runs, value: float, mode: int) -> float:
+    """RDP's eps (mode 0, ``value`` = delta) or delta (mode 1, ``value`` = eps) of consecutive
+    fixed-size runs [(sigma, q, steps)] with different noise or batch fractions (replace-one):
+    their curves over ``FIXED_SIZE_ORDERS`` add (RDP composes adaptively), the sum rounded up
+    by 4 ulps a term.  A run without noise (sigma = 0) makes every order infinite."""
+    o = FIXED_SIZE_ORDERS
+    total = np.zeros(o.shape)
+    n = 0
+    for sigma, q, steps in runs:
+        if steps > 0 and q > 0.0 and sigma < math.inf:
+            total += rdp(sigma, q, steps, o, sampler="fixed_size")
+            n += 1
+    if n == 0:
+        return 0.0
+    total *= 1.0 + 4 * n * _U
+    target = math.log(value) if mode == 0 else float(value)
+    v = float(_k.best_of_orders(total, o, target, mode)[0])
+    return v if mode == 0 else _delta_of(v)
+
+
 def _noiseless_mass(sigma, q, steps):
     """p = 1 - (1 - q)^T of steps without noise (sigma = 0), rounded up: with probability p some
     step used the record and revealed it (+inf privacy loss); elementwise."""

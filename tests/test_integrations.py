@@ -271,6 +271,7 @@ def test_dp_accounting_replace_one_refuses_what_it_cannot_account(dpa):
     assert not _replace_one(dpa).supports(dpa.ComposedDpEvent([wor, other]))
     assert not acc.supports(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)))
     assert _replace_one(dpa, accountant="rdp").supports(wor)
+    assert _replace_one(dpa, accountant="rdp").compose(wor, 5).supports(other)  # RDP adds runs
     from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
 
     assert not SGMFastPrivacyAccountant().supports(wor)  # add/remove: not this sampler's relation
@@ -286,3 +287,24 @@ def test_dp_accounting_replace_one_rdp_engine_is_below_dp_accountings(dpa):
     assert ours.get_epsilon(1e-5) == rdp.epsilon(1.1, 256 / 60000, 14040, 1e-5, sampler="fixed_size")
     assert ours.get_epsilon(1e-5) < theirs.get_epsilon(1e-5)
     assert ours.get_delta(ours.get_epsilon(1e-5)) <= 1e-5 * (1 + 1e-9)
+
+
+def test_dp_accounting_replace_one_rdp_engine_composes_mixed_fixed_size_runs(dpa):
+    """A warm-up at another batch size and noise: the RDP engine adds the runs' curves.  Below
+    dp_accounting's own RDP for the same events, between the constant runs at the extremes (RDP
+    grows as sigma falls and as the batch fraction grows), and delta(eps) consistent."""
+    warm = dpa.SampledWithoutReplacementDpEvent(60000, 128, dpa.GaussianDpEvent(0.5))
+    main = dpa.SampledWithoutReplacementDpEvent(60000, 256, dpa.GaussianDpEvent(0.6))
+    events = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(warm, 500), dpa.SelfComposedDpEvent(main, 5000)])
+    ours = _replace_one(dpa, accountant="rdp")
+    assert ours.supports(events)
+    ours.compose(events)
+    theirs = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE).compose(events)
+    e = ours.get_epsilon(1e-6)
+    assert e < theirs.get_epsilon(1e-6)
+    lo = rdp.epsilon(1.2, 128 / 60000, 5500, 1e-6, sampler="fixed_size")
+    hi = rdp.epsilon(1.0, 256 / 60000, 5500, 1e-6, sampler="fixed_size")
+    assert lo <= e <= hi
+    assert ours.get_delta(e) <= 1e-6 * (1 + 1e-9)
+    assert ours.get_delta(0.99 * e) > 1e-6
+    assert not _replace_one(dpa).supports(events)  # the PLD engine: one run only

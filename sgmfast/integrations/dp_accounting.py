@@ -51,8 +51,9 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
         PLD accuracy (relative width of the certified epsilon interval).
     neighboring_relation : NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (Poisson-sampled Gaussian steps, any schedule) or ``REPLACE_ONE``
-        (fixed-size batches drawn without replacement: the steps of one run, all with the same
-        noise and batch fraction; PLD, or RDP by ``rdp.epsilon(..., sampler="fixed_size")``).
+        (fixed-size batches drawn without replacement: with PLD, the steps of one run, all with
+        the same noise and batch fraction; with RDP, any mix of them, their curves added --
+        ``rdp.epsilon(..., sampler="fixed_size")`` for one run, ``rdp.fixed_size_runs`` for more).
     """
 
     def __init__(self, accountant: str = "pld", accuracy: float = 1e-3,
@@ -68,7 +69,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
                        do_compose: bool) -> Optional[dp_accounting.PrivacyAccountant.CompositionErrorDetails]:
         found = []
         err = self._collect(event, count, found)
-        if err is None and self.neighboring_relation is NeighborRel.REPLACE_ONE:
+        if err is None and self.neighboring_relation is NeighborRel.REPLACE_ONE and self._engine == "pld":
             err = self._one_run(event, found)
         if err is not None or not do_compose:
             return err
@@ -143,7 +144,8 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
         return None
 
     def _one_run(self, event, found):
-        """Under REPLACE_ONE: the fixed-size certifier composes one (sigma, q) run; say so otherwise."""
+        """Under REPLACE_ONE with the PLD engine: the fixed-size certifier composes one (sigma, q)
+        run; say so otherwise (the RDP engine adds the runs' curves)."""
         details = dp_accounting.PrivacyAccountant.CompositionErrorDetails
         kinds = {(s.sigma, s.q) for s in self._steps} | {(s, q) for k, s, q, _ in found if k == "step"}
         if len(kinds) > 1:
@@ -157,6 +159,17 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             return None
         return self._steps[0].sigma, self._steps[0].q, sum(s.count for s in self._steps)
 
+    def _fixed_size_rdp(self, value, mode):
+        """RDP's eps (mode 0) or delta (mode 1) of the recorded fixed-size runs, of any mix of
+        noise and batch fractions (one run: exactly ``rdp.epsilon(..., sampler="fixed_size")``)."""
+        from .. import rdp
+
+        if len(self._steps) == 1:
+            st = self._steps[0]
+            fn = rdp.epsilon if mode == 0 else rdp.delta
+            return float(fn(st.sigma, st.q, st.count, value, sampler="fixed_size"))
+        return rdp.fixed_size_runs([(st.sigma, st.q, st.count) for st in self._steps], value, mode)
+
     def get_epsilon_bounds(self, target_delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
         if self._non_private:
@@ -166,9 +179,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             if run is None:
                 return Bounds(0.0, 0.0)
             if self._engine == "rdp":
-                from .. import rdp
-
-                return Bounds(math.nan, float(rdp.epsilon(*run, target_delta, sampler="fixed_size")))
+                return Bounds(math.nan, self._fixed_size_rdp(target_delta, 0))
             from .. import pld
 
             return pld.epsilon(*run, target_delta, accuracy=self._accuracy, sampler="fixed_size")
@@ -185,9 +196,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             if run is None:
                 return 0.0
             if self._engine == "rdp":
-                from .. import rdp
-
-                return float(rdp.delta(*run, target_epsilon, sampler="fixed_size"))
+                return self._fixed_size_rdp(target_epsilon, 1)
             from .. import pld
 
             return float(pld.delta(*run, target_epsilon, accuracy=self._accuracy, sampler="fixed_size").upper)
