@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from sgmfast import rdp
+from sgmfast import pld, rdp
 
 ENGINES = ["rdp", "pld"]
 
@@ -308,3 +308,82 @@ def test_dp_accounting_replace_one_rdp_engine_composes_mixed_fixed_size_runs(dpa
     assert ours.get_delta(e) <= 1e-6 * (1 + 1e-9)
     assert ours.get_delta(0.99 * e) > 1e-6
     assert not _replace_one(dpa).supports(events)  # the PLD engine: one run only
+
+
+# ------------------------------------------------------------------ Opacus, other samplers
+
+def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
+    """poisson_sampling=False loaders walk shuffled data: sampler="shuffle" accounts for that run
+    (the public pld answer), a changing noise is bracketed by the constant runs at its ends, a
+    changing sample rate or an unsupported engine is a clear ValueError."""
+    from sgmfast.integrations.opacus import SGMFastAccountant, get_noise_multiplier
+
+    q, t = 1 / 50, 500
+    acc = SGMFastAccountant(sampler="shuffle")
+    assert acc.get_epsilon(1e-5) == 0.0
+    for _ in range(t):
+        acc.step(noise_multiplier=1.0, sample_rate=q)
+    assert acc.get_epsilon_bounds(1e-5) == pld.epsilon(1.0, q, t, 1e-5, sampler="shuffle")
+    e = acc.get_epsilon(1e-5)
+    d = pld.delta(1.0, q, t, e, sampler="shuffle")  # (delta's accuracy is a shift of eps by 1e-3 eps)
+    assert acc.get_delta(e) == d.upper and d.lower <= 1e-5 <= pld.delta(1.0, q, t, e * 0.998, sampler="shuffle").upper
+
+    mixed = SGMFastAccountant(sampler="shuffle")
+    for i in range(t):
+        mixed.step(noise_multiplier=0.9 if i < 100 else 1.2, sample_rate=q)
+    b = mixed.get_epsilon_bounds(1e-5)
+    assert b.upper == pld.epsilon(0.9, q, t, 1e-5, sampler="shuffle").upper
+    assert b.lower == pld.epsilon(1.2, q, t, 1e-5, sampler="shuffle").lower
+    assert b.lower <= b.upper
+
+    bad = SGMFastAccountant(sampler="shuffle")
+    bad.step(noise_multiplier=1.0, sample_rate=0.02)
+    bad.step(noise_multiplier=1.0, sample_rate=0.04)
+    with pytest.raises(ValueError, match="sample_rate"):
+        bad.get_epsilon(1e-5)
+    with pytest.raises(ValueError, match="accountant"):
+        SGMFastAccountant(accountant="rdp", sampler="shuffle")
+    with pytest.raises(ValueError, match="sampler"):
+        SGMFastAccountant(sampler="shuffled")
+
+    fs = SGMFastAccountant(accountant="rdp", sampler="fixed_size")
+    for i in range(300):
+        fs.step(noise_multiplier=1.0 if i < 100 else 1.3, sample_rate=0.01)
+    assert fs.get_epsilon(1e-5) == rdp.fixed_size_runs([(1.0, 0.01, 100), (1.3, 0.01, 200)], 1e-5, 0)
+    assert rdp.epsilon(1.3, 0.01, 300, 1e-5, sampler="fixed_size") <= fs.get_epsilon(1e-5) \
+        <= rdp.epsilon(1.0, 0.01, 300, 1e-5, sampler="fixed_size")
+
+    sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q, epochs=10,
+                                 sampler="shuffle")
+    check = SGMFastAccountant(sampler="shuffle")
+    for _ in range(t):
+        check.step(noise_multiplier=sigma, sample_rate=q)
+    assert check.get_epsilon(1e-5) <= 2.0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_opacus_training_loop_without_poisson_sampling(opacus):
+    """make_private(poisson_sampling=False): shuffled batches of 8 of 64, sample_rate = 1/8; the
+    accountant attached to the engine accounts for the shuffled run, 3 epochs."""
+    import torch
+
+    from sgmfast.integrations.opacus import SGMFastAccountant
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 5), torch.randint(0, 2, (64,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, drop_last=True)
+    model = torch.nn.Linear(5, 2)
+    engine = opacus.PrivacyEngine()
+    engine.accountant = SGMFastAccountant(sampler="shuffle")
+    model, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                             data_loader=loader, noise_multiplier=1.1, max_grad_norm=1.0,
+                                             poisson_sampling=False)
+    for _ in range(3):
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    ((sigma, q, n),) = engine.accountant.history
+    assert (sigma, q, n) == (1.1, 1 / 8, 24)
+    assert engine.get_epsilon(1e-5) == pld.epsilon(1.1, 1 / 8, 24, 1e-5, sampler="shuffle").upper

@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from opacus.accountants.accountant import IAccountant
@@ -44,11 +45,29 @@ class SGMFastAccountant(IAccountant):
         Engine; PLD by default (``get_epsilon`` returns its certified upper bound).
     accuracy : float
         PLD accuracy (relative width of the certified epsilon interval).
+    sampler : {"poisson", "shuffle", "fixed_size"}
+        How the batches were drawn (:mod:`sgmfast.pld.samplers`). Opacus samples Poisson batches
+        by default; with ``make_private(..., poisson_sampling=False)`` it walks through shuffled
+        data in batches (sample_rate = 1 / batches per epoch) but its own accountants still
+        account for Poisson sampling: ``sampler="shuffle"`` accounts for what ran (random
+        allocation, add/remove; use ``drop_last=True`` loaders, so that sample_rate is 1 over
+        whole batches, and note that the analysis is of balls-in-bins batching, the closest
+        analysed model of shuffling). ``"fixed_size"``: independent batches of a fixed size
+        (replace-one). Under these samplers the run keeps one sample rate; a noise that changes
+        during it is bracketed between the runs at its smallest (upper bound) and largest
+        (lower bound) noise -- a step with more noise is a post-processing of one with less --
+        except fixed-size batches with PLD, which take one noise (with RDP: any mix, curves
+        added).
     """
 
-    def __init__(self, accountant: str = "pld", accuracy: float = 1e-3):
+    def __init__(self, accountant: str = "pld", accuracy: float = 1e-3, sampler: str = "poisson"):
+        from ..calibrate.noise import check_sampler
+
         self.history: list[tuple[float, float, int]] = []
-        self._cache = ScheduleCache(check_engine(accountant), accuracy)
+        self._engine = check_engine(accountant)
+        self._accuracy = float(accuracy)
+        self._sampler = check_sampler(sampler, self._engine)
+        self._cache = ScheduleCache(self._engine, accuracy)
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         s = float(check_sigma(noise_multiplier, "noise_multiplier"))
@@ -61,9 +80,45 @@ class SGMFastAccountant(IAccountant):
     def _steps(self) -> tuple[Step, ...]:
         return tuple(Step(float(s), float(q), int(n)) for s, q, n in self.history if n > 0)
 
+    def _run(self):
+        """(smallest sigma, largest sigma, q, T) of a non-Poisson run, or None with no steps; a
+        ValueError if the sample rate changed (these samplers' certifiers take one)."""
+        steps = self._steps()
+        if not steps:
+            return None
+        qs = {st.q for st in steps}
+        if len(qs) > 1:
+            raise ValueError(f"sampler {self._sampler!r}: the run must keep one sample_rate; found {sorted(qs)}")
+        sig = [st.sigma for st in steps]
+        lo, hi = min(sig), max(sig)
+        if lo != hi and self._sampler == "fixed_size":
+            raise ValueError("sampler 'fixed_size' with the PLD engine takes one noise_multiplier; found "
+                             f"{lo} .. {hi} (accountant='rdp' composes any mix)")
+        return lo, hi, steps[0].q, sum(st.count for st in steps)
+
+    def _fixed_size_rdp(self, value, mode):
+        from .. import rdp
+
+        return rdp.fixed_size_runs([(st.sigma, st.q, st.count) for st in self._steps()], value, mode)
+
     def get_epsilon_bounds(self, delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
-        return self._cache.epsilon(self._steps(), float(check_delta(delta)))
+        d = float(check_delta(delta))
+        if self._sampler == "poisson":
+            return self._cache.epsilon(self._steps(), d)
+        if self._engine == "rdp":  # (fixed-size batches: the only other sampler RDP takes)
+            return Bounds(math.nan, self._fixed_size_rdp(d, 0))
+        run = self._run()
+        if run is None:
+            return Bounds(0.0, 0.0)
+        from .. import pld
+
+        lo, hi, q, t = run
+        up = pld.epsilon(lo, q, t, d, accuracy=self._accuracy, sampler=self._sampler)
+        if hi == lo:
+            return up
+        low = pld.epsilon(hi, q, t, d, accuracy=self._accuracy, sampler=self._sampler)
+        return Bounds(float(low.lower), float(up.upper))
 
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
         """Epsilon spent so far at ``delta``: sgmfast's certified upper bound."""
@@ -75,7 +130,18 @@ class SGMFastAccountant(IAccountant):
 
     def get_delta(self, epsilon: float) -> float:
         """Smallest certified delta at ``epsilon``."""
-        return float(self._cache.delta(self._steps(), float(check_epsilon(epsilon))).upper)
+        e = float(check_epsilon(epsilon))
+        if self._sampler == "poisson":
+            return float(self._cache.delta(self._steps(), e).upper)
+        if self._engine == "rdp":
+            return self._fixed_size_rdp(e, 1)
+        run = self._run()
+        if run is None:
+            return 0.0
+        from .. import pld
+
+        lo, _hi, q, t = run
+        return float(pld.delta(lo, q, t, e, accuracy=self._accuracy, sampler=self._sampler).upper)
 
     def __len__(self) -> int:
         return int(sum(n for _, _, n in self.history))
@@ -94,6 +160,7 @@ def get_noise_multiplier(
     steps: Optional[int] = None,
     accountant: str = "pld",
     epsilon_tolerance: float = 0.01,
+    sampler: str = "poisson",
     **kwargs,
 ) -> float:
     """Drop-in for ``opacus.accountants.utils.get_noise_multiplier``.
@@ -102,7 +169,8 @@ def get_noise_multiplier(
     (to 1e-4 relative with PLD, 1e-6 with RDP; ``epsilon_tolerance`` is accepted and ignored:
     the result is never on the wrong side of the target). Steps from epochs follow Opacus:
     ``int(epochs / sample_rate)``. ``accountant`` may be "pld", "rdp" or Opacus's names
-    "prv"/"sgmfast" (mapped to PLD) and "gdp" (rejected: not a bound).
+    "prv"/"sgmfast" (mapped to PLD) and "gdp" (rejected: not a bound). ``sampler`` as in
+    :class:`SGMFastAccountant` (``"shuffle"`` for ``poisson_sampling=False`` loaders).
     """
     from ..calibrate import calibrate_sigma
 
@@ -115,7 +183,7 @@ def get_noise_multiplier(
     if engine is None:
         raise ValueError(f"accountant must be 'pld', 'rdp', 'prv' or 'sgmfast'; got {accountant!r}")
     return float(calibrate_sigma(target_epsilon, target_delta, q, steps, accountant=engine,
-                                 accuracy=kwargs.get("accuracy", 1e-3)))
+                                 accuracy=kwargs.get("accuracy", 1e-3), sampler=sampler))
 
 
 if MECHANISM not in _ACCOUNTANTS:
