@@ -230,44 +230,65 @@ def _power_product(spectra, counts, e2, z):
     return err_lo + err_hi + kf.power_weight_err(counts, e2, w_lo + w_hi), z2_lo + z2_hi
 
 
-# --- one array composed with itself (shuffled and fixed-size batches) -------------------------
-def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
-    """A tilt that puts ``count`` times the tilted mean of one array near eps_c, its variance
-    growth bounded (a heuristic: it only sets tightness)."""
-    m, v = kt.tilted_moments(one.pess, one.j_lo, step, 0.0)
-    if count * m >= eps_c or not v > 0:
+# --- arrays composed with themselves (shuffled and fixed-size batches) -------------------------
+def _moments(parts, step: float, theta: float):
+    """Count-weighted tilted mean and variance of the parts [(OneStep, count)]."""
+    m = v = 0.0
+    for one, count in parts:
+        mi, vi = kt.tilted_moments(one.pess, one.j_lo, step, theta)
+        m, v = m + count * mi, v + count * vi
+    return m, v
+
+
+def parts_theta(parts, step: float, eps_c: float) -> float:
+    """A tilt that puts the composed tilted mean of the parts [(OneStep, count)] near eps_c, its
+    variance growth bounded (a heuristic: it only sets tightness)."""
+    m, v = _moments(parts, step, 0.0)
+    if m >= eps_c or not v > 0:
         return 0.0
     # the tilted mean grows with theta: Newton steps, kept inside the bracket [theta, hi) where
     # it is below / above the target (a far, light tail can make it jump: then bisection)
     theta, hi = 0.0, 300.0 / max(eps_c, 1e-9)
     for _ in range(60):
-        new = min(theta + (eps_c / count - m) / v, 2 * theta + 1.0)
+        new = min(theta + (eps_c - m) / v, 2 * theta + 1.0)
         if not theta < new < hi:
             new = 0.5 * (theta + hi)
-        m2, v2 = kt.tilted_moments(one.pess, one.j_lo, step, new)
-        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0) or count * m2 > eps_c + 0.05 * math.sqrt(count * v2):
+        m2, v2 = _moments(parts, step, new)
+        if not (math.isfinite(m2) and math.isfinite(v2) and v2 > 0) or m2 > eps_c + 0.05 * math.sqrt(v2):
             hi = new
         else:
             theta, m, v = new, m2, v2
-        if abs(count * m - eps_c) < 0.05 * math.sqrt(count * v) or hi - theta < 1e-3 * hi:
+        if abs(m - eps_c) < 0.05 * math.sqrt(v) or hi - theta < 1e-3 * hi:
             break
     return theta
 
 
-def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pess: bool,
-                     eps_lo: float | None = None, theta: float | None = None) -> Grid:
-    """``count`` copies of one ``OneStep`` composed, upper (``pess``) or lower, tilted by theta
-    (default: towards eps_c, ``repeat_theta``); its bounds hold for eps >= eps_lo (default
-    eps_c / 2).  A tilt whose transform fails is halved, then dropped."""
-    if theta is None:
-        theta = repeat_theta(one, step, count, eps_c) if count > 1 else 0.0  # one copy: no transform, no tilt
+def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
+    """``parts_theta`` of ``count`` copies of one array."""
+    return parts_theta([(one, count)], step, eps_c)
+
+
+def compose_copies(parts, step: float, eps_c: float, tail: float, pess: bool,
+                   eps_lo: float | None = None, theta: float | None = None) -> Grid:
+    """The parts [(OneStep, count)] composed (every copy of every array), upper (``pess``) or
+    lower, tilted by theta (default: towards eps_c, ``parts_theta``); its bounds hold for
+    eps >= eps_lo (default eps_c / 2).  A tilt whose transform fails is halved, then dropped."""
+    if theta is None:  # (one copy of one array: no transform, no tilt)
+        theta = parts_theta(parts, step, eps_c) if sum(c for _, c in parts) > 1 else 0.0
     eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
     for th in (theta, 0.5 * theta, 0.0):
         try:
-            return compose_steps([TiltedStep(one, step, th, pess)], [count], step, th, pess, eps_lo, tail)
+            return compose_steps([TiltedStep(one, step, th, pess) for one, _ in parts], [c for _, c in parts],
+                                 step, th, pess, eps_lo, tail)
         except (ValueError, ArithmeticError):
             if th == 0.0:
                 raise
+
+
+def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pess: bool,
+                     eps_lo: float | None = None, theta: float | None = None) -> Grid:
+    """``count`` copies of one ``OneStep`` composed (``compose_copies``)."""
+    return compose_copies([(one, count)], step, eps_c, tail, pess, eps_lo, theta)
 
 
 def recentred(run, centre: list, good=None, tries: int = 3):
@@ -293,18 +314,25 @@ def eps_groups(eps: np.ndarray, most: int = 32) -> list:
     return np.array_split(np.argsort(eps), min(most, eps.size))
 
 
-def repeated_delta(one, count: int, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
-    """The δ bound at every eps of ``count`` copies of one array: one composition per group of
-    nearby eps, tilted towards the group's median and valid from its least eps; groups whose
-    tilt is the same (untilted ones, mostly) share one composition."""
+def copies_delta(parts, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
+    """The δ bound at every eps of the parts [(OneStep, count)] composed: one composition per
+    group of nearby eps, tilted towards the group's median and valid from its least eps; groups
+    whose tilt is the same (untilted ones, mostly) share one composition."""
     by_theta: dict = {}
+    several = sum(c for _, c in parts) > 1
     for g in groups:
-        th = repeat_theta(one, step, count, float(np.median(eps[g]))) if count > 1 else 0.0
+        th = parts_theta(parts, step, float(np.median(eps[g]))) if several else 0.0
         by_theta.setdefault(th, []).append(g)
     out = np.empty(eps.size)
     for th, gs in by_theta.items():
         sel = np.concatenate(gs)
         e = eps[sel]
-        grid = compose_repeated(one, count, step, float(np.median(e)), tail, pess, float(e.min()), theta=th)
+        grid = compose_copies(parts, step, float(np.median(e)), tail, pess, float(e.min()), theta=th)
         out[sel] = delta_bound(grid, e)
     return out
+
+
+def repeated_delta(one, count: int, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
+    """``copies_delta`` of ``count`` copies of one array."""
+    return copies_delta([(one, count)], step, eps, groups, tail, pess)
+
