@@ -237,3 +237,54 @@ def test_curves_under_a_sampler_agree_with_single_queries(sampler, q):
     with pytest.raises(ValueError, match="relation"):
         pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler, relation="replace_one" if sampler == "shuffle"
                           else "add_remove")
+
+
+# ---------------------------------------------------------------- runs of different (sigma, q)
+
+@pytest.mark.parametrize("row", _rows("fixed_size_mixed.csv"), ids=lambda r: r["row_id"])
+def test_two_different_steps_bracket_the_mpmath_reference(row):
+    """``delta_runs`` against the definition's δ of two different symmetrised pairs composed
+    (``tests/reference/fixed_size_mixed.csv``, made by ``make_fixed_size_mixed.py``)."""
+    a = (float(row["sigma_a"]), float(row["g_a"]), 1)
+    b = (float(row["sigma_b"]), float(row["g_b"]), 1)
+    ref = float(row["delta"])
+    for runs in ([a, b], [b, a]):
+        got = fixed_size.delta_runs(runs, float(row["epsilon"]))
+        assert got.lower <= ref * (1 + 1e-12) and ref <= got.upper * (1 + 1e-12), (runs, got, ref)
+        assert got.upper - got.lower <= 1e-3 * got.upper
+
+
+def test_runs_of_one_kind_are_the_single_run():
+    one = fixed_size.epsilon(1.1, 256 / 60000, 14040, 1e-5)
+    assert fixed_size.epsilon_runs([(1.1, 256 / 60000, 14040)], 1e-5) == one
+    split = fixed_size.epsilon_runs([(1.1, 256 / 60000, 7000), (1.1, 256 / 60000, 7040)], 1e-5)
+    assert split.lower <= one.upper and one.lower <= split.upper
+
+
+def test_mixed_runs_between_the_attained_pair_and_rdp_and_consistent():
+    """A warm-up at half the batch and less noise: the certified interval lies above the Poisson
+    answer at sigma / 2 (attained by a dataset pair) and its lower end below the RDP bound of the
+    same pairs; δ at the upper ε is at most the target."""
+    from sgmfast import rdp
+
+    runs = [(1.0, 128 / 60000, 1000), (1.2, 256 / 60000, 13040)]
+    b = fixed_size.epsilon_runs(runs, 1e-5)
+    assert b.upper - b.lower <= 1e-3 * b.upper
+    acc = pld.PLDAccountant()
+    for s, q, t in runs:
+        acc.step(s / 2, q, t)
+    assert acc.epsilon(1e-5).lower <= b.upper
+    assert b.lower <= rdp.fixed_size_runs(runs, 1e-5, 0)
+    assert fixed_size.delta_runs(runs, b.upper).lower <= 1e-5
+
+
+def test_mixed_runs_with_a_noiseless_run():
+    """A noiseless run releases a drawn example: ε = inf below δ = 1 - (1 - q)^T of it."""
+    runs = [(0.0, 0.001, 10), (2.0, 0.01, 1000)]
+    p = 1 - 0.999 ** 10
+    inf = fixed_size.epsilon_runs(runs, 0.9 * p)
+    assert inf.lower == inf.upper == math.inf
+    b = fixed_size.epsilon_runs(runs, 0.05)
+    assert 0.0 < b.lower <= b.upper < math.inf
+    d = fixed_size.delta_runs(runs, [1.0, 50.0])
+    assert np.all(d.lower >= p * (1 - 1e-9)) and np.all(d.upper <= 1.0)

@@ -56,7 +56,7 @@ from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from . import accountant as pld
 from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
-from .composition import compose_repeated, eps_groups, recentred, repeated_delta
+from .composition import compose_copies, copies_delta, eps_groups, recentred
 from .estimates import initial_step
 from .onestep import OneStep, discretise, grid_range
 from .queries import eps_bound
@@ -104,12 +104,12 @@ def _reach(s: float, q: float, step: float, tau: float = TAU_STEP) -> int:
     return max(j_hi, -a_lo, 1)
 
 
-def _step0(sigma: float, q: float, T: int, accuracy: float, eps_c: float) -> float:
-    """The first grid step: the accuracy's step for the Poisson pair at noise sigma / 2, coarsened
-    until one step's grid has at most MAX_STEP_BINS bins."""
-    step = initial_step([(0.5 * sigma, q, T)], accuracy, eps_c)
+def _step0(runs, accuracy: float, eps_c: float) -> float:
+    """The first grid step: the accuracy's step for the Poisson pairs at noise sigma / 2,
+    coarsened until one step's grid has at most MAX_STEP_BINS bins."""
+    step = initial_step([(0.5 * s, q, t) for s, q, t in runs], accuracy, eps_c)
     try:
-        reach = 2e-3 * (_reach(0.5 * sigma, q, 1e-3) + 1)
+        reach = 2e-3 * (max(_reach(0.5 * s, q, 1e-3) for s, q, _ in runs) + 1)
     except ValueError:  # a loss range beyond any grid: the first attempt fails, the start bounds stay
         return step
     while reach / step > MAX_STEP_BINS:
@@ -117,20 +117,25 @@ def _step0(sigma: float, q: float, T: int, accuracy: float, eps_c: float) -> flo
     return step
 
 
-def _levels(sigma, q, T, step0, compose):
-    """``refine_levels``' attempts: level r on the grid step step0 / 2^r.  A first grid too
-    large to compose (a very long run) is coarsened by 4, up to 6 times."""
+def _levels(runs, step0, compose):
+    """``refine_levels``' attempts: level r composes the runs' one-step arrays [(OneStep, T)] on
+    the grid step step0 / 2^r.  A first grid too large to compose (a very long run) is coarsened
+    by 4, up to 6 times."""
     base = [step0]
+
+    def parts(step):
+        return [(sym_step(s, q, step), t) for s, q, t in runs]
 
     def attempt(level):
         if level:
-            return compose(sym_step(sigma, q, base[0] * 0.5 ** level), base[0] * 0.5 ** level)
+            step = base[0] * 0.5 ** level
+            return compose(parts(step), step)
         for _ in range(6):
             try:
-                return compose(sym_step(sigma, q, base[0]), base[0])
+                return compose(parts(base[0]), base[0])
             except ValueError:
                 base[0] *= 4.0
-        return compose(sym_step(sigma, q, base[0]), base[0])
+        return compose(parts(base[0]), base[0])
 
     return attempt
 
@@ -178,25 +183,63 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     True
     """
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
-    delta = float(check_delta(delta))
-    if T == 0 or q == 0.0:
+    return _epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy)
+
+
+def _noiseless_mass(runs) -> float:
+    """p = 1 - prod (1 - q)^T over the runs without noise, rounded up: with probability p some
+    noiseless step drew the example and released its gradient exactly."""
+    log_keep = sum(t * math.log1p(-q) if q < 1.0 else -math.inf for s, q, t in runs if s == 0.0)
+    return 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 1e-12))
+
+
+def _attained(runs, delta) -> Bounds:
+    """The Poisson add/remove answer at noise sigma / 2 for the runs (one dataset pair attains it
+    under fixed-size batches: module notes), and the Gaussian with sensitivity 2 (above every step)."""
+    if len(runs) == 1:
+        s, q, t = runs[0]
+        return Bounds(float(pld.epsilon(0.5 * s, q, t, delta).lower), float(pld.epsilon(0.5 * s, 1.0, t, delta).upper))
+    acc = pld.PLDAccountant()
+    for s, q, t in runs:
+        acc.step(0.5 * s, q, t)
+    # composed Gaussians are one Gaussian: mu^2 = sum T (2 / sigma)^2 (sigma_eq / 2 = 1 / mu, one step)
+    mu = math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
+    return Bounds(float(acc.epsilon(delta).lower), float(pld.epsilon(1.0 / mu, 1.0, 1, delta).upper))
+
+
+def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
+    """``epsilon`` of consecutive runs [(sigma, q, T)] (validated scalars), composed."""
+    runs = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
+    if not runs:
         return Bounds(0.0, 0.0)
-    if sigma == 0.0:  # the batch sum is released exactly: as Poisson sampling's (ε = 0 or +inf)
-        return pld.epsilon(0.0, q, T, delta)
-    # start bounds: the attained pair (Poisson add/remove at noise sigma / 2) below, the Gaussian
-    # with sensitivity 2 above -- at q = 1 the mechanism itself, exact
-    gauss = float(pld.epsilon(0.5 * sigma, 1.0, T, delta).upper)
-    if q == 1.0:
-        return Bounds(float(pld.epsilon(0.5 * sigma, 1.0, T, delta).lower), gauss)
-    lo0 = float(pld.epsilon(0.5 * sigma, q, T, delta).lower)
+    if any(s == 0.0 for s, _, _ in runs):
+        if len(runs) == 1:  # the batch sum is released exactly: as Poisson sampling's (ε = 0 or +inf)
+            return pld.epsilon(0.0, runs[0][1], runs[0][2], delta)
+        # delta_total <= p + (1 - p) delta_noisy (a noiseless step reveals only a drawn example; the
+        # batches are independent); the run's eps is at least the noisy steps' (a marginal)
+        p = _noiseless_mass(runs)
+        noisy = [r for r in runs if r[0] > 0.0]
+        if delta <= p:
+            return Bounds(math.inf, math.inf)
+        if not noisy:
+            return Bounds(0.0, 0.0)
+        up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - 1e-12), accuracy).upper
+        return Bounds(min(_epsilon(noisy, delta, accuracy).lower, up), up)
+    # start bounds: the attained pair below, the Gaussian with sensitivity 2 above -- at q = 1 the
+    # mechanism itself, exact
+    start = _attained(runs, delta)
+    if len(runs) == 1 and runs[0][1] == 1.0:
+        s, _, t = runs[0]
+        return Bounds(float(pld.epsilon(0.5 * s, 1.0, t, delta).lower), start.upper)
+    lo0, gauss = start
     centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
-    def compose(one, step):  # (re-centred: the pair's eps can be far above the Poisson start)
-        return recentred(lambda eps_c: (eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, False), delta),
-                                        eps_bound(compose_repeated(one, T, step, eps_c, TAU_STEP, True), delta)),
+    def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
+        return recentred(lambda eps_c: (eps_bound(compose_copies(parts, step, eps_c, TAU_STEP, False), delta),
+                                        eps_bound(compose_copies(parts, step, eps_c, TAU_STEP, True), delta)),
                          centre, lambda lo, up: up - lo <= accuracy * up)
 
-    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, centre[0]), compose),
+    lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
                            lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
     return Bounds(float(min(lo, up)), float(up))
 
@@ -209,33 +252,80 @@ def delta(sigma: float, q: float, steps: int, epsilon, *, accuracy: float = 1e-3
     change of a relative ε change ``accuracy``) or the time budget is spent."""
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
     eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64).reshape(-1)
+    lo, up = _delta([(sigma, q, T)], eps, accuracy)
+    return Bounds(float(lo[0]), float(up[0])) if np.ndim(epsilon) == 0 else Bounds(lo, up)
 
-    def out(lo, up):
-        lo, up = np.minimum(lo, up), up
-        return Bounds(float(lo[0]), float(up[0])) if np.ndim(epsilon) == 0 else Bounds(lo, up)
 
+def _delta(runs, eps: np.ndarray, accuracy: float):
+    """(lower, upper) arrays of ``delta`` at the 1-D ``eps`` for consecutive runs [(sigma, q, T)]
+    (validated scalars), composed."""
     def flat(x):
         return np.asarray(x, dtype=np.float64).reshape(-1)
 
-    if T == 0 or q == 0.0:
-        return out(np.zeros(eps.size), np.zeros(eps.size))
-    if sigma == 0.0:  # the batch sum is released exactly: δ = P(the example is ever drawn), as for Poisson
-        b = pld.delta(0.0, q, T, eps)
-        return out(flat(b.lower), flat(b.upper))
-    gauss = pld.delta(0.5 * sigma, 1.0, T, eps)  # (start bounds as in ``epsilon``)
-    if q == 1.0:
-        return out(flat(gauss.lower), flat(gauss.upper))
-    lo0 = flat(pld.delta(0.5 * sigma, q, T, eps).lower)
-    eps_c = max(float(pld.epsilon(0.5 * sigma, q, T, 1e-6, accuracy=0.05).upper), 1e-3)
+    runs = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
+    if not runs:
+        return np.zeros(eps.size), np.zeros(eps.size)
+    if any(s == 0.0 for s, _, _ in runs):
+        if len(runs) == 1:  # the batch sum is released exactly: δ = P(the example is ever drawn), as for Poisson
+            b = pld.delta(0.0, runs[0][1], runs[0][2], eps)
+            return flat(b.lower), flat(b.upper)
+        p = _noiseless_mass(runs)  # (as in ``_epsilon``: p + (1 - p) δ_noisy above, δ_noisy below)
+        noisy = [r for r in runs if r[0] > 0.0]
+        lo, up = _delta(noisy, eps, accuracy) if noisy else (np.zeros(eps.size), np.zeros(eps.size))
+        keep = [r for r in runs if r[0] == 0.0]
+        lo_p = 1.0 - math.prod((1.0 - q) ** t for _, q, t in keep) if all(q < 1.0 for _, q, _ in keep) else 1.0
+        return np.maximum(lo, lo_p * (1 - 1e-12)), np.minimum(1.0, (p + (1.0 - p) * up) * (1 + 1e-12))
+    if len(runs) == 1:
+        s, q, t = runs[0]
+        gauss = pld.delta(0.5 * s, 1.0, t, eps)  # (start bounds as in ``epsilon``)
+        if q == 1.0:
+            return flat(gauss.lower), flat(gauss.upper)
+        lo0 = flat(pld.delta(0.5 * s, q, t, eps).lower)
+        eps_c = max(float(pld.epsilon(0.5 * s, q, t, 1e-6, accuracy=0.05).upper), 1e-3)
+    else:
+        mu = math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
+        gauss = pld.delta(1.0 / mu, 1.0, 1, eps)
+        acc = pld.PLDAccountant()
+        for s, q, t in runs:
+            acc.step(0.5 * s, q, t)
+        lo0 = flat(acc.delta(eps).lower)
+        eps_c = max(float(acc.epsilon(1e-6).upper), 1e-3)
     groups = eps_groups(eps)
 
-    def compose(one, step):
-        return (repeated_delta(one, T, step, eps, groups, TAU_STEP, False),
-                repeated_delta(one, T, step, eps, groups, TAU_STEP, True))
+    def compose(parts, step):
+        return (copies_delta(parts, step, eps, groups, TAU_STEP, False),
+                copies_delta(parts, step, eps, groups, TAU_STEP, True))
 
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo, up = refine_levels(_levels(sigma, q, T, _step0(sigma, q, T, accuracy, eps_c), compose), narrow, lo0,
+    lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo0,
                            np.minimum(flat(gauss.upper), 1.0), BUDGET)
-    return out(lo, up)
+    return np.minimum(lo, up), up
+
+
+def _check_runs(runs, accuracy):
+    out = [_check(s, q, t, accuracy)[:3] for s, q, t in runs]
+    return out, check_accuracy(accuracy)
+
+
+def epsilon_runs(runs, delta: float, *, accuracy: float = 1e-3) -> Bounds:
+    """:func:`epsilon` of consecutive runs [(sigma, q, steps)] of fixed-size batches with
+    different noise or batch fractions (a warm-up at another batch size, a noise schedule),
+    composed: each step's symmetrised pair on one loss grid, the products charged as for one run.
+
+    >>> from sgmfast.pld import fixed_size
+    >>> b = fixed_size.epsilon_runs([(1.1, 256 / 60000, 14040)], 1e-5)
+    >>> b == fixed_size.epsilon(1.1, 256 / 60000, 14040, 1e-5)
+    True
+    """
+    r, acc = _check_runs(runs, accuracy)
+    return _epsilon(r, float(check_delta(delta)), acc)
+
+
+def delta_runs(runs, epsilon, *, accuracy: float = 1e-3) -> Bounds:
+    """:func:`delta` of consecutive runs [(sigma, q, steps)] (see :func:`epsilon_runs`)."""
+    r, acc = _check_runs(runs, accuracy)
+    eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64).reshape(-1)
+    lo, up = _delta(r, eps, acc)
+    return Bounds(float(lo[0]), float(up[0])) if np.ndim(epsilon) == 0 else Bounds(lo, up)

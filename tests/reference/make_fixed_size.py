@@ -41,7 +41,8 @@ ROWS = [  # (sigma, g, eps)
 ]
 
 
-def pair(sigma, g):
+def pair(sigma, g, parts=False):
+    """(F, delta2) of the pair; with ``parts``, a dict of its pieces (make_fixed_size_mixed.py)."""
     s = mp.mpf(sigma) / 2
     g = mp.mpf(g)
 
@@ -87,6 +88,8 @@ def pair(sigma, g):
         neg = mp.quad(lambda x: F(eps, -ell(x)) * q_pdf(x), pts, method=method)
         return c * F(eps, 0) + pos + neg
 
+    if parts:
+        return dict(F=F, ell=ell, ell_inv=ell_inv, p_pdf=p_pdf, q_pdf=q_pdf, c=c, half=half, s=s, g=g)
     return F, delta2
 
 
