@@ -264,19 +264,18 @@ def test_dp_accounting_fixed_size_batches_under_replace_one(dpa):
 
 
 def test_dp_accounting_replace_one_refuses_what_it_cannot_account(dpa):
+    """Poisson-sampled events have no replace-one accounting here; fixed-size runs of any kind do."""
     wor = dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(1.0))
     other = dpa.SampledWithoutReplacementDpEvent(1000, 20, dpa.GaussianDpEvent(1.0))
     acc = _replace_one(dpa).compose(wor, 5)
-    assert acc.supports(wor) and not acc.supports(other)  # one run: one noise and batch fraction
-    assert not _replace_one(dpa).supports(dpa.ComposedDpEvent([wor, other]))
+    assert acc.supports(wor) and acc.supports(other)  # runs of different batch fractions compose
     assert not acc.supports(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)))
     assert _replace_one(dpa, accountant="rdp").supports(wor)
-    assert _replace_one(dpa, accountant="rdp").compose(wor, 5).supports(other)  # RDP adds runs
     from sgmfast.integrations.dp_accounting import SGMFastPrivacyAccountant
 
     assert not SGMFastPrivacyAccountant().supports(wor)  # add/remove: not this sampler's relation
     with pytest.raises(dpa.UnsupportedEventError):
-        acc.compose(other)
+        acc.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)))
     assert acc.get_epsilon_bounds(1e-5) == _replace_one(dpa).compose(wor, 5).get_epsilon_bounds(1e-5)
 
 
@@ -307,7 +306,14 @@ def test_dp_accounting_replace_one_rdp_engine_composes_mixed_fixed_size_runs(dpa
     assert lo <= e <= hi
     assert ours.get_delta(e) <= 1e-6 * (1 + 1e-9)
     assert ours.get_delta(0.99 * e) > 1e-6
-    assert not _replace_one(dpa).supports(events)  # the PLD engine: one run only
+    pld_acc = _replace_one(dpa).compose(events)  # the PLD engine: the same runs, certified
+    from sgmfast.pld import fixed_size
+
+    runs = [(1.0, 128 / 60000, 500), (1.2, 256 / 60000, 5000)]
+    b = pld_acc.get_epsilon_bounds(1e-6)
+    assert b == fixed_size.epsilon_runs(runs, 1e-6)
+    assert b.lower <= e  # (RDP above the pair's certified lower end)
+    assert pld_acc.get_delta(b.upper) == fixed_size.delta_runs(runs, b.upper).upper
 
 
 # ------------------------------------------------------------------ Opacus, other samplers
@@ -352,6 +358,15 @@ def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
     assert fs.get_epsilon(1e-5) == rdp.fixed_size_runs([(1.0, 0.01, 100), (1.3, 0.01, 200)], 1e-5, 0)
     assert rdp.epsilon(1.3, 0.01, 300, 1e-5, sampler="fixed_size") <= fs.get_epsilon(1e-5) \
         <= rdp.epsilon(1.0, 0.01, 300, 1e-5, sampler="fixed_size")
+
+    from sgmfast.pld import fixed_size
+
+    fp = SGMFastAccountant(sampler="fixed_size")
+    for i in range(300):
+        fp.step(noise_multiplier=1.0 if i < 100 else 1.3, sample_rate=0.005 if i < 100 else 0.01)
+    runs = [(1.0, 0.005, 100), (1.3, 0.01, 200)]
+    assert fp.get_epsilon_bounds(1e-5) == fixed_size.epsilon_runs(runs, 1e-5)
+    assert fp.get_delta(1.0) == fixed_size.delta_runs(runs, 1.0).upper
 
     sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q, epochs=10,
                                  sampler="shuffle")

@@ -51,9 +51,9 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
         PLD accuracy (relative width of the certified epsilon interval).
     neighboring_relation : NeighboringRelation
         ``ADD_OR_REMOVE_ONE`` (Poisson-sampled Gaussian steps, any schedule) or ``REPLACE_ONE``
-        (fixed-size batches drawn without replacement: with PLD, the steps of one run, all with
-        the same noise and batch fraction; with RDP, any mix of them, their curves added --
-        ``rdp.epsilon(..., sampler="fixed_size")`` for one run, ``rdp.fixed_size_runs`` for more).
+        (fixed-size batches drawn without replacement, any mix of noise and batch fractions:
+        ``pld.fixed_size.epsilon_runs`` / ``rdp.fixed_size_runs``, the single-run answers of
+        ``pld.epsilon`` / ``rdp.epsilon(..., sampler="fixed_size")`` for one run).
     """
 
     def __init__(self, accountant: str = "pld", accuracy: float = 1e-3,
@@ -69,8 +69,6 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
                        do_compose: bool) -> Optional[dp_accounting.PrivacyAccountant.CompositionErrorDetails]:
         found = []
         err = self._collect(event, count, found)
-        if err is None and self.neighboring_relation is NeighborRel.REPLACE_ONE and self._engine == "pld":
-            err = self._one_run(event, found)
         if err is not None or not do_compose:
             return err
         for kind, sigma, q, n in found:
@@ -143,21 +141,14 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             found.append(("step", scale * float(noise_multiplier), float(q), int(count)))
         return None
 
-    def _one_run(self, event, found):
-        """Under REPLACE_ONE with the PLD engine: the fixed-size certifier composes one (sigma, q)
-        run; say so otherwise (the RDP engine adds the runs' curves)."""
-        details = dp_accounting.PrivacyAccountant.CompositionErrorDetails
-        kinds = {(s.sigma, s.q) for s in self._steps} | {(s, q) for k, s, q, _ in found if k == "step"}
-        if len(kinds) > 1:
-            return details(event, "under REPLACE_ONE sgmfast composes steps of one noise multiplier and one "
-                                  f"batch fraction; found {sorted(kinds)}")
-        return None
-
     def _fixed_size(self):
         """(sigma, q, T) of the REPLACE_ONE run, or None if no step was recorded."""
         if not self._steps:
             return None
         return self._steps[0].sigma, self._steps[0].q, sum(s.count for s in self._steps)
+
+    def _runs(self):
+        return [(st.sigma, st.q, st.count) for st in self._steps]
 
     def _fixed_size_rdp(self, value, mode):
         """RDP's eps (mode 0) or delta (mode 1) of the recorded fixed-size runs, of any mix of
@@ -168,7 +159,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             st = self._steps[0]
             fn = rdp.epsilon if mode == 0 else rdp.delta
             return float(fn(st.sigma, st.q, st.count, value, sampler="fixed_size"))
-        return rdp.fixed_size_runs([(st.sigma, st.q, st.count) for st in self._steps], value, mode)
+        return rdp.fixed_size_runs(self._runs(), value, mode)
 
     def get_epsilon_bounds(self, target_delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
@@ -180,9 +171,9 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
                 return Bounds(0.0, 0.0)
             if self._engine == "rdp":
                 return Bounds(math.nan, self._fixed_size_rdp(target_delta, 0))
-            from .. import pld
+            from ..pld import fixed_size
 
-            return pld.epsilon(*run, target_delta, accuracy=self._accuracy, sampler="fixed_size")
+            return fixed_size.epsilon_runs(self._runs(), target_delta, accuracy=self._accuracy)
         return self._cache.epsilon(self._steps, target_delta)
 
     def get_epsilon(self, target_delta: float) -> float:
@@ -197,7 +188,7 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
                 return 0.0
             if self._engine == "rdp":
                 return self._fixed_size_rdp(target_epsilon, 1)
-            from .. import pld
+            from ..pld import fixed_size
 
-            return float(pld.delta(*run, target_epsilon, accuracy=self._accuracy, sampler="fixed_size").upper)
+            return float(fixed_size.delta_runs(self._runs(), target_epsilon, accuracy=self._accuracy).upper)
         return float(self._cache.delta(self._steps, target_epsilon).upper)

@@ -53,11 +53,10 @@ class SGMFastAccountant(IAccountant):
         allocation, add/remove; use ``drop_last=True`` loaders, so that sample_rate is 1 over
         whole batches, and note that the analysis is of balls-in-bins batching, the closest
         analysed model of shuffling). ``"fixed_size"``: independent batches of a fixed size
-        (replace-one). Under these samplers the run keeps one sample rate; a noise that changes
-        during it is bracketed between the runs at its smallest (upper bound) and largest
-        (lower bound) noise -- a step with more noise is a post-processing of one with less --
-        except fixed-size batches with PLD, which take one noise (with RDP: any mix, curves
-        added).
+        (replace-one), any mix of noise and sample rates (``pld.fixed_size.epsilon_runs``, or
+        RDP's curves added). Shuffled batches keep one sample rate; a noise that changes during
+        the run is bracketed between the runs at its smallest (upper bound) and largest (lower
+        bound) noise -- a step with more noise is a post-processing of one with less.
     """
 
     def __init__(self, accountant: str = "pld", accuracy: float = 1e-3, sampler: str = "poisson"):
@@ -90,16 +89,15 @@ class SGMFastAccountant(IAccountant):
         if len(qs) > 1:
             raise ValueError(f"sampler {self._sampler!r}: the run must keep one sample_rate; found {sorted(qs)}")
         sig = [st.sigma for st in steps]
-        lo, hi = min(sig), max(sig)
-        if lo != hi and self._sampler == "fixed_size":
-            raise ValueError("sampler 'fixed_size' with the PLD engine takes one noise_multiplier; found "
-                             f"{lo} .. {hi} (accountant='rdp' composes any mix)")
-        return lo, hi, steps[0].q, sum(st.count for st in steps)
+        return min(sig), max(sig), steps[0].q, sum(st.count for st in steps)
+
+    def _runs(self):
+        return [(st.sigma, st.q, st.count) for st in self._steps()]
 
     def _fixed_size_rdp(self, value, mode):
         from .. import rdp
 
-        return rdp.fixed_size_runs([(st.sigma, st.q, st.count) for st in self._steps()], value, mode)
+        return rdp.fixed_size_runs(self._runs(), value, mode)
 
     def get_epsilon_bounds(self, delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
@@ -108,6 +106,10 @@ class SGMFastAccountant(IAccountant):
             return self._cache.epsilon(self._steps(), d)
         if self._engine == "rdp":  # (fixed-size batches: the only other sampler RDP takes)
             return Bounds(math.nan, self._fixed_size_rdp(d, 0))
+        if self._sampler == "fixed_size":
+            from ..pld import fixed_size
+
+            return fixed_size.epsilon_runs(self._runs(), d, accuracy=self._accuracy)
         run = self._run()
         if run is None:
             return Bounds(0.0, 0.0)
@@ -135,6 +137,10 @@ class SGMFastAccountant(IAccountant):
             return float(self._cache.delta(self._steps(), e).upper)
         if self._engine == "rdp":
             return self._fixed_size_rdp(e, 1)
+        if self._sampler == "fixed_size":
+            from ..pld import fixed_size
+
+            return float(fixed_size.delta_runs(self._runs(), e, accuracy=self._accuracy).upper)
         run = self._run()
         if run is None:
             return 0.0
