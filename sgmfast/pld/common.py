@@ -190,7 +190,9 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
         best_lo = np.maximum(best_lo, lo)
         if narrow(best_lo, best_up):
             break
-        new_width = best_up - best_lo
+        # judged on the level's own interval: where the start bounds are already close, the
+        # intersected one hides a level's progress (a lower end 2.17 -> 2.35 under a start 2.34)
+        new_width = np.asarray(up) - np.asarray(lo)
         if level and np.all(new_width > 0.75 * width):
             break
         width = new_width
