@@ -33,6 +33,15 @@ for the lower; the atom is exact up to the rounding of erf (charged as 64 ulp, a
 discretised piece by piece.  T steps are then composed by stages 2-3 with their round-off and
 window charges, and read off by ``queries``.
 
+**Runs of different (sigma, gamma)** (``epsilon_runs``, ``delta_runs``).  Each step is dominated
+by its own symmetrised pair, so an adaptive run of steps with different noise or batch fraction
+is dominated by the product of their pairs (dominance survives adaptive composition); each
+pair is discretised on the one loss grid as above and the products are composed by the same
+stages (``composition.compose_copies``), with the same charges.  A run without noise
+(sigma = 0) reveals a drawn example exactly: with p = P(the example is drawn in such a step),
+δ <= p + (1 - p) δ_noisy (the batches are independent, and without the example the noiseless
+outputs have the same law under both datasets), and δ >= max(p, δ_noisy).
+
 **What the bounds mean.**  ``upper`` is a certified upper bound on the mechanism's ε.  ``lower``
 is a certified lower bound on the ε of this dominating pair -- the number an exact PLD
 accountant reports -- and never below the Poisson add/remove answer at noise sigma / 2, which
