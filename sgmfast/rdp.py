@@ -90,20 +90,36 @@ def fixed_size_runs(runs, value: float, mode: int) -> float:
     """RDP's eps (mode 0, ``value`` = delta) or delta (mode 1, ``value`` = eps) of consecutive
     fixed-size runs [(sigma, q, steps)] with different noise or batch fractions (replace-one):
     their curves over ``FIXED_SIZE_ORDERS`` add (RDP composes adaptively), the sum rounded up
-    by 4 ulps a term.  A run without noise (sigma = 0) makes every order infinite."""
-    o = FIXED_SIZE_ORDERS
-    total = np.zeros(o.shape)
-    n = 0
-    for sigma, q, steps in runs:
-        if steps > 0 and q > 0.0 and sigma < math.inf:
+    by 4 ulps a term.  Runs without noise (sigma = 0) reveal a drawn example: with p the chance
+    that one draws it, delta = p + (1 - p) delta_noisy, so eps = +inf for delta <= p (as
+    :meth:`RDPAccountant.epsilon`)."""
+    if mode not in (0, 1):
+        raise ValueError(f"mode must be 0 (epsilon at delta) or 1 (delta at epsilon); got {mode!r}")
+    value = float(check_delta(value, "delta")) if mode == 0 else float(check_epsilon(value, "epsilon"))
+    runs = [(float(check_sigma(s)), float(check_q(q)), float(check_steps(t))) for s, q, t in runs]
+    active = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
+    log_keep = sum(t * math.log1p(-q) if q < 1.0 else -math.inf for s, q, t in active if s == 0.0)
+    p = 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 4 * _U))
+    noisy = [r for r in active if r[0] > 0.0]
+    if mode == 0:
+        if value <= p:
+            return math.inf
+        target = value if p == 0.0 else (value - p) / (1.0 - p) * (1 - 4 * _U)
+    else:
+        target = value
+    v = 0.0  # the noisy runs' eps or delta (none: 0)
+    if noisy and (mode == 0 or target < math.inf):
+        o = FIXED_SIZE_ORDERS
+        total = np.zeros(o.shape)
+        for sigma, q, steps in noisy:
             total += rdp(sigma, q, steps, o, sampler="fixed_size")
-            n += 1
-    if n == 0:
-        return 0.0
-    total *= 1.0 + 4 * n * _U
-    target = math.log(value) if mode == 0 else float(value)
-    v = float(_k.best_of_orders(total, o, target, mode)[0])
-    return v if mode == 0 else _delta_of(v)
+        total *= 1.0 + 4 * len(noisy) * _U
+        v = float(_k.best_of_orders(total, o, math.log(target) if mode == 0 else target, mode)[0])
+        if mode == 1:
+            v = _delta_of(v)
+    if mode == 0 or p == 0.0:
+        return v
+    return min(1.0, (p + (1.0 - p) * v) * (1 + 4 * _U))
 
 
 def _noiseless_mass(sigma, q, steps):

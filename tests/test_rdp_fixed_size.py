@@ -98,3 +98,25 @@ def test_small_sigma_answers_fast_and_stays_under_the_gaussian(sigma, g, steps, 
     ours = rdp.epsilon(sigma, g, steps, delta, sampler="fixed_size")
     assert 0.0 < ours < math.inf
     assert ours <= rdp.epsilon(sigma / 2, 1.0, steps, delta, orders=rdp.FIXED_SIZE_ORDERS) * (1 + 1e-12)
+
+
+def test_runs_add_their_curves_and_account_for_noiseless_ones():
+    """``fixed_size_runs``: one run is ``rdp.epsilon`` (to the 4-ulp rounding of the sum), runs
+    lie between the constant runs at their extremes, a noiseless run reveals a drawn example
+    (δ >= 1 - (1 - q)^T, ε = inf below it), bad input is a ValueError naming the parameter."""
+    one = rdp.epsilon(1.0, 0.01, 100, 1e-5, sampler="fixed_size")
+    assert rdp.fixed_size_runs([(1.0, 0.01, 100)], 1e-5, 0) == pytest.approx(one, rel=1e-13)
+    mixed = rdp.fixed_size_runs([(1.0, 0.01, 100), (1.5, 0.005, 100)], 1e-5, 0)
+    assert rdp.epsilon(1.5, 0.005, 200, 1e-5, sampler="fixed_size") <= mixed <= rdp.epsilon(1.0, 0.01, 200, 1e-5,
+                                                                                              sampler="fixed_size")
+    p = 1 - 0.999 ** 10
+    runs = [(0.0, 0.001, 10), (2.0, 0.01, 1000)]
+    assert rdp.fixed_size_runs(runs, 0.9 * p, 0) == math.inf
+    assert math.isfinite(rdp.fixed_size_runs(runs, 0.05, 0))
+    at_inf = rdp.fixed_size_runs(runs, math.inf, 1)
+    assert at_inf == pytest.approx(p, rel=1e-12) and at_inf >= p
+    assert rdp.fixed_size_runs(runs, 1.0, 1) >= p
+    with pytest.raises(ValueError, match="sigma"):
+        rdp.fixed_size_runs([(-1.0, 0.1, 1)], 1e-5, 0)
+    with pytest.raises(ValueError, match="delta"):
+        rdp.fixed_size_runs([(1.0, 0.1, 1)], 2.0, 0)
