@@ -245,9 +245,10 @@ def test_curve_every_and_points(capsys):
 def test_curve_in_chunks_stays_certified_and_monotone(capsys, monkeypatch):
     # past CURVE_CHUNK checkpoints the CLI calls the API chunk by chunk (to show progress): each
     # chunk is certified, so the merged curve must overlap the one-call curve at every checkpoint
-    from sgmfast import cli, pld
+    from sgmfast import pld
+    from sgmfast.cli import curves
 
-    monkeypatch.setattr(cli, "CURVE_CHUNK", 2)
+    monkeypatch.setattr(curves, "CURVE_CHUNK", 2)
     code, out, err = _run(["curve", "--sigma", "1.0", "--q", "0.01", "--steps", "500", "--points", "5",
                            "--delta", "1e-5"], capsys)
     assert code == 0 and err == ""

@@ -1,0 +1,174 @@
+"""One answer a command: ``epsilon``, ``calibrate``, ``batch-size``, ``tune`` and ``figures``."""
+
+from __future__ import annotations
+
+import math
+
+from .common import _fmt, _resolve_q_steps
+
+
+def _cmd_epsilon(args) -> None:
+    q, steps = _resolve_q_steps(args)
+    sampler = args.sampler.replace("-", "_")
+    relation = None if args.relation is None else args.relation.replace("-", "_")
+    if args.accountant == "rdp":
+        from .. import rdp
+
+        own = {"poisson": "add_remove", "fixed_size": "replace_one"}.get(sampler)
+        if own is None or relation not in (None, own):
+            raise ValueError("--accountant rdp accounts for --sampler poisson (add-remove) and fixed-size "
+                             f"(replace-one); use --accountant pld for --sampler {args.sampler} with "
+                             f"--relation {(relation or 'add_remove').replace('_', '-')}")
+        eps, order = rdp.epsilon(args.sigma, q, steps, args.delta, orders=args.orders, return_order=True,
+                                 sampler=sampler)
+        print(f"epsilon: {_fmt(eps, 'up')}")
+        print(f"optimal order: {order:.6g}")
+        if sampler != "poisson":
+            print(f"relation: {own.replace('_', '-')}")
+            print(f"sampler: {args.sampler}")
+    else:
+        if args.orders is not None:
+            raise ValueError("--orders applies to --accountant rdp only")
+        from .. import pld
+        from ..pld.samplers import resolve
+
+        try:
+            relation = resolve(sampler, relation)
+        except ValueError:
+            own = resolve(sampler, None).replace("_", "-")
+            raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
+        if sampler != "poisson" and not math.isfinite(steps):
+            raise ValueError(f"--sampler {args.sampler} needs a finite number of steps")
+        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation, sampler=sampler)
+        print(f"epsilon: {_fmt(float(b.upper), 'up')}")
+        print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
+        print(f"relation: {relation.replace('_', '-')}")
+        print(f"sampler: {args.sampler}")
+    print(f"delta: {args.delta:g}")
+    print(f"q: {q:.6g}")
+    print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
+    print(f"accountant: {args.accountant}")
+
+
+def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
+    """(upper, lower) epsilon at the calibrated point; lower is None for RDP."""
+    if accountant == "rdp":
+        from .. import rdp
+
+        return rdp.epsilon(sigma, q, steps, delta, sampler=sampler), None
+    from .. import pld
+
+    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
+    return float(b.upper), float(b.lower)
+
+
+def _cmd_calibrate(args) -> None:
+    from .. import calibrate as cal
+
+    sampler = args.sampler.replace("-", "_")
+    if args.sampler != "poisson" and args.solve_for == "epochs":
+        raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma or batch-size")
+    cal.check_sampler(sampler, args.accountant)
+    if args.solve_for == "sigma":
+        if args.sigma is not None:
+            raise ValueError("--sigma is what --solve-for sigma computes; leave it out")
+        q, steps = _resolve_q_steps(args)
+        sigma = cal.calibrate_sigma(args.epsilon, args.delta, q, steps, accountant=args.accountant,
+                                    accuracy=args.accuracy, sampler=sampler)
+    elif args.solve_for == "batch-size":
+        if args.sigma is None or args.dataset_size is None:
+            raise ValueError("--solve-for batch-size needs --sigma and --dataset-size")
+        if args.q is not None or args.batch_size is not None:
+            raise ValueError("--solve-for batch-size computes the batch size; leave out --q/--batch-size")
+        if (args.steps is None) == (args.epochs is None):
+            raise ValueError("--solve-for batch-size needs exactly one of --steps and --epochs")
+        b = cal.calibrate_batch_size(args.epsilon, args.delta, args.sigma, args.dataset_size, steps=args.steps,
+                                     epochs=args.epochs, accountant=args.accountant, accuracy=args.accuracy,
+                                     sampler=sampler)
+        sigma = args.sigma
+        if b > 0:
+            from ..pld.samplers import run_of_batch
+
+            q, steps = run_of_batch(sampler, b, args.dataset_size, args.steps, args.epochs)
+        else:  # (batch size 0: no batch meets the target; an empty batch takes no steps)
+            q, steps = 0.0, (args.steps if args.steps is not None else 0.0)
+        print(f"batch size: {b}")
+    else:
+        if args.sigma is None:
+            raise ValueError("--solve-for epochs needs --sigma")
+        if args.steps is not None or args.epochs is not None:
+            raise ValueError("--solve-for epochs computes the number of steps; leave out --steps/--epochs")
+        args.steps = 0.0
+        q, _ = _resolve_q_steps(args)
+        sigma = args.sigma
+        steps = float(cal.calibrate_steps(args.epsilon, args.delta, sigma, q, accountant=args.accountant,
+                                          accuracy=args.accuracy))
+        print(f"epochs: {steps * q:.6g}" if steps < math.inf else "epochs: inf")
+    if math.isinf(steps):  # every number of steps meets the target: nothing more to evaluate
+        print(f"sigma: {_fmt(float(sigma), 'up')}")
+        print(f"delta: {args.delta:g}")
+        print(f"q: {q:.6g}")
+        print("steps: inf")
+        print(f"accountant: {args.accountant}")
+        return
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler)
+    # sigma is printed rounded up: a larger noise multiplier is still private.
+    print(f"sigma: {_fmt(float(sigma), 'up')}")
+    print(f"epsilon: {_fmt(upper, 'up')}")
+    if lower is not None:
+        print(f"epsilon lower bound: {_fmt(lower, 'down')}")
+    print(f"delta: {args.delta:g}")
+    print(f"q: {q:.6g}")
+    print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
+    print(f"accountant: {args.accountant}")
+    if args.sampler != "poisson":
+        print(f"sampler: {args.sampler}")
+
+
+def _cmd_batch_size(args) -> None:
+    from ..analysis import plan_batch_size
+
+    plan = plan_batch_size(args.dataset_size, args.epsilon, args.delta, clipping_norm=args.clipping_norm,
+                           grad_sq_sum=args.grad_sq_sum, grad_norm=args.grad_norm, dim=args.dim,
+                           epochs=args.epochs, steps=args.steps, candidates=args.candidates,
+                           accountant=args.accountant, sampler=args.sampler.replace("-", "_"))
+    print(plan.to_text())
+    print(f"best batch size: {plan.best.batch_size}")
+
+
+def _cmd_tune(args) -> None:
+    from .. import tuning
+
+    q, steps = _resolve_q_steps(args)
+    if args.runs == "binomial":
+        if args.n is None or args.p is None:
+            raise ValueError("--runs binomial needs --n and --p")
+        runs = tuning.binomial(args.n, args.p)
+    else:
+        if args.mean is None:
+            raise ValueError(f"--runs {args.runs} needs --mean")
+        if args.runs == "poisson":
+            runs = tuning.poisson(args.mean)
+        elif args.runs == "tnb":
+            if args.shape is None:
+                raise ValueError("--runs tnb needs --shape")
+            runs = tuning.truncated_negative_binomial(args.shape, mean=args.mean)
+        else:
+            runs = getattr(tuning, args.runs)(mean=args.mean)
+    eps = tuning.epsilon(args.sigma, q, steps, args.delta, runs, method=args.method)
+    print(f"epsilon: {_fmt(eps, 'up')}")
+    print(f"delta: {args.delta:g}")
+    print(f"runs: {runs.kind}" + ("" if runs.kind != "tnb" else f" shape={runs.shape:g} gamma={runs.gamma!r}")
+          + f" mean={runs.mean:.6g}")
+    print(f"method: {args.method}")
+
+
+def _cmd_figures(args) -> None:
+    from ..figures import write_figures
+
+    res = write_figures(args.out, delta=args.delta, epsilons=args.epsilons, steps=args.steps,
+                        n_q=args.n_q, n_eps=args.n_eps, accuracy=args.accuracy,
+                        csv_only=args.csv_only, progress=True)
+    for p in res.paths:
+        print(p)
+    print(f"figure 1: {res.seconds_figure1:.1f} s, figure 2: {res.seconds_figure2:.1f} s")
