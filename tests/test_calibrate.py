@@ -191,7 +191,8 @@ def test_batch_size_under_a_sampler_is_the_largest_that_meets_the_target(sampler
 
     n, sigma, eps, delta = 1000, 2.0, 1.0, 1e-5
     b = cal.calibrate_batch_size(eps, delta, sigma, n, sampler=sampler, **kw)
-    assert 1 <= b < n
+    # an integer strictly inside (0, n): b + 1 is then a batch size the next check can evaluate
+    assert isinstance(b, int) and 0 < b < n, b
 
     def eps_of(bb):
         q, t = run_of_batch(sampler, bb, n, kw.get("steps"), kw.get("epochs"))
