@@ -76,6 +76,7 @@ BUDGET = 3.0
 #: certified, only wider).
 MAX_STEP_BINS = 1 << 21
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a few ulp)
+_ULPS8 = 8.0 * 2.0 ** -53
 
 
 def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneStep:
@@ -195,52 +196,52 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     return _epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy)
 
 
-def _noiseless_mass(runs) -> float:
-    """p = 1 - prod (1 - q)^T over the runs without noise, rounded up: with probability p some
-    noiseless step drew the example and released its gradient exactly."""
+def _noiseless_mass(runs) -> tuple[float, float]:
+    """p = 1 - prod (1 - q)^T over the runs without noise, rounded down and up: with probability p
+    some noiseless step drew the example and released its gradient exactly."""
     log_keep = sum(t * math.log1p(-q) if q < 1.0 else -math.inf for s, q, t in runs if s == 0.0)
-    return 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 1e-12))
+    p = -math.expm1(log_keep)  # (log1p, the sum and expm1: a few ulps, charged as 8)
+    return p * (1 - _ULPS8), min(1.0, p * (1 + _ULPS8))
 
 
-def _attained(runs, delta) -> Bounds:
-    """The Poisson add/remove answer at noise sigma / 2 for the runs (one dataset pair attains it
-    under fixed-size batches: module notes), and the Gaussian with sensitivity 2 (above every step)."""
-    if len(runs) == 1:
-        s, q, t = runs[0]
-        return Bounds(float(pld.epsilon(0.5 * s, q, t, delta).lower), float(pld.epsilon(0.5 * s, 1.0, t, delta).upper))
-    acc = pld.PLDAccountant()
+def _start(runs, accuracy: float = 1e-3):
+    """What every query of the runs starts from: the PLD accountant of the Poisson add/remove pairs
+    at noise sigma / 2 (a dataset pair attains it under fixed-size batches: module notes; its
+    lower bounds are lower bounds here) and the noise multiplier of one Gaussian step equal to
+    the runs' Gaussians with sensitivity 2 composed (mu^2 = sum T (2 / sigma)^2), which bounds
+    every step from above and is the mechanism itself where every q = 1."""
+    acc = pld.PLDAccountant(accuracy=accuracy)
     for s, q, t in runs:
         acc.step(0.5 * s, q, t)
-    # composed Gaussians are one Gaussian: mu^2 = sum T (2 / sigma)^2 (sigma_eq / 2 = 1 / mu, one step)
-    mu = math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
-    return Bounds(float(acc.epsilon(delta).lower), float(pld.epsilon(1.0 / mu, 1.0, 1, delta).upper))
+    return acc, 1.0 / math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
+
+
+def _active(runs):
+    """The runs that do something (steps, a sampled example, finite noise)."""
+    return [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
 
 
 def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
     """``epsilon`` of consecutive runs [(sigma, q, T)] (validated scalars), composed."""
-    runs = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
+    runs = _active(runs)
     if not runs:
         return Bounds(0.0, 0.0)
     if any(s == 0.0 for s, _, _ in runs):
-        if len(runs) == 1:  # the batch sum is released exactly: as Poisson sampling's (ε = 0 or +inf)
-            return pld.epsilon(0.0, runs[0][1], runs[0][2], delta)
-        # delta_total <= p + (1 - p) delta_noisy (a noiseless step reveals only a drawn example; the
-        # batches are independent); the run's eps is at least the noisy steps' (a marginal)
-        p = _noiseless_mass(runs)
+        # delta <= p + (1 - p) delta_noisy (module notes), so eps = +inf for delta <= p; the run's
+        # eps is at least the noisy steps' (a marginal)
+        p = _noiseless_mass(runs)[1]
         noisy = [r for r in runs if r[0] > 0.0]
         if delta <= p:
             return Bounds(math.inf, math.inf)
         if not noisy:
             return Bounds(0.0, 0.0)
-        up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - 1e-12), accuracy).upper
+        up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy).upper
         return Bounds(min(_epsilon(noisy, delta, accuracy).lower, up), up)
-    # start bounds: the attained pair below, the Gaussian with sensitivity 2 above -- at q = 1 the
-    # mechanism itself, exact
-    start = _attained(runs, delta)
-    if len(runs) == 1 and runs[0][1] == 1.0:
-        s, _, t = runs[0]
-        return Bounds(float(pld.epsilon(0.5 * s, 1.0, t, delta).lower), start.upper)
-    lo0, gauss = start
+    attained, s_gauss = _start(runs)
+    gauss = pld.epsilon(s_gauss, 1.0, 1, delta)
+    if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
+        return gauss
+    lo0 = float(attained.epsilon(delta).lower)
     centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
@@ -249,7 +250,7 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
                          centre, lambda lo, up: up - lo <= accuracy * up)
 
     lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
-                           lambda lo, up: up - lo <= accuracy * up, lo0, gauss, BUDGET)
+                           lambda lo, up: up - lo <= accuracy * up, lo0, float(gauss.upper), BUDGET)
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -271,34 +272,20 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     def flat(x):
         return np.asarray(x, dtype=np.float64).reshape(-1)
 
-    runs = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
+    runs = _active(runs)
     if not runs:
         return np.zeros(eps.size), np.zeros(eps.size)
-    if any(s == 0.0 for s, _, _ in runs):
-        if len(runs) == 1:  # the batch sum is released exactly: δ = P(the example is ever drawn), as for Poisson
-            b = pld.delta(0.0, runs[0][1], runs[0][2], eps)
-            return flat(b.lower), flat(b.upper)
-        p = _noiseless_mass(runs)  # (as in ``_epsilon``: p + (1 - p) δ_noisy above, δ_noisy below)
+    if any(s == 0.0 for s, _, _ in runs):  # max(p, δ_noisy) <= δ <= p + (1 - p) δ_noisy (module notes)
+        p_lo, p_up = _noiseless_mass(runs)
         noisy = [r for r in runs if r[0] > 0.0]
         lo, up = _delta(noisy, eps, accuracy) if noisy else (np.zeros(eps.size), np.zeros(eps.size))
-        keep = [r for r in runs if r[0] == 0.0]
-        lo_p = 1.0 - math.prod((1.0 - q) ** t for _, q, t in keep) if all(q < 1.0 for _, q, _ in keep) else 1.0
-        return np.maximum(lo, lo_p * (1 - 1e-12)), np.minimum(1.0, (p + (1.0 - p) * up) * (1 + 1e-12))
-    if len(runs) == 1:
-        s, q, t = runs[0]
-        gauss = pld.delta(0.5 * s, 1.0, t, eps)  # (start bounds as in ``epsilon``)
-        if q == 1.0:
-            return flat(gauss.lower), flat(gauss.upper)
-        lo0 = flat(pld.delta(0.5 * s, q, t, eps).lower)
-        eps_c = max(float(pld.epsilon(0.5 * s, q, t, 1e-6, accuracy=0.05).upper), 1e-3)
-    else:
-        mu = math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
-        gauss = pld.delta(1.0 / mu, 1.0, 1, eps)
-        acc = pld.PLDAccountant()
-        for s, q, t in runs:
-            acc.step(0.5 * s, q, t)
-        lo0 = flat(acc.delta(eps).lower)
-        eps_c = max(float(acc.epsilon(1e-6).upper), 1e-3)
+        return np.maximum(lo, p_lo), np.minimum(1.0, np.where(up > 0.0, (p_up + (1.0 - p_up) * up) * (1 + _ULPS8), p_up))
+    attained, s_gauss = _start(runs)
+    gauss = pld.delta(s_gauss, 1.0, 1, eps)
+    if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
+        return flat(gauss.lower), flat(gauss.upper)
+    lo0 = flat(attained.delta(eps).lower)
+    eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6).upper), 1e-3)  # (only where to tilt to)
     groups = eps_groups(eps)
 
     def compose(parts, step):
