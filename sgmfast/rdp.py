@@ -90,17 +90,13 @@ def fixed_size_runs(runs, value: float, mode: int) -> float:
     """RDP's eps (mode 0, ``value`` = delta) or delta (mode 1, ``value`` = eps) of consecutive
     fixed-size runs [(sigma, q, steps)] with different noise or batch fractions (replace-one):
     their curves over ``FIXED_SIZE_ORDERS`` add (RDP composes adaptively), the sum rounded up
-    by 4 ulps a term.  Runs without noise (sigma = 0) reveal a drawn example: with p the chance
+    by 4 ulps an addition (one run: exactly ``epsilon(..., sampler="fixed_size")``).  Runs without noise (sigma = 0) reveal a drawn example: with p the chance
     that one draws it, delta = p + (1 - p) delta_noisy, so eps = +inf for delta <= p (as
     :meth:`RDPAccountant.epsilon`)."""
     if mode not in (0, 1):
         raise ValueError(f"mode must be 0 (epsilon at delta) or 1 (delta at epsilon); got {mode!r}")
     value = float(check_delta(value, "delta")) if mode == 0 else float(check_epsilon(value, "epsilon"))
-    runs = [(float(check_sigma(s)), float(check_q(q)), float(check_steps(t))) for s, q, t in runs]
-    active = [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
-    log_keep = sum(t * math.log1p(-q) if q < 1.0 else -math.inf for s, q, t in active if s == 0.0)
-    p = 0.0 if log_keep == 0.0 else min(1.0, -math.expm1(log_keep) * (1 + 4 * _U))
-    noisy = [r for r in active if r[0] > 0.0]
+    noisy, p = _split([Step(float(check_sigma(s)), float(check_q(q)), int(check_steps(t))) for s, q, t in runs])
     if mode == 0:
         if value <= p:
             return math.inf
@@ -111,9 +107,9 @@ def fixed_size_runs(runs, value: float, mode: int) -> float:
     if noisy and (mode == 0 or target < math.inf):
         o = FIXED_SIZE_ORDERS
         total = np.zeros(o.shape)
-        for sigma, q, steps in noisy:
-            total += rdp(sigma, q, steps, o, sampler="fixed_size")
-        total *= 1.0 + 4 * len(noisy) * _U
+        for st in noisy:
+            total += rdp(st.sigma, st.q, st.count, o, sampler="fixed_size")
+        total *= 1.0 + 4 * (len(noisy) - 1) * _U  # (the sum's rounding; one run: rdp.epsilon's value)
         v = float(_k.best_of_orders(total, o, math.log(target) if mode == 0 else target, mode)[0])
         if mode == 1:
             v = _delta_of(v)

@@ -57,3 +57,19 @@ class ScheduleCache:
             return Bounds(0.0, 0.0)
         r = self.accountant(steps).delta(epsilon)
         return r if isinstance(r, Bounds) else Bounds(math.nan, float(r))
+
+
+def fixed_size_bounds(engine: str, steps: Sequence[Step], kind: str, value: float, accuracy: float) -> Bounds:
+    """``kind`` ("epsilon" at delta = ``value``, or "delta" at epsilon = ``value``) of fixed-size
+    runs (replace-one) of any mix of noise and batch fraction, by either engine: PLD's certified
+    ``pld.fixed_size.epsilon_runs`` / ``delta_runs``, or RDP's ``rdp.fixed_size_runs`` (lower NaN)."""
+    runs = [(st.sigma, st.q, st.count) for st in steps]
+    if not runs:
+        return Bounds(0.0, 0.0)
+    if engine == "rdp":
+        from .. import rdp
+
+        return Bounds(math.nan, rdp.fixed_size_runs(runs, value, 0 if kind == "epsilon" else 1))
+    from ..pld import fixed_size
+
+    return (fixed_size.epsilon_runs if kind == "epsilon" else fixed_size.delta_runs)(runs, value, accuracy=accuracy)

@@ -33,7 +33,7 @@ import dp_accounting
 from dp_accounting import dp_event
 
 from .._types import Bounds, Step
-from ._common import ScheduleCache, check_engine
+from ._common import ScheduleCache, check_engine, fixed_size_bounds
 
 __all__ = ["SGMFastPrivacyAccountant"]
 
@@ -141,39 +141,12 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             found.append(("step", scale * float(noise_multiplier), float(q), int(count)))
         return None
 
-    def _fixed_size(self):
-        """(sigma, q, T) of the REPLACE_ONE run, or None if no step was recorded."""
-        if not self._steps:
-            return None
-        return self._steps[0].sigma, self._steps[0].q, sum(s.count for s in self._steps)
-
-    def _runs(self):
-        return [(st.sigma, st.q, st.count) for st in self._steps]
-
-    def _fixed_size_rdp(self, value, mode):
-        """RDP's eps (mode 0) or delta (mode 1) of the recorded fixed-size runs, of any mix of
-        noise and batch fractions (one run: exactly ``rdp.epsilon(..., sampler="fixed_size")``)."""
-        from .. import rdp
-
-        if len(self._steps) == 1:
-            st = self._steps[0]
-            fn = rdp.epsilon if mode == 0 else rdp.delta
-            return float(fn(st.sigma, st.q, st.count, value, sampler="fixed_size"))
-        return rdp.fixed_size_runs(self._runs(), value, mode)
-
     def get_epsilon_bounds(self, target_delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
         if self._non_private:
             return Bounds(math.inf, math.inf)
         if self.neighboring_relation is NeighborRel.REPLACE_ONE:
-            run = self._fixed_size()
-            if run is None:
-                return Bounds(0.0, 0.0)
-            if self._engine == "rdp":
-                return Bounds(math.nan, self._fixed_size_rdp(target_delta, 0))
-            from ..pld import fixed_size
-
-            return fixed_size.epsilon_runs(self._runs(), target_delta, accuracy=self._accuracy)
+            return fixed_size_bounds(self._engine, self._steps, "epsilon", target_delta, self._accuracy)
         return self._cache.epsilon(self._steps, target_delta)
 
     def get_epsilon(self, target_delta: float) -> float:
@@ -183,12 +156,5 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
         if self._non_private:
             return 1.0
         if self.neighboring_relation is NeighborRel.REPLACE_ONE:
-            run = self._fixed_size()
-            if run is None:
-                return 0.0
-            if self._engine == "rdp":
-                return self._fixed_size_rdp(target_epsilon, 1)
-            from ..pld import fixed_size
-
-            return float(fixed_size.delta_runs(self._runs(), target_epsilon, accuracy=self._accuracy).upper)
+            return float(fixed_size_bounds(self._engine, self._steps, "delta", target_epsilon, self._accuracy).upper)
         return float(self._cache.delta(self._steps, target_epsilon).upper)

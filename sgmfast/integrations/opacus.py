@@ -16,7 +16,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from opacus.accountants.accountant import IAccountant
@@ -24,7 +23,7 @@ from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
 
 from .._types import Bounds, Step
 from .._validation import check_delta, check_epsilon, check_q, check_sigma
-from ._common import ScheduleCache, check_engine
+from ._common import ScheduleCache, check_engine, fixed_size_bounds
 
 __all__ = ["SGMFastAccountant", "get_noise_multiplier", "MECHANISM"]
 
@@ -91,25 +90,13 @@ class SGMFastAccountant(IAccountant):
         sig = [st.sigma for st in steps]
         return min(sig), max(sig), steps[0].q, sum(st.count for st in steps)
 
-    def _runs(self):
-        return [(st.sigma, st.q, st.count) for st in self._steps()]
-
-    def _fixed_size_rdp(self, value, mode):
-        from .. import rdp
-
-        return rdp.fixed_size_runs(self._runs(), value, mode)
-
     def get_epsilon_bounds(self, delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
         d = float(check_delta(delta))
         if self._sampler == "poisson":
             return self._cache.epsilon(self._steps(), d)
-        if self._engine == "rdp":  # (fixed-size batches: the only other sampler RDP takes)
-            return Bounds(math.nan, self._fixed_size_rdp(d, 0))
         if self._sampler == "fixed_size":
-            from ..pld import fixed_size
-
-            return fixed_size.epsilon_runs(self._runs(), d, accuracy=self._accuracy)
+            return fixed_size_bounds(self._engine, self._steps(), "epsilon", d, self._accuracy)
         run = self._run()
         if run is None:
             return Bounds(0.0, 0.0)
@@ -135,12 +122,8 @@ class SGMFastAccountant(IAccountant):
         e = float(check_epsilon(epsilon))
         if self._sampler == "poisson":
             return float(self._cache.delta(self._steps(), e).upper)
-        if self._engine == "rdp":
-            return self._fixed_size_rdp(e, 1)
         if self._sampler == "fixed_size":
-            from ..pld import fixed_size
-
-            return float(fixed_size.delta_runs(self._runs(), e, accuracy=self._accuracy).upper)
+            return float(fixed_size_bounds(self._engine, self._steps(), "delta", e, self._accuracy).upper)
         run = self._run()
         if run is None:
             return 0.0

@@ -311,8 +311,10 @@ def epsilon_runs(runs, delta: float, *, accuracy: float = 1e-3) -> Bounds:
     composed: each step's symmetrised pair on one loss grid, the products charged as for one run.
 
     >>> from sgmfast.pld import fixed_size
-    >>> b = fixed_size.epsilon_runs([(1.1, 256 / 60000, 14040)], 1e-5)
-    >>> b == fixed_size.epsilon(1.1, 256 / 60000, 14040, 1e-5)
+    A warm-up of 1,000 steps at half the batch and less noise, then the MNIST run at sigma = 1.2:
+
+    >>> b = fixed_size.epsilon_runs([(1.0, 128 / 60000, 1000), (1.2, 256 / 60000, 13040)], 1e-5)
+    >>> 13.5 < b.lower <= b.upper < 13.7
     True
     """
     r, acc = _check_runs(runs, accuracy)
