@@ -83,6 +83,7 @@ class Grid:
     eta: float  # total (finite + inf) untilted mass <= 1 + eta
     floor: float = -math.inf
     sums: Any = field(default=None, repr=False)  # suffix sums, built by the first query
+    padded: Any = field(default=None, repr=False)  # optional: [0, *t] in one array (t a view of it)
 
 
 def fast_len(n: int) -> int:

@@ -187,25 +187,32 @@ def grid_of(c: Composite, win, theta: float, pess: bool, eps_lo: float, x, err_s
     """The grid from the inverse transform x of a composed spectrum on the window ``win``, given
     a bound ``err_sum`` on the spectrum's full-spectrum l1 error and its squared l2 norm ``z2``:
     every entry's error bound added (pessimistic) or subtracted (optimistic), the input rounding
-    composed, the mass outside the window charged."""
+    composed, the mass outside the window charged (``charges``)."""
     n = win.n
     c_n = fft_const(n)
     # per-entry error: spectrum errors through the (1/n)-normalised inverse, plus its own round-off
     e_inf = err_sum / n + c_n * math.sqrt(z2 / n) * 1.01
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):
         raise FloatingPointError("non-finite values in the FFT composition of the PLD")
-    x = np.roll(x, -(win.j0 % n))  # entry i <-> grid index j0 + i
+    # entry i <-> grid index j0 + i, after the zero the queries put first (``Grid.padded``)
+    padded = np.empty(n + 1)
+    kf.unroll(x, win.j0 % n, e_inf, pess, padded)
+    ls, err, p_inf, inf_err, floor = charges(c, win, theta, pess, eps_lo)
+    return Grid(c.step, theta, pess, win.j0, padded[1:], ls, err, p_inf, inf_err, 0.0, floor=floor, padded=padded)
+
+
+def charges(c: Composite, win, theta: float, pess: bool, eps_lo: float):
+    """(log_scale, err, p_inf, inf_err, floor) of the ``Grid`` of ``c`` composed on the window
+    ``win``: the input rounding composed, the mass outside the window charged."""
     # input rounding: every tilted mass within a factor (1 +- rho): composed within (1 +- rho)^N
     grow = math.expm1(c.rho_n * (1 + 1e-9))
     if pess:
-        t = np.maximum(x, 0.0) + e_inf
         ls = c.log_scale + math.log1p(grow)
         # mass above the window (untilted <= e^{S - theta b} * tilted) goes to +inf
-        top = (win.j0 + n) * c.step
+        top = (win.j0 + win.n) * c.step
         p_inf = min(1.0, c.p_inf + math.exp(ls - theta * top) * win.tail_up)
         floor = win.j0 * c.step if win.j0 > c.sup_lo else -math.inf
-        return Grid(c.step, theta, True, win.j0, t, ls, 0.0, p_inf, 0.0, 0.0, floor=floor)
-    t = np.maximum(x - e_inf, 0.0)
+        return ls, 0.0, p_inf, 0.0, floor
     ls = c.log_scale + math.log1p(-min(grow, 0.5))
     # wrapped mass: at most tail_hi + tail_lo (tilted), its effect on delta(eps) <= e^{S - theta eps} * that
     alias = win.tail_alias * (1 + 2 * grow) * math.exp(c.log_scale - ls)
@@ -213,7 +220,7 @@ def grid_of(c: Composite, win, theta: float, pess: bool, eps_lo: float, x, err_s
     floor = eps_lo if alias > 0 or win.wrap_up > 0 else -math.inf
     # excess mass carried in (any eps: untilted <= e^{S - theta eps} times tilted at losses >= eps)
     alias += c.err_rel * (1 + 2 * grow) * math.exp(c.log_scale - ls) * (1 + 1e-9)
-    return Grid(c.step, theta, False, win.j0, t, ls, alias, 0.0, win.wrap_up, 0.0, floor=floor)
+    return ls, alias, 0.0, win.wrap_up, floor
 
 
 def _power_product(spectra, counts, e2, z):

@@ -37,7 +37,7 @@ from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
 from .estimates import _gauss_delta, loss_moments
-from .queries import delta_bound, eps_bound
+from .spectral import SpectralGrid, read_delta, read_eps
 from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
 
 #: memory for the composed spectra of a batch of checkpoints (complex, bytes)
@@ -151,37 +151,49 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     batch = max(1, BATCH_BYTES // (16 * h))
     for k0 in range(0, len(comps), batch):
         k1 = min(len(comps), k0 + batch)
-        z, err, z2, wsum = _power(spectra, e2, rows.astype(np.int64), row_of.reshape(-1)[k0:k1].astype(np.int64),
-                                  ntot[k0:k1], dec[k0:k1], n, k0, state)
+        z, err, z2, wsum, band = _power(spectra, e2, rows.astype(np.int64), row_of.reshape(-1)[k0:k1].astype(np.int64),
+                                        ntot[k0:k1], dec[k0:k1], n, k0, state, len(comps))
         for j, k in enumerate(range(k0, k1)):
             counts = run.counts[k]
             werr = float(np.sum(np.where(counts > 0, counts * e2 * np.sqrt(wsum[j]), 0.0))) * (1 + 1e-12)
             m, nk = int(dec[k]), wins[k].n
+            if SpectralGrid.usable(int(band[j]), nk, theta):
+                zr = np.ascontiguousarray(z[j, ::m][: int(band[j]) + 1])
+                yield SpectralGrid(comps[k], wins[k], theta, pess, los[k], zr, err[j] + werr, z2[j])
+                continue
             charge_fft(nk)
             x = scipy.fft.irfft(z[j, ::m][: nk // 2 + 1], nk, workers=WORKERS)
             yield grid_of(comps[k], wins[k], theta, pess, los[k], x, err[j] + werr, z2[j])
 
 
-def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state):
-    """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread."""
+#: spectra below this are cut (``kf.power_checkpoints``): an error of at most this per
+#: frequency, charged; what is left is the composed loss's band, far below n at late checkpoints
+LOG_CUT = math.log(1e-30)
+
+
+def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
+    """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread:
+    (spectra, err, z2, wsum, band) of the checkpoints."""
     h = spectra.shape[1]
     nk = row_of.size
     z = np.zeros((nk, h), dtype=np.complex128)
-    parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])))]
+    parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64))]
     acc, lsum, labs = state
+    args = (spectra, e2, rows, row_of, ntot, dec, n, k0)
     if h < SPLIT_MIN or not two_cores():
-        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, 0, h, acc, lsum, labs, z, *parts[0])
+        kf.power_checkpoints(*args, 0, h, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
     else:
-        parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0]))))
+        parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64)))
         m = h // 2
-        fut = split_pool().submit(kf.power_checkpoints, spectra, e2, rows, row_of, ntot, dec, n, k0, m, h, acc, lsum,
-                                  labs, z, *parts[1])
-        kf.power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, 0, m, acc, lsum, labs, z, *parts[0])
+        fut = split_pool().submit(kf.power_checkpoints, *args, m, h, acc, lsum, labs, z, *parts[1][:3], LOG_CUT, k_all,
+                                  parts[1][3])
+        kf.power_checkpoints(*args, 0, m, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
         fut.result()
     err = sum(p[0] for p in parts)
     z2 = sum(p[1] for p in parts)
     wsum = sum(p[2] for p in parts)
-    return z, err, z2, wsum
+    band = np.max([p[3] for p in parts], axis=0)
+    return z, err, z2, wsum, band
 
 
 # --- the curves --------------------------------------------------------------------------------
@@ -263,6 +275,44 @@ def _both(run):
     return pess, opt
 
 
+#: the add direction is composed at every ADD_STRIDE-th checkpoint of a tilt group (and its last)
+ADD_STRIDE = 4
+
+
+def _sparse_add(main_up: np.ndarray, bound_at) -> np.ndarray:
+    """Upper bounds of the add direction at a tilt group's checkpoints, where they can matter.
+
+    ``bound_at(sel)`` gives the add direction's upper bounds (eps, or δ at some eps) at the
+    positions ``sel``.  They are computed at every ADD_STRIDE-th checkpoint counted from the
+    last; each bound also holds at the checkpoints before it (one direction's eps(δ) and δ(eps)
+    grow with the steps too: the earlier composition is a marginal of the later one).  Where that
+    borrowed bound is already <= the main direction's upper bound, the pair's bound (the larger
+    of the two) is the main one's and the add direction needs no grid of its own; only the other
+    checkpoints are composed in a second pass."""
+    kk = main_up.shape[0]
+    sel = np.arange(kk - 1, -1, -ADD_STRIDE)[::-1]
+    out = np.full(main_up.shape, math.inf)
+    out[sel] = bound_at(sel)
+    later = np.minimum.accumulate(out[::-1])[::-1]  # the least bound composed at or after each
+    bad = ~(later <= main_up)
+    need = np.flatnonzero((bad.reshape(kk, -1).any(axis=1)) & ~np.isin(np.arange(kk), sel))
+    if need.size:
+        out[need] = bound_at(need)
+    return np.minimum.accumulate(out[::-1])[::-1]
+
+
+def _eps_list(grids_, target, est) -> list:
+    """eps bounds at δ = target of the grids of successive checkpoints, each searched from its
+    Gaussian estimate scaled as the last answer was (a search start only)."""
+    out, ratio = [], 1.0
+    for x, e in zip(grids_, est):
+        v = read_eps(x, target, e * ratio)
+        if math.isfinite(v) and v > 0.0 and e > 0.0:
+            ratio = v / e
+        out.append(v)
+    return out
+
+
 def _fast_epsilon(final: Engine, sub: Run, target, step):
     est = _estimates(sub, target, final.main)
     eps_lo = 0.5 * np.maximum(est, 1e-9)
@@ -272,13 +322,14 @@ def _fast_epsilon(final: Engine, sub: Run, target, step):
     for g in _tilt_groups(sub):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target)
-        up[g], lo[g] = _both(lambda pess: [eps_bound(x, target) for x in grids(part, main, pess, step, theta,
-                                                                               eps_lo[g], tau)])
+        up[g], lo[g] = _both(lambda pess: _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target,
+                                                    est[g]))
         if theta_a is not None:
             # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
             # coarser grid, as the engine first checks it) joins the remove one's
-            up_a = [eps_bound(x, target) for x in grids(part, ADD, True, 4 * step, theta_a, eps_lo[g], tau)]
-            up[g] = np.maximum(up[g], up_a)
+            up[g] = np.maximum(up[g], _sparse_add(
+                up[g], lambda sel: _eps_list(grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a,
+                                                   eps_lo[g[sel]], tau), target, est[g[sel]])))
     if not final.replace:
         up = np.minimum(up, _rdp_curve(sub, math.log(target), 0))
     return lo, up, _narrow(lo, up, final.accuracy)
@@ -327,10 +378,12 @@ def _fast_delta(final: Engine, sub: Run, eps, step):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
         lo_e = np.full(len(g), eps)
-        ups[g], lo[g] = _both(lambda pess: [delta_bound(x, e if pess else e[:1]) if pess else delta_bound(x, e[:1])[0]
+        ups[g], lo[g] = _both(lambda pess: [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
                                             for x in grids(part, main, pess, step, theta, lo_e, tau)])
         if theta_a is not None:  # the pair's: the larger direction's
-            ups[g] = np.maximum(ups[g], [delta_bound(x, e) for x in grids(part, ADD, True, 4 * step, theta_a, lo_e, tau)])
+            ups[g] = np.maximum(ups[g], _sparse_add(ups[g], lambda sel: [
+                read_delta(x, e) for x in grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a,
+                                                lo_e[sel], tau)]))
     if not final.replace:
         ups = np.minimum(ups, [[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
     up = np.minimum(ups[:, 0], 1.0)

@@ -18,7 +18,8 @@ from .common import Grid
 
 def _sums(g: Grid):
     if g.sums is None:
-        t = np.concatenate(([0.0], g.t))  # a zero at offset-1 makes eps below the grid a regular case
+        # a zero at offset-1 makes eps below the grid a regular case
+        t = g.padded if g.padded is not None else np.concatenate(([0.0], g.t))
         a = np.empty_like(t)
         b = np.empty_like(t)
         kq.suffix_sums(t, g.theta * g.step, g.step, a, b)

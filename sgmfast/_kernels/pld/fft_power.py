@@ -10,7 +10,7 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64
 
-__all__ = ["fold", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "power_checkpoints",
+__all__ = ["fold", "unroll", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "power_checkpoints",
            "block_spectrum"]
 
 
@@ -20,6 +20,19 @@ def fold(t, j_lo, n, out):
     for i in range(t.shape[0]):
         if t[i] != 0.0:
             out[(j_lo + i) % n] += t[i]
+
+
+@jit
+def unroll(x, shift, e_inf, pess, out):
+    """out[1 + i] = x[(i + shift) mod n] with its error bound e_inf added (pessimistic; negative
+    round-off clipped to 0 first) or subtracted (optimistic; clipped to 0 after), out[0] = 0:
+    the window of an inverse transform in grid order, with the zero the queries put before it."""
+    n = x.shape[0]
+    out[0] = 0.0
+    for i in range(n):
+        j = i + shift
+        v = x[j - n] if j >= n else x[j]
+        out[i + 1] = (max(v, 0.0) + e_inf) if pess else max(v - e_inf, 0.0)
 
 
 @jit
@@ -163,7 +176,8 @@ def power_series(spec, e2, c0, out):
 
 
 @jit
-def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, lsum, labs, out, err, z2, wsum):
+def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, lsum, labs, out, err, z2, wsum,
+                      log_cut, k_all, band):
     """The composed spectra of a run at K checkpoints, each one product more than the last:
     z_k = z_{k-1} prod_i spectra[i]^rows[row_of[k], i] (z_{-1} = ``acc``), by exponentiation by
     squaring of each distinct increment row, on the half-spectrum frequencies f0 <= f < f1.
@@ -171,32 +185,50 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
     The bounds are those of ``power_product`` with the cumulative counts C_ki: z_k is a product
     of N_k = ``ntot[k]`` computed factors, so its relative rounding is <= (1 + 3u)^N_k - 1 however
     the products were grouped; with R_i = |spectra[i, f]| + e2[i], M_k = prod_i R_i^C_ki and
-    W_ik = M_k / R_i, the input errors add sum_i C_ki e2[i] sqrt(sum_f W_ik^2).  Frequencies with
-    M_k < 1e-300 are set to 0 (error <= M_k).  M_k = exp(L_k) with L_k = sum_i C_ki log R_i summed
-    as the checkpoints go; its rounding is bounded by (m + k + 4) 2u sum_i C_ki |log R_i| and the
-    exp/log errors by 1e-12 (1 + |L_k|), both added before the exp.
+    W_ik = M_k / R_i, the input errors add sum_i C_ki e2[i] sqrt(sum_f W_ik^2).  M_k = exp(L_k)
+    with L_k = sum_i C_ki log R_i summed as the checkpoints go; its rounding is bounded by
+    (m + k + 4) 2u sum_i C_ki |log R_i| and the exp/log errors by 1e-12 (1 + |L_k|), both added
+    before the exp.
+
+    Cut-off: a frequency whose bound on M_k is <= e^log_cut is left at 0 in ``out`` (which must
+    come zeroed) -- an error <= e^log_cut, charged for every frequency a checkpoint reads before
+    the loop (so the cut ones need no work).  Once a frequency is cut and no increment row can
+    raise the bound again (each row's sum of C log R, with its rounding terms for up to
+    ``k_all`` checkpoints, <= 0), every later checkpoint would cut it too: its loop stops and
+    ``lsum[f]`` = -inf marks it for the next batch.  At late checkpoints most frequencies are cut
+    (the composed loss is smooth), so the cost follows the spectra's bandwidth, not n.
 
     Checkpoint k reads the sub-spectrum f = 0, dec[k], 2 dec[k], ...: the transform of the parts
     folded modulo n / dec[k] (a shorter window for an earlier checkpoint); its sums (``err[k]``:
     rounding and cut-off part of the full-spectrum l1 error; ``z2[k]``; ``wsum[k, i]``) run over
     that sub-spectrum only, weighted 1 at frequency 0 and at the Nyquist frequency, else 2.
-    ``out[k, f]`` is written at the frequencies checkpoint k reads; ``acc``, ``lsum`` and ``labs``
-    (L and sum C |log R| at the last checkpoint) carry the state from one call to the next."""
+    ``out[k, f]`` is written at the live frequencies checkpoint k reads and ``band[k]`` raised to
+    the largest live sub-spectrum index; ``acc``, ``lsum`` and ``labs`` (L and sum C |log R| at
+    the last checkpoint) carry the state from one call to the next."""
     m = spectra.shape[0]
     nd = rows.shape[0]
     nk = row_of.shape[0]
+    cut = math.exp(log_cut) * (1.0 + 1e-12)
+    c_all = 2.0 * (m + k_all + 4) * EPS64
     rel = np.empty(nk)
     for k in range(nk):
         rel[k] = math.expm1(ntot[k] * math.log1p(3.0 * EPS64))
+        d = dec[k]
+        first = ((f0 + d - 1) // d) * d
+        reads = (f1 - 1 - first) // d + 1 if f1 > first else 0
+        err[k] += 2.0 * reads * cut  # every cut frequency's error, charged up front
     logr = np.empty(m)
     r = np.empty(m)
     rpow = np.empty(nd, dtype=np.complex128)
     rlog = np.empty(nd)
     rabs = np.empty(nd)
     for f in range(f0, f1):
+        if lsum[f] == -math.inf:
+            continue  # cut for good at an earlier batch
         for i in range(m):
             r[i] = abs(spectra[i, f]) + e2[i]
             logr[i] = math.log(r[i]) if r[i] > 0.0 else -math.inf
+        falling = True
         for d in range(nd):
             z = complex(1.0, 0.0)
             lr = 0.0
@@ -210,6 +242,8 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
             rpow[d] = z
             rlog[d] = lr
             rabs[d] = la
+            if not (lr * (1.0 - 1e-12) + c_all * la <= 0.0):
+                falling = False
         a = acc[f]
         lsf = lsum[f]
         laf = labs[f]
@@ -218,21 +252,24 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
             a = a * rpow[d]
             lsf += rlog[d]
             laf += rabs[d]
+            if falling and lsf * (1.0 - 1e-12) + 1e-12 + c_all * laf <= log_cut:
+                lsf = -math.inf  # this and every later checkpoint: cut
+                break
             mk = dec[k]
-            if f % mk != 0:
+            if mk != 1 and f % mk != 0:
                 continue
-            fk = f // mk
-            wk = 1.0 if (fk == 0 or 2 * fk * mk == n) else 2.0
             bound = lsf + 2.0 * (m + k0 + k + 4) * EPS64 * laf + 1e-12 * (1.0 + abs(lsf))
-            if not bound > -690.0:  # M_k < 3e-300 (or some R_i = 0): the exact product is at most that
-                out[k, f] = 0.0
-                err[k] += wk * 3e-300
-                continue
+            if not bound > log_cut:
+                continue  # (charged up front)
+            fk = f // mk
+            wk = 1.0 if (fk == 0 or 2 * f == n) else 2.0
             mag = math.exp(bound)
             for i in range(m):
                 w = mag / r[i] * (1.0 + 4.0 * EPS64)
                 wsum[k, i] += wk * w * w
             out[k, f] = a
+            if fk > band[k]:
+                band[k] = fk
             err[k] += wk * (rel[k] * mag + 1e-300 * ntot[k])
             z2[k] += wk * (a.real * a.real + a.imag * a.imag)
         acc[f] = a

@@ -1,0 +1,262 @@
+"""δ(eps) and eps(δ) read straight off a composed spectrum, without the inverse transform.
+
+A composed tilted PLD is smooth: its spectrum z_f is negligible beyond a band of F frequencies
+(at a late checkpoint F ~ 50 of n / 2 ~ 20,000; ``fft_power.power_checkpoints`` cuts the rest
+and charges it).  The δ of a window [j0, top] (n = top - j0 + 1 grid points, the composition
+folded modulo n) needs, for the first index J above eps, the sums
+
+    A_J = sum_{k=J..top} x_k alpha^(k-J),   B_J = the same with beta,
+    alpha = e^{-theta step},  beta = e^{-(theta + 1) step},
+
+of the inverse transform x_k = (1/n) sum_f z_f omega^(k f) (omega = e^{2 pi i / n}, z Hermitian;
+x is what ``composition.grid_of`` would have unrolled).  Summing the geometric series,
+
+    A_J = (1/n) [Re z_0 H_0 + sum_{f=1}^{F-1} w_f Re(z_f H_f)],
+    H_f = (omega^(J f) - alpha^M omega^(j0 f)) / (1 - alpha omega^f),  M = top - J + 1,
+    H_0 = (1 - alpha^M) / (1 - alpha)  (M when theta = 0),
+
+w_f = 2 (1 at the Nyquist frequency, where z and H are real): O(F) per J instead of an O(n log n)
+transform and O(n) sums.
+
+Rounding.  Unit phasors are computed from the exact residue (x f mod n), an angle of relative
+error <= 3u and cos/sin within 1 ulp: within 16u.  omega^(J f) is then carried by products,
+re-anchored every ``ANCHOR`` frequencies: within 16u + ANCHOR 3u.  With 1 - alpha omega^f formed
+without cancellation, every term is within a relative RTERM u of |z_f| 2 |1 / (1 - alpha omega^f)|
+and the sum adds (F + 2) u of the terms: ``spectral_prep`` returns that bound (independent of J).
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import jit
+from ..logmath import EPS64
+
+__all__ = ["spectral_prep", "spectral_sums", "spectral_bound", "spectral_eps", "spectral_delta"]
+
+ANCHOR = 64
+RTERM = 16.0 + 3.0 * ANCHOR + 96.0  # phasor recurrence, second phasor, denominator, products (generous)
+TWO_PI = 2.0 * math.pi
+
+
+@jit
+def _phasor(x, f, n):
+    """omega^(x f) from the exact residue of x f modulo n, taken in (-n/2, n/2]."""
+    r = (x * f) % n
+    if 2 * r > n:
+        r -= n
+    ang = TWO_PI * (r / n)
+    return complex(math.cos(ang), math.sin(ang))
+
+
+@jit
+def _inv_den(decay_step, f, n):
+    """1 / (1 - g omega^f), g = e^{-decay_step} <= 1, f != 0 mod n: the real part as
+    (1 - g) + 2 g sin^2(phi / 2), without cancellation."""
+    r = f % n
+    if 2 * r > n:
+        r -= n
+    phi = TWO_PI * (r / n)
+    g = math.exp(-decay_step)
+    s = math.sin(0.5 * phi)
+    re = -math.expm1(-decay_step) + 2.0 * g * s * s
+    im = -g * math.sin(phi)
+    return 1.0 / complex(re, im)
+
+
+@jit
+def spectral_prep(z, n, j0, theta_step, step, qf, da, db):
+    """qf[f] = omega^(j0 f), da[f] = 1 / (1 - alpha omega^f), db[f] the same with beta, for the
+    sub-spectrum z[0..F-1] of window length n (f >= 1; entry 0 unused).  Returns the rounding
+    bounds (RA, RB) of ``spectral_sums`` (absolute, on the sums divided by n)."""
+    nf = z.shape[0]
+    ra = 0.0
+    rb = 0.0
+    for f in range(1, nf):
+        qf[f] = _phasor(j0, f, n)
+        da[f] = _inv_den(theta_step, f, n)
+        db[f] = _inv_den(theta_step + step, f, n)
+        w = 1.0 if 2 * f == n else 2.0
+        az = abs(z[f])
+        ra += w * az * abs(da[f])
+        rb += w * az * abs(db[f])
+    rel = (RTERM + nf + 4.0) * EPS64 * 2.0 * 1.01  # 2: |omega^(J f) - alpha^M ...| <= 2
+    return ra * rel / n, rb * rel / n
+
+
+@jit
+def _h0(decay_step, m):
+    """sum_{k < m} e^{-decay_step k}."""
+    if decay_step <= 0.0:
+        return float(m)
+    return math.expm1(-decay_step * m) / math.expm1(-decay_step)
+
+
+@jit
+def spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db):
+    """(A_J, B_J, H0_A, H0_B) of the module notes for J = big_j (j0 <= J <= top): the computed
+    sums and the exact weight sums sum_{m < M} alpha^m, beta^m (within 4u)."""
+    nf = z.shape[0]
+    m = top - big_j + 1
+    am = math.exp(-theta_step * m)
+    bm = math.exp(-(theta_step + step) * m)
+    ha = _h0(theta_step, m)
+    hb = _h0(theta_step + step, m)
+    sa = z[0].real * ha
+    sb = z[0].real * hb
+    base = _phasor(big_j, 1, n)
+    ph = complex(1.0, 0.0)
+    for f in range(1, nf):
+        if f % ANCHOR == 0:
+            ph = _phasor(big_j, f, n)
+        else:
+            ph = ph * base
+        u = ph - am * qf[f]
+        v = ph - bm * qf[f]
+        ta = z[f] * (u * da[f])
+        tb = z[f] * (v * db[f])
+        if 2 * f == n:
+            # the Nyquist frequency appears once; z and H are real there
+            sa += z[f].real * (u * da[f]).real
+            sb += z[f].real * (v * db[f]).real
+        else:
+            sa += 2.0 * ta.real
+            sb += 2.0 * tb.real
+    return sa / n, sb / n, ha, hb
+
+
+@jit
+def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor):
+    """δ bound at eps = e in [ell_{J-1}, ell_J] (upper, or lower) from ``sums`` = (A_J, B_J, their
+    rounding bounds, the weight sums H0_A, H0_B, the per-entry error): e^{log_scale - theta ell_J}
+    (A - e^{e - ell_J} B) plus the grid's charges (as ``query.delta_curve``).  The per-entry
+    error enters once, through the non-negative weights e^{-theta (ell_k - ell_J)}
+    (1 - e^{e - ell_k}) whose sum is H0_A - e^{e - ell_J} H0_B; the exps and products are within
+    8u.  Below ``floor``: +-inf."""
+    if e < floor:
+        return math.inf if upper else -math.inf
+    sa, sb, ra, rb, ha, hb, e_entry = sums
+    base = big_j * step
+    sc = math.exp(log_scale - theta * base)
+    x = math.exp(e - base)
+    w = max(ha - x * hb, 0.0) + 8.0 * EPS64 * (ha + x * hb)  # ha, hb within 3u
+    slack = e_entry * w + ra + x * rb
+    fe = math.exp(log_scale - theta * e) * err_l1
+    if upper:
+        val = sc * (sa - x * sb + slack)
+        return max(val, 0.0) * (1.0 + 8.0 * EPS64) + p_inf + inf_err + fe
+    val = sc * (sa - x * sb - slack)
+    return max(val, 0.0) * (1.0 - 8.0 * EPS64) - inf_err - fe
+
+
+@jit
+def _sums_at(z, n, j0, big_j, top, theta_step, step, qf, da, db, ra, rb, e_entry):
+    sa, sb, ha, hb = spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db)
+    # frequency 0's term: its product, the running sum over all terms and the division by n
+    r0 = (z.shape[0] + 12.0) * EPS64 * abs(z[0].real) / n
+    return sa, sb, ra + r0 * ha, rb + r0 * hb, ha, hb, e_entry
+
+
+@jit
+def spectral_delta(eps, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_entry, p_inf, inf_err, err_l1,
+                   upper, floor, out):
+    """Certified δ bound at each eps (upper: capped at 1; lower: at least 0)."""
+    top = j0 + n - 1
+    ts = theta * step
+    for i in range(eps.shape[0]):
+        e = eps[i]
+        if e < floor:
+            out[i] = 1.0 if upper else 0.0
+            continue
+        big_j = _first_above(e, step)
+        if big_j < j0:
+            big_j = j0
+        if big_j > top:
+            v = p_inf + inf_err + math.exp(log_scale - theta * e) * err_l1 if upper else 0.0
+            out[i] = min(1.0, v) if upper else 0.0
+            continue
+        sums = _sums_at(z, n, j0, big_j, top, ts, step, qf, da, db, ra, rb, e_entry)
+        b = spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor)
+        out[i] = min(1.0, b) if upper else max(0.0, b)
+
+
+@jit
+def _first_above(e, step):
+    """The least grid index J with J step > e."""
+    big_j = int(math.floor(e / step)) + 1
+    while big_j * step <= e:
+        big_j += 1
+    while (big_j - 1) * step > e:
+        big_j -= 1
+    return big_j
+
+
+@jit
+def spectral_eps(target, j_guess, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_entry, p_inf, inf_err,
+                 err_l1, upper, floor, max_evals):
+    """(eps, ok): upper -- some eps with δ_upper(eps) <= target; lower -- some eps with
+    δ_lower(eps) > target; each checked at the value returned.  The bin [ell_{J-1}, ell_J] whose
+    bound crosses the target is found from ``j_guess`` by Newton steps on log δ (one evaluation
+    of A_J, B_J gives the bound over the whole bin, so its two ends give the slope), kept inside
+    the bracket found so far and bisecting when they stall; then bisection inside the bin.
+    ok = False (the caller reads the grid instead) where that takes more than ``max_evals``
+    evaluations or the crossing is not inside (j0, top]."""
+    top = j0 + n - 1
+    ts = theta * step
+    lo_j = j0  # the bound at ell_{lo_j} is known > target (the window's bottom: assumed)
+    hi_j = top + 1  # ... and at ell_{hi_j} <= target (above the window: assumed)
+    big_j = min(max(j_guess, j0 + 1), top)
+    known_lo = False
+    known_hi = False
+    lt = math.log(target)
+    for _ in range(max_evals):
+        sums = _sums_at(z, n, j0, big_j, top, ts, step, qf, da, db, ra, rb, e_entry)
+        e_l = (big_j - 1) * step
+        e_r = big_j * step
+        d_l = spectral_bound(e_l, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor)
+        d_r = spectral_bound(e_r, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor)
+        if d_l > target >= d_r:
+            # crossing inside the bin: bisect the closed form, keeping > target at lo
+            lo = e_l
+            hi = e_r
+            for _ in range(64):
+                mid = 0.5 * (lo + hi)
+                if mid <= lo or mid >= hi:
+                    break
+                b = spectral_bound(mid, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1,
+                                   upper, floor)
+                if b > target:
+                    lo = mid
+                else:
+                    hi = mid
+            ans = hi if upper else lo
+            chk = spectral_bound(ans, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1,
+                                 upper, floor)
+            if (chk <= target) if upper else (chk > target):
+                return max(ans, 0.0), True
+            return 0.0, False
+        if d_r > target:  # crossing above the bin
+            lo_j = big_j
+            known_lo = True
+        else:  # d_l <= target: crossing below the bin
+            hi_j = big_j - 1
+            known_hi = True
+        if hi_j - lo_j < 1:
+            return 0.0, False
+        # Newton on log δ over bins: slope from the bin's two ends
+        nxt = -1
+        if d_l > 0.0 and d_r > 0.0 and d_l > d_r:
+            slope = math.log(d_r) - math.log(d_l)  # per bin, < 0
+            delta_j = (lt - math.log(d_r)) / slope
+            if math.isfinite(delta_j):
+                cand = big_j + int(math.ceil(delta_j)) if delta_j > 0 else big_j + int(math.floor(delta_j))
+                nxt = cand
+        if not (lo_j < nxt <= hi_j) or nxt == big_j:
+            if known_lo and known_hi:
+                nxt = (lo_j + hi_j + 1) // 2
+            elif known_lo:
+                nxt = min(hi_j, big_j + 2 * max(1, big_j - j0 + 1) // 8 + 1)
+            else:
+                nxt = max(lo_j + 1, big_j - 2 * max(1, top - big_j + 1) // 8 - 1)
+        big_j = min(max(nxt, lo_j + 1), hi_j)
+    return 0.0, False
