@@ -46,9 +46,7 @@ class SpectralGrid:
         self.z, self.err_sum, self.z2 = z, err_sum, z2
         self.ls, self.err, self.p_inf, self.inf_err, self.floor = charges(c, win, theta, pess, eps_lo)
         nf = z.size
-        self.qf = np.zeros(nf, dtype=np.complex128)
-        self.da = np.zeros(nf, dtype=np.complex128)
-        self.db = np.zeros(nf, dtype=np.complex128)
+        self.qf, self.da, self.db = np.empty((3, nf), dtype=np.complex128)  # (entry 0 unused)
         self.ra, self.rb = ks.spectral_prep(z, win.n, win.j0, theta * c.step, c.step, self.qf, self.da, self.db)
         if not (np.isfinite(z).all() and math.isfinite(self.ra) and math.isfinite(self.rb) and math.isfinite(err_sum)):
             raise FloatingPointError("non-finite values in the spectral composition of the PLD")

@@ -230,31 +230,38 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
             logr[i] = math.log(r[i]) if r[i] > 0.0 else -math.inf
         falling = True
         for d in range(nd):
-            z = complex(1.0, 0.0)
             lr = 0.0
             la = 0.0
             for i in range(m):
                 c = rows[d, i]
                 if c > 0:
-                    z = z * _cpow(spectra[i, f], c)
                     lr += c * logr[i]
                     la += c * abs(logr[i])
-            rpow[d] = z
             rlog[d] = lr
             rabs[d] = la
             if not (lr * (1.0 - 1e-12) + c_all * la <= 0.0):
                 falling = False
+        powers = False  # the rows' complex powers, formed on first use (most frequencies never need them)
         a = acc[f]
         lsf = lsum[f]
         laf = labs[f]
         for k in range(nk):
             d = row_of[k]
-            a = a * rpow[d]
             lsf += rlog[d]
             laf += rabs[d]
             if falling and lsf * (1.0 - 1e-12) + 1e-12 + c_all * laf <= log_cut:
                 lsf = -math.inf  # this and every later checkpoint: cut
                 break
+            if not powers:
+                for d2 in range(nd):
+                    z = complex(1.0, 0.0)
+                    for i in range(m):
+                        c = rows[d2, i]
+                        if c > 0:
+                            z = z * _cpow(spectra[i, f], c)
+                    rpow[d2] = z
+                powers = True
+            a = a * rpow[d]
             mk = dec[k]
             if mk != 1 and f % mk != 0:
                 continue
