@@ -18,7 +18,8 @@ stage                   module
                         grid, the blocks composed on a coarse grid
 5. tail events          ``tail_events`` -- small δ: δ as a sum over the number of far-tail steps
 queries                 ``queries`` -- δ(eps), eps(δ) read off composed grids
-curves                  ``curve`` -- every checkpoint of a run from one set of spectra
+curves                  ``curve`` -- every checkpoint of a run from one set of spectra;
+                        ``spectral`` -- their queries read off the composed spectrum's band
 trade-off curves        ``tradeoff`` -- f-DP β(α), both bounds, from the certified profile
 exact paths             ``exact`` -- closed forms that need no grid (q = 1)
 shuffled batches        ``allocation`` -- random allocation (k = 1): one epoch's PLD from a

@@ -3,10 +3,15 @@
 A run's checkpoints T_1 < ... < T_K share its one-step arrays.  The composed spectrum at T_k is
 the one at T_{k-1} times the steps in between (kernel ``fft_power.power_checkpoints``), so the
 one-step arrays are discretised, tilted and transformed once -- on the grid step and the tilt
-that the last checkpoint needed -- and each checkpoint costs one inverse transform, on a window
-of its own length: every d-th frequency of a length-n spectrum is the spectrum of the arrays
-folded modulo n / d, so an early checkpoint, whose composed loss is narrower, reads a shorter
-transform off the same spectrum.
+that the last checkpoint needed -- and each checkpoint reads its own window off them: every
+d-th frequency of a length-n spectrum is the spectrum of the arrays folded modulo n / d, so an
+early checkpoint, whose composed loss is narrower, reads a shorter window off the same spectrum.
+The composed loss is smooth, so only a narrow band of each checkpoint's spectrum survives the
+kernel's cut-off (tens of frequencies of ~20,000 at late MNIST checkpoints); where it is narrow,
+the checkpoint is answered from that band (``spectral.SpectralGrid``: no inverse transform),
+elsewhere by one inverse transform of its window.  The add direction, rarely the larger, is
+composed at every ``ADD_STRIDE``-th checkpoint and wherever the bound borrowed from a later one
+could matter (``_sparse_add``).
 
 Soundness.  Each checkpoint's grid is the one ``composition.compose_parts`` builds for its
 schedule on that step, tilt and window (``composition.grid_of``, with the error sums of the
