@@ -131,8 +131,8 @@ def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l
     rounding bounds, the weight sums H0_A, H0_B, the per-entry error): e^{log_scale - theta ell_J}
     (A - e^{e - ell_J} B) plus the grid's charges (as ``query.delta_curve``).  The per-entry
     error enters once, through the non-negative weights e^{-theta (ell_k - ell_J)}
-    (1 - e^{e - ell_k}) whose sum is H0_A - e^{e - ell_J} H0_B; the exps and products are within
-    8u.  Below ``floor``: +-inf."""
+    (1 - e^{e - ell_k}) whose sum is H0_A - e^{e - ell_J} H0_B; each exp is charged the rounding
+    of its argument (u times its size) and its own.  Below ``floor``: +-inf."""
     if e < floor:
         return math.inf if upper else -math.inf
     sa, sb, ra, rb, ha, hb, e_entry = sums
@@ -140,13 +140,17 @@ def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l
     sc = math.exp(log_scale - theta * base)
     x = math.exp(e - base)
     w = max(ha - x * hb, 0.0) + 8.0 * EPS64 * (ha + x * hb)  # ha, hb within 3u
-    slack = e_entry * w + ra + x * rb
-    fe = math.exp(log_scale - theta * e) * err_l1
+    # the sums' rounding, the per-entry error, and the product x sb and the difference (x within
+    # (2 |e - base| + 2) u: its argument's rounding and the exp)
+    slack = e_entry * w + ra + x * rb + (6.0 + 2.0 * abs(e - base)) * EPS64 * (abs(sa) + x * abs(sb))
+    # exps of arguments rounded within u of their size, then the products
+    r_sc = (8.0 + 2.0 * (abs(log_scale) + abs(theta * base))) * EPS64
+    fe = math.exp(log_scale - theta * e) * err_l1 * (1.0 + (8.0 + 2.0 * (abs(log_scale) + abs(theta * e))) * EPS64)
     if upper:
         val = sc * (sa - x * sb + slack)
-        return max(val, 0.0) * (1.0 + 8.0 * EPS64) + p_inf + inf_err + fe
+        return max(val, 0.0) * (1.0 + r_sc) + p_inf + inf_err + fe
     val = sc * (sa - x * sb - slack)
-    return max(val, 0.0) * (1.0 - 8.0 * EPS64) - inf_err - fe
+    return max(val, 0.0) * (1.0 - r_sc) - inf_err - fe
 
 
 @jit
