@@ -119,6 +119,28 @@ class _Tables:
                 self.memo[key] = (lams, np.array([p.log_mgf(self.step, lams) for p in self.parts]))
         return self.memo[key]
 
+    def tables(self, counts_rows, sds, lower):
+        """Every checkpoint's mgf of ``table(counts)`` at its own sd, the tables of those that
+        share a lattice shift formed in one product."""
+        by_shift = {}
+        for i, (counts, sd) in enumerate(zip(counts_rows, sds)):
+            if sd > 0.0 and self.sd_ref > 0.0 and (counts > 0).all():
+                by_shift.setdefault(int(round(2.0 * math.log2(self.sd_ref / sd))), []).append(i)
+        pre = [None] * len(sds)
+        for shift, idx in by_shift.items():
+            lams, per = self._per_part(shift, lower)
+            with np.errstate(over="ignore", invalid="ignore"):
+                tot = counts_rows[idx].astype(np.float64) @ per
+            for j, i in enumerate(idx):
+                pre[i] = (lams, tot[j])
+        out = []
+        for counts, sd, table in zip(counts_rows, sds, pre):
+            general = self.table(counts)
+            out.append(general if table is None else
+                       (lambda s, lower=True, _g=general, _sd=sd, _t=table, _low=lower:
+                        _t if (s == _sd and lower == _low) else _g(s, lower)))
+        return out
+
     def table(self, counts):
         used = counts > 0
 
@@ -140,8 +162,10 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     steps = [TiltedStep(one_step(s, q, add, step, tau), step, theta, pess) for s, q in run.parts]
     comps = [composite(steps, c, step, pess) for c in run.counts]
     tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var))
-    for c, counts in zip(comps, run.counts):
-        c.mgf = tables.table(counts)
+    # (the tables the windows ask for: at each composition's sd, lower tails as _chernoff_window says)
+    mgfs = tables.tables(run.counts, [math.sqrt(c.var) for c in comps], not pess or theta <= 0)
+    for c, mgf in zip(comps, mgfs):
+        c.mgf = mgf
     los = [min(e, c.sup_hi * step) for e, c in zip(eps_lo, comps)]
     wins = [choose_window(c, theta, pess, e, tau) for c, e in zip(comps, los)]
     n = max(w.n for w in wins)

@@ -24,6 +24,7 @@ from functools import partial
 
 import numpy as np
 
+from .._kernels.pld import windows as kw
 from .common import bins_cap, fast_len, too_many_bins
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
@@ -67,14 +68,7 @@ def chernoff_edge(mgf, goal, upper, shift=0.0, offset=0.0):
     the second argument of max/min, which then keep their first -- the heuristic edge -- and the
     Chernoff charges of that window are then the trivial 1."""
     lams, total = mgf
-    lg = math.log(goal)
-    if upper:
-        sel = lams > 0
-        edge = float(np.min((total[sel] + offset - lg) / (lams[sel] + shift)))
-    else:
-        sel = lams < 0
-        edge = float(np.max((total[sel] - lg) / lams[sel]))
-    return edge if math.isfinite(edge) else math.nan
+    return kw.edge(lams, total, math.log(goal), upper, shift, offset)
 
 
 def chernoff(mgf, b, mean, upper):
@@ -83,17 +77,14 @@ def chernoff(mgf, b, mean, upper):
     if (b - mean if upper else mean - b) <= 0:
         return 1.0
     lams, total = mgf
-    sel = lams > 0 if upper else lams < 0
-    logb = total[sel] - lams[sel] * b
-    return float(min(1.0, math.exp(min(float(logb.min()), 0.0))))
+    return kw.tail(lams, total, 1.0, b, upper)
 
 
 def chernoff_n(mgf, n, b, upper):
     """Chernoff bound on the tilted mass of the n-fold composition at or above (below) b, from
     a one-step table."""
     lams, total = mgf
-    sel = lams > 0 if upper else lams < 0
-    return float(min(1.0, math.exp(min(float(np.min(n * total[sel] - lams[sel] * b)), 0.0))))
+    return kw.tail(lams, total, float(n), b, upper)
 
 
 @dataclass

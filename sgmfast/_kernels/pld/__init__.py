@@ -8,6 +8,8 @@
 ``fft_power``             folding, FFT-spectrum powers and their round-off bounds
 ``coarsen``               fine grid -> coarse grid, pessimistically and optimistically
 ``query``                 δ(eps) and eps(δ) read off a composed grid
+``spectral``              the same read off a composed spectrum's band (curves)
+``windows``               Chernoff edges and tail bounds from a log-MGF table
 ``allocation``            shuffled batches: one epoch's likelihood ratio on a linear lattice
 ========================  ===============================================================
 
