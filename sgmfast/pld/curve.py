@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 import scipy.fft
+from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
@@ -41,7 +42,7 @@ from .onestep import one_step
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
-from .estimates import _gauss_delta, loss_moments
+from .estimates import loss_moments
 from .spectral import SpectralGrid, read_delta, read_eps
 from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
 
@@ -74,20 +75,29 @@ def _monotone_in_steps(lo, up):
 
 
 def _estimates(run: Run, target: float, add) -> np.ndarray:
-    """The Gaussian estimate of eps(target) at each checkpoint (mean and variance add)."""
+    """The Gaussian estimate of eps(target) at each checkpoint (mean and variance add), by one
+    vectorised bisection to ~1e-6 relative (plenty for a tilt, a window and a search start)."""
     mom = np.array([loss_moments(s, q, add) for s, q in run.parts])
-    out = np.zeros(run.counts.shape[0])
-    for k, c in enumerate(run.counts):
-        mean, var = float(c @ mom[:, 0]), float(c @ mom[:, 1])
-        if var <= 0 or _gauss_delta(0.0, mean, var) <= target:
-            continue
-        lo, hi = 0.0, mean + 50 * math.sqrt(var) + 50
-        for _ in range(60):  # bisection to ~1e-6 relative is plenty for a tilt and a window
+    counts = run.counts.astype(np.float64)
+    mean, var = counts @ mom[:, 0], counts @ mom[:, 1]
+    live = var > 0
+    mean, sd = mean[live], np.sqrt(var[live])
+
+    def gauss_delta(eps):
+        x = (mean - eps) / sd
+        return ndtr(x) - np.exp(eps - mean + 0.5 * sd * sd + log_ndtr(x - sd))
+
+    lo, hi = np.zeros(mean.size), mean + 50 * sd + 50
+    with np.errstate(over="ignore", invalid="ignore"):
+        some = gauss_delta(lo) > target
+        for _ in range(60):
             mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if _gauss_delta(mid, mean, var) > target else (lo, mid)
-            if hi - lo <= 1e-6 * hi:
+            above = gauss_delta(mid) > target
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+            if np.all(hi - lo <= 1e-6 * hi):
                 break
-        out[k] = hi
+    out = np.zeros(run.counts.shape[0])
+    out[np.flatnonzero(live)] = np.where(some, hi, 0.0)
     return out
 
 
@@ -109,14 +119,28 @@ class _Tables:
     def __init__(self, parts, step, sd_ref):
         self.parts, self.step, self.sd_ref = parts, step, sd_ref
         self.memo = {}
+        self.cols = {}  # (m, sign) -> each part's log-MGF at lambda = sign 2^(m/2) / sd_ref
+
+    def _columns(self, ms, sign):
+        """The parts' log-MGFs at lambda = sign 2^(m/2) / sd_ref for each m (P x len(ms)); the
+        lattice points not met before in one kernel call per part (shifts share most of them)."""
+        miss = sorted({int(m) for m in ms if (int(m), sign) not in self.cols})
+        if miss:
+            lams = sign * (2.0 ** (np.array(miss) / 2.0) / self.sd_ref)
+            with np.errstate(over="ignore", invalid="ignore"):
+                vals = np.array([p.log_mgf(self.step, lams) for p in self.parts])
+            for i, m in enumerate(miss):
+                self.cols[(m, sign)] = vals[:, i]
+        return np.stack([self.cols[(int(m), sign)] for m in ms], axis=1)
 
     def _per_part(self, shift, lower):
         key = (shift, lower)
         if key not in self.memo:
-            base = 2.0 ** ((CHERNOFF_K + shift) / 2.0) / self.sd_ref
+            ms = CHERNOFF_K + shift
+            base = 2.0 ** (ms / 2.0) / self.sd_ref
             lams = np.concatenate((base, -base)) if lower else base
-            with np.errstate(over="ignore", invalid="ignore"):
-                self.memo[key] = (lams, np.array([p.log_mgf(self.step, lams) for p in self.parts]))
+            per = self._columns(ms, 1.0)
+            self.memo[key] = (lams, np.concatenate((per, self._columns(ms, -1.0)), axis=1) if lower else per)
         return self.memo[key]
 
     def tables(self, counts_rows, sds, lower):
@@ -127,6 +151,10 @@ class _Tables:
             if sd > 0.0 and self.sd_ref > 0.0 and (counts > 0).all():
                 by_shift.setdefault(int(round(2.0 * math.log2(self.sd_ref / sd))), []).append(i)
         pre = [None] * len(sds)
+        if by_shift:  # every lattice point the shifts need, at once
+            ms = np.unique(np.concatenate([CHERNOFF_K + shift for shift in by_shift]))
+            for sign in ((1.0, -1.0) if lower else (1.0,)):
+                self._columns(ms, sign)
         for shift, idx in by_shift.items():
             lams, per = self._per_part(shift, lower)
             with np.errstate(over="ignore", invalid="ignore"):
@@ -308,20 +336,25 @@ def _both(run):
 ADD_STRIDE = 4
 
 
-def _sparse_add(main_up: np.ndarray, bound_at) -> np.ndarray:
+def _add_sel(kk: int) -> np.ndarray:
+    """Every ADD_STRIDE-th of kk checkpoints, counted from the last."""
+    return np.arange(kk - 1, -1, -ADD_STRIDE)[::-1]
+
+
+def _sparse_add(main_up: np.ndarray, bound_at, first) -> np.ndarray:
     """Upper bounds of the add direction at a tilt group's checkpoints, where they can matter.
 
     ``bound_at(sel)`` gives the add direction's upper bounds (eps, or δ at some eps) at the
-    positions ``sel``.  They are computed at every ADD_STRIDE-th checkpoint counted from the
-    last; each bound also holds at the checkpoints before it (one direction's eps(δ) and δ(eps)
+    positions ``sel``; ``first`` are those at ``_add_sel`` (every ADD_STRIDE-th checkpoint
+    counted from the last, composed beside the main direction's grids).  Each bound also holds at the checkpoints before it (one direction's eps(δ) and δ(eps)
     grow with the steps too: the earlier composition is a marginal of the later one).  Where that
     borrowed bound is already <= the main direction's upper bound, the pair's bound (the larger
     of the two) is the main one's and the add direction needs no grid of its own; only the other
     checkpoints are composed in a second pass."""
     kk = main_up.shape[0]
-    sel = np.arange(kk - 1, -1, -ADD_STRIDE)[::-1]
+    sel = _add_sel(kk)
     out = np.full(main_up.shape, math.inf)
-    out[sel] = bound_at(sel)
+    out[sel] = first
     later = np.minimum.accumulate(out[::-1])[::-1]  # the least bound composed at or after each
     bad = ~(later <= main_up)
     need = np.flatnonzero((bad.reshape(kk, -1).any(axis=1)) & ~np.isin(np.arange(kk), sel))
@@ -351,14 +384,21 @@ def _fast_epsilon(final: Engine, sub: Run, target, step):
     for g in _tilt_groups(sub):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target)
-        up[g], lo[g] = _both(lambda pess: _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target,
-                                                    est[g]))
-        if theta_a is not None:
-            # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
-            # coarser grid, as the engine first checks it) joins the remove one's
-            up[g] = np.maximum(up[g], _sparse_add(
-                up[g], lambda sel: _eps_list(grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a,
-                                                   eps_lo[g[sel]], tau), target, est[g[sel]])))
+        # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
+        # coarser grid, as the engine first checks it) joins the remove one's
+        add_at = None if theta_a is None else (
+            lambda sel, g=g, theta_a=theta_a, tau=tau: _eps_list(
+                grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, eps_lo[g[sel]], tau), target,
+                est[g[sel]]))
+
+        def run(pess, g=g, part=part, theta=theta, tau=tau, add_at=add_at):
+            out = _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target, est[g])
+            return out, (add_at(_add_sel(len(g))) if pess and add_at is not None else None)
+
+        (up_g, first), (lo_g, _) = _both(run)
+        up[g], lo[g] = up_g, lo_g
+        if add_at is not None:
+            up[g] = np.maximum(up[g], _sparse_add(up[g], add_at, first))
     if not final.replace:
         up = np.minimum(up, _rdp_curve(sub, math.log(target), 0))
     return lo, up, _narrow(lo, up, final.accuracy)
@@ -407,12 +447,20 @@ def _fast_delta(final: Engine, sub: Run, eps, step):
         part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
         lo_e = np.full(len(g), eps)
-        ups[g], lo[g] = _both(lambda pess: [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
-                                            for x in grids(part, main, pess, step, theta, lo_e, tau)])
-        if theta_a is not None:  # the pair's: the larger direction's
-            ups[g] = np.maximum(ups[g], _sparse_add(ups[g], lambda sel: [
+        add_at = None if theta_a is None else (  # the pair's: the larger direction's
+            lambda sel, g=g, theta_a=theta_a, tau=tau, lo_e=lo_e: [
                 read_delta(x, e) for x in grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a,
-                                                lo_e[sel], tau)]))
+                                                lo_e[sel], tau)])
+
+        def run(pess, part=part, theta=theta, tau=tau, lo_e=lo_e, add_at=add_at, kk_g=len(g)):
+            out = [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
+                   for x in grids(part, main, pess, step, theta, lo_e, tau)]
+            return out, (add_at(_add_sel(kk_g)) if pess and add_at is not None else None)
+
+        (ups_g, first), (lo_g, _) = _both(run)
+        ups[g], lo[g] = ups_g, lo_g
+        if add_at is not None:
+            ups[g] = np.maximum(ups[g], _sparse_add(ups[g], add_at, first))
     if not final.replace:
         ups = np.minimum(ups, [[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
     up = np.minimum(ups[:, 0], 1.0)
