@@ -210,16 +210,20 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
         k1 = min(len(comps), k0 + batch)
         z, err, z2, wsum, band = _power(spectra, e2, rows.astype(np.int64), row_of.reshape(-1)[k0:k1].astype(np.int64),
                                         ntot[k0:k1], dec[k0:k1], n, k0, state, len(comps))
+        cnt = run.counts[k0:k1]
+        werrs = np.where(cnt > 0, cnt * e2 * np.sqrt(wsum), 0.0).sum(axis=1) * (1 + 1e-12)
         for j, k in enumerate(range(k0, k1)):
-            counts = run.counts[k]
-            werr = float(np.sum(np.where(counts > 0, counts * e2 * np.sqrt(wsum[j]), 0.0))) * (1 + 1e-12)
+            werr = float(werrs[j])
             m, nk = int(dec[k]), wins[k].n
             if SpectralGrid.usable(int(band[j]), nk, theta):
                 zr = np.ascontiguousarray(z[j, ::m][: int(band[j]) + 1])
                 yield SpectralGrid(comps[k], wins[k], theta, pess, los[k], zr, err[j] + werr, z2[j])
                 continue
             charge_fft(nk)
-            x = scipy.fft.irfft(z[j, ::m][: nk // 2 + 1], nk, workers=WORKERS)
+            row = np.zeros(nk // 2 + 1, dtype=np.complex128)  # (the stored columns, then zeros)
+            kept = z[j, ::m][: nk // 2 + 1]
+            row[: kept.size] = kept
+            x = scipy.fft.irfft(row, nk, workers=WORKERS)
             yield grid_of(comps[k], wins[k], theta, pess, los[k], x, err[j] + werr, z2[j])
 
 
@@ -230,9 +234,10 @@ LOG_CUT = math.log(1e-30)
 
 def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
     """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread:
-    (spectra, err, z2, wsum, band) of the checkpoints."""
-    h = spectra.shape[1]
+    (spectra, err, z2, wsum, band) of the checkpoints.  The spectra are stored up to the last
+    frequency that can survive the cut (``kf.live_extent``: columns beyond are 0, charged)."""
     nk = row_of.size
+    h = kf.live_extent(spectra, e2, ntot, LOG_CUT)
     z = np.zeros((nk, h), dtype=np.complex128)
     parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64))]
     acc, lsum, labs = state
@@ -247,6 +252,7 @@ def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
         kf.power_checkpoints(*args, 0, m, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
         fut.result()
     err = sum(p[0] for p in parts)
+    kf.charge_cut(dec, h, spectra.shape[1], LOG_CUT, err)  # (the frequencies not stored)
     z2 = sum(p[1] for p in parts)
     wsum = sum(p[2] for p in parts)
     band = np.max([p[3] for p in parts], axis=0)

@@ -11,7 +11,7 @@ from .._jit import jit
 from ..logmath import EPS64
 
 __all__ = ["fold", "unroll", "sumsq", "power_product", "power_weight_err", "power_range", "power_series", "power_checkpoints",
-           "block_spectrum"]
+           "cut_threshold", "live_extent", "charge_cut", "block_spectrum"]
 
 
 @jit
@@ -195,8 +195,10 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
     the loop (so the cut ones need no work).  Once a frequency is cut and no increment row can
     raise the bound again (each row's sum of C log R, with its rounding terms for up to
     ``k_all`` checkpoints, <= 0), every later checkpoint would cut it too: its loop stops and
-    ``lsum[f]`` = -inf marks it for the next batch.  At late checkpoints most frequencies are cut
-    (the composed loss is smooth), so the cost follows the spectra's bandwidth, not n.
+    ``lsum[f]`` = -inf marks it for the next batch; with one part, a frequency whose modulus bound
+    R has R^C <= e^log_cut at the batch's first count C is marked so without a log.  At late
+    checkpoints most frequencies are cut (the composed loss is smooth), so the cost follows the
+    spectra's bandwidth, not n.
 
     Checkpoint k reads the sub-spectrum f = 0, dec[k], 2 dec[k], ...: the transform of the parts
     folded modulo n / dec[k] (a shorter window for an earlier checkpoint); its sums (``err[k]``:
@@ -208,23 +210,23 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
     m = spectra.shape[0]
     nd = rows.shape[0]
     nk = row_of.shape[0]
-    cut = math.exp(log_cut) * (1.0 + 1e-12)
     c_all = 2.0 * (m + k_all + 4) * EPS64
     rel = np.empty(nk)
     for k in range(nk):
         rel[k] = math.expm1(ntot[k] * math.log1p(3.0 * EPS64))
-        d = dec[k]
-        first = ((f0 + d - 1) // d) * d
-        reads = (f1 - 1 - first) // d + 1 if f1 > first else 0
-        err[k] += 2.0 * reads * cut  # every cut frequency's error, charged up front
+    charge_cut(dec, f0, f1, log_cut, err)  # every cut frequency's error, charged up front
     logr = np.empty(m)
     r = np.empty(m)
     rpow = np.empty(nd, dtype=np.complex128)
     rlog = np.empty(nd)
     rabs = np.empty(nd)
+    thr = cut_threshold(spectra, ntot, log_cut)
     for f in range(f0, f1):
         if lsum[f] == -math.inf:
             continue  # cut for good at an earlier batch
+        if (abs(spectra[0, f]) + e2[0]) * (1.0 + 4.0 * EPS64) <= thr:
+            lsum[f] = -math.inf
+            continue
         for i in range(m):
             r[i] = abs(spectra[i, f]) + e2[i]
             logr[i] = math.log(r[i]) if r[i] > 0.0 else -math.inf
@@ -282,6 +284,42 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
         acc[f] = a
         lsum[f] = lsf
         labs[f] = laf
+
+
+@jit
+def cut_threshold(spectra, ntot, log_cut):
+    """With one part: a frequency whose modulus bound R (>= the exact modulus within 4u) is at
+    most this has R^C <= e^log_cut at the first checkpoint's count C = ntot[0], hence at every
+    later one (the counts only grow): it is cut throughout, no log needed.  -1 otherwise."""
+    if spectra.shape[0] != 1 or ntot.shape[0] == 0 or ntot[0] < 1.0:
+        return -1.0
+    return math.exp(log_cut / ntot[0]) * (1.0 - 4.0 * EPS64)
+
+
+@jit
+def live_extent(spectra, e2, ntot, log_cut):
+    """One past the last half-spectrum frequency that ``power_checkpoints`` may keep (all of them
+    with more than one part): the composed spectra can be stored that wide."""
+    h = spectra.shape[1]
+    thr = cut_threshold(spectra, ntot, log_cut)
+    if thr < 0.0:
+        return h
+    for f in range(h - 1, -1, -1):
+        if (abs(spectra[0, f]) + e2[0]) * (1.0 + 4.0 * EPS64) > thr:
+            return f + 1
+    return 1
+
+
+@jit
+def charge_cut(dec, f0, f1, log_cut, err):
+    """err[k] += e^log_cut (rounded up) for each full-spectrum frequency that checkpoint k reads
+    in [f0, f1) (weight 2: a frequency and its conjugate): the bound on a cut one's error."""
+    cut = math.exp(log_cut) * (1.0 + 1e-12)
+    for k in range(dec.shape[0]):
+        d = dec[k]
+        first = ((f0 + d - 1) // d) * d
+        reads = (f1 - 1 - first) // d + 1 if f1 > first else 0
+        err[k] += 2.0 * reads * cut
 
 
 @jit
