@@ -13,8 +13,10 @@ Soundness.  The bounds are those of the ``Grid`` that ``composition.grid_of`` wo
 the same spectrum (the same charges, ``composition.charges``): the sums are those of the exact
 inverse transform of the computed spectrum, within the kernel's rounding bound, and every entry
 of that inverse lies within err_sum / n of the composed PLD (the spectrum's l1 error through the
-1/n-normalised transform).  Every eps returned is checked at its value.  Where the band is wide
-or the search does not settle, the grid itself is built (``materialise``) and queried as usual.
+1/n-normalised transform).  Every eps returned is checked at its value.  Where the band is wide,
+the search does not settle, or that per-entry error -- charged to every atom above eps, where
+the grid clips it at each atom -- is not negligible (far-tail answers), the grid itself is built
+(``materialise``) and queried as usual.
 """
 
 from __future__ import annotations
@@ -81,9 +83,15 @@ class SpectralGrid:
         return eps_bound(self.materialise(), target)
 
     def delta_bound(self, eps: np.ndarray) -> np.ndarray:
-        """``queries.delta_bound`` of this grid."""
+        """``queries.delta_bound`` of this grid (where the spectral bound may be loose, the
+        grid's own is taken too and the tighter kept: both hold)."""
+        eps = np.ascontiguousarray(eps, dtype=np.float64)
         out = np.empty(eps.size)
-        ks.spectral_delta(np.ascontiguousarray(eps, dtype=np.float64), *self._args(), out)
+        flag = np.empty(eps.size, dtype=np.bool_)
+        ks.spectral_delta(eps, *self._args(), out, flag)
+        if flag.any():
+            grid = delta_bound(self.materialise(), eps[flag])
+            out[flag] = np.minimum(out[flag], grid) if self.pess else np.maximum(out[flag], grid)
         return out
 
 

@@ -32,10 +32,11 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64
 
-__all__ = ["spectral_prep", "spectral_sums", "spectral_bound", "spectral_eps", "spectral_delta"]
+__all__ = ["spectral_prep", "spectral_sums", "spectral_bound", "loose", "spectral_eps", "spectral_delta"]
 
 ANCHOR = 64
 RTERM = 16.0 + 3.0 * ANCHOR + 96.0  # phasor recurrence, second phasor, denominator, products (generous)
+LOOSE = 1e-4  # error bound / value beyond which an answer is left to the grid (``loose``)
 TWO_PI = 2.0 * math.pi
 
 
@@ -126,6 +127,28 @@ def spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db):
 
 
 @jit
+def _core(e, big_j, sums, step):
+    """(sc, x, A - x B, its error bound) at eps = e in [ell_{J-1}, ell_J] (``spectral_bound``)."""
+    sa, sb, ra, rb, ha, hb, e_entry = sums
+    base = big_j * step
+    x = math.exp(e - base)
+    w = max(ha - x * hb, 0.0) + 8.0 * EPS64 * (ha + x * hb)  # ha, hb within 3u
+    # the sums' rounding, the per-entry error, and the product x sb and the difference (x within
+    # (2 |e - base| + 2) u: its argument's rounding and the exp)
+    slack = e_entry * w + ra + x * rb + (6.0 + 2.0 * abs(e - base)) * EPS64 * (abs(sa) + x * abs(sb))
+    return x, sa - x * sb, slack
+
+
+@jit
+def loose(e, big_j, sums, step):
+    """Whether the error bound of A - x B exceeds LOOSE times its value: the per-entry error is
+    charged to every atom above eps, where the grid itself clips each atom's error at the atom
+    (an atom is >= 0), so far-tail answers can be tighter on the grid."""
+    _, core, slack = _core(e, big_j, sums, step)
+    return slack > LOOSE * abs(core)
+
+
+@jit
 def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor):
     """δ bound at eps = e in [ell_{J-1}, ell_J] (upper, or lower) from ``sums`` = (A_J, B_J, their
     rounding bounds, the weight sums H0_A, H0_B, the per-entry error): e^{log_scale - theta ell_J}
@@ -135,22 +158,15 @@ def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l
     of its argument (u times its size) and its own.  Below ``floor``: +-inf."""
     if e < floor:
         return math.inf if upper else -math.inf
-    sa, sb, ra, rb, ha, hb, e_entry = sums
     base = big_j * step
     sc = math.exp(log_scale - theta * base)
-    x = math.exp(e - base)
-    w = max(ha - x * hb, 0.0) + 8.0 * EPS64 * (ha + x * hb)  # ha, hb within 3u
-    # the sums' rounding, the per-entry error, and the product x sb and the difference (x within
-    # (2 |e - base| + 2) u: its argument's rounding and the exp)
-    slack = e_entry * w + ra + x * rb + (6.0 + 2.0 * abs(e - base)) * EPS64 * (abs(sa) + x * abs(sb))
+    x, core, slack = _core(e, big_j, sums, step)
     # exps of arguments rounded within u of their size, then the products
     r_sc = (8.0 + 2.0 * (abs(log_scale) + abs(theta * base))) * EPS64
     fe = math.exp(log_scale - theta * e) * err_l1 * (1.0 + (8.0 + 2.0 * (abs(log_scale) + abs(theta * e))) * EPS64)
     if upper:
-        val = sc * (sa - x * sb + slack)
-        return max(val, 0.0) * (1.0 + r_sc) + p_inf + inf_err + fe
-    val = sc * (sa - x * sb - slack)
-    return max(val, 0.0) * (1.0 - r_sc) - inf_err - fe
+        return max(sc * (core + slack), 0.0) * (1.0 + r_sc) + p_inf + inf_err + fe
+    return max(sc * (core - slack), 0.0) * (1.0 - r_sc) - inf_err - fe
 
 
 @jit
@@ -163,12 +179,14 @@ def _sums_at(z, n, j0, big_j, top, theta_step, step, qf, da, db, ra, rb, e_entry
 
 @jit
 def spectral_delta(eps, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_entry, p_inf, inf_err, err_l1,
-                   upper, floor, out):
-    """Certified δ bound at each eps (upper: capped at 1; lower: at least 0)."""
+                   upper, floor, out, out_loose):
+    """Certified δ bound at each eps (upper: capped at 1; lower: at least 0); ``out_loose[i]``
+    flags the answers the grid may make tighter (``loose``)."""
     top = j0 + n - 1
     ts = theta * step
     for i in range(eps.shape[0]):
         e = eps[i]
+        out_loose[i] = False
         if e < floor:
             out[i] = 1.0 if upper else 0.0
             continue
@@ -182,6 +200,7 @@ def spectral_delta(eps, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_
         sums = _sums_at(z, n, j0, big_j, top, ts, step, qf, da, db, ra, rb, e_entry)
         b = spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor)
         out[i] = min(1.0, b) if upper else max(0.0, b)
+        out_loose[i] = loose(e, big_j, sums, step)
 
 
 @jit
@@ -204,7 +223,7 @@ def spectral_eps(target, j_guess, z, n, j0, theta, step, log_scale, qf, da, db, 
     of A_J, B_J gives the bound over the whole bin, so its two ends give the slope), kept inside
     the bracket found so far and bisecting when they stall; then bisection inside the bin.
     ok = False (the caller reads the grid instead) where that takes more than ``max_evals``
-    evaluations or the crossing is not inside (j0, top]."""
+    evaluations, the crossing is not inside (j0, top] or the answer is ``loose``."""
     top = j0 + n - 1
     ts = theta * step
     lo_j = j0  # the bound at ell_{lo_j} is known > target (the window's bottom: assumed)
@@ -236,7 +255,7 @@ def spectral_eps(target, j_guess, z, n, j0, theta, step, log_scale, qf, da, db, 
             ans = hi if upper else lo
             chk = spectral_bound(ans, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1,
                                  upper, floor)
-            if (chk <= target) if upper else (chk > target):
+            if ((chk <= target) if upper else (chk > target)) and not loose(ans, big_j, sums, step):
                 return max(ans, 0.0), True
             return 0.0, False
         if d_r > target:  # crossing above the bin
