@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import contextvars
 import math
+import time
 
 import numpy as np
 import scipy.fft
@@ -286,11 +287,49 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         rest = [k for k, good in zip(todo, ok) if not good]
     else:
         rest = todo
-    for k in rest:  # each on its own engine (the exact paths, or a tilt of its own)
-        e_lo, e_up, _ = _engine(run, k, accuracy, relation, max(BUDGET / len(rest), 0.5)).epsilon(target, step)
+    for k, budget in _within_budget(rest):  # each on its own engine (the exact paths, or a tilt of its own)
+        e_lo, e_up, _ = _engine(run, k, accuracy, relation, budget).epsilon(target, step)
         lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
+
+
+#: wall-clock seconds for all the checkpoints that need an engine of their own, and the least
+#: budget one of them is given
+REST_BUDGET = 2.0
+REST_MIN = 0.05
+
+
+def _spread(m: int) -> list:
+    """0 .. m-1 in an order that brackets every index early: the last, the first, then the
+    midpoints of the gaps, widest first (where time runs out, the curve's monotonicity bounds
+    the checkpoints left out from the ones on either side)."""
+    if m <= 0:
+        return []
+    order, gaps = [m - 1] + ([0] if m > 1 else []), [(0, m - 1)]
+    while gaps:
+        gaps.sort(key=lambda g: g[1] - g[0])
+        a, b = gaps.pop()
+        if b - a < 2:
+            continue
+        mid = (a + b) // 2
+        order.append(mid)
+        gaps += [(a, mid), (mid, b)]
+    return order
+
+
+def _within_budget(rest: list):
+    """(checkpoint, engine budget) for the checkpoints ``rest``, in ``_spread`` order, sharing
+    REST_BUDGET seconds (at least REST_MIN each) and stopping when it is spent: a curve that needs
+    many engines of its own still answers within seconds; the ones left keep the bounds they have,
+    which the curve's monotonicity then narrows from their neighbours (certified, maybe wide)."""
+    deadline = time.monotonic() + REST_BUDGET
+    order = [rest[i] for i in _spread(len(rest))]
+    for i, k in enumerate(order):
+        left = deadline - time.monotonic()
+        if left <= 0.0:
+            return
+        yield k, max(left / (len(order) - i), REST_MIN)
 
 
 def _narrow(lo, up, accuracy):
@@ -369,19 +408,33 @@ def _sparse_add(main_up: np.ndarray, bound_at, first) -> np.ndarray:
     return np.minimum.accumulate(out[::-1])[::-1]
 
 
-def _eps_list(grids_, target, est) -> list:
+def _eps_list(grids_, target, est, trivial, deadline) -> list:
     """eps bounds at δ = target of the grids of successive checkpoints, each searched from its
-    Gaussian estimate scaled as the last answer was (a search start only)."""
+    Gaussian estimate scaled as the last answer was (a search start only); past ``deadline``
+    the remaining checkpoints get the ``trivial`` bound (their own engines may still answer)."""
     out, ratio = [], 1.0
-    for x, e in zip(grids_, est):
+    for x, e in zip(_until(grids_, deadline), est):
         v = read_eps(x, target, e * ratio)
         if math.isfinite(v) and v > 0.0 and e > 0.0:
             ratio = v / e
         out.append(v)
-    return out
+    return out + [trivial] * (len(est) - len(out))
+
+
+#: wall-clock seconds for a curve's shared-spectra checkpoints (beyond: their own engines)
+FAST_BUDGET = 2.0
+
+
+def _until(items, deadline):
+    """The items while time.monotonic() < deadline."""
+    for x in items:
+        if time.monotonic() >= deadline:
+            return
+        yield x
 
 
 def _fast_epsilon(final: Engine, sub: Run, target, step):
+    deadline = time.monotonic() + FAST_BUDGET
     est = _estimates(sub, target, final.main)
     eps_lo = 0.5 * np.maximum(est, 1e-9)
     kk = len(est)
@@ -395,10 +448,11 @@ def _fast_epsilon(final: Engine, sub: Run, target, step):
         add_at = None if theta_a is None else (
             lambda sel, g=g, theta_a=theta_a, tau=tau: _eps_list(
                 grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, eps_lo[g[sel]], tau), target,
-                est[g[sel]]))
+                est[g[sel]], math.inf, deadline))
 
         def run(pess, g=g, part=part, theta=theta, tau=tau, add_at=add_at):
-            out = _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target, est[g])
+            out = _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target, est[g],
+                            math.inf if pess else 0.0, deadline)
             return out, (add_at(_add_sel(len(g))) if pess and add_at is not None else None)
 
         (up_g, first), (lo_g, _) = _both(run)
@@ -434,16 +488,22 @@ def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
         rest = [k for k, good in zip(todo, ok) if not good]
     else:
         rest = todo
-    for k in rest:
-        l, u = _engine(run, k, accuracy, relation, max(BUDGET / len(rest), 0.5)).delta(e)
+    for k, budget in _within_budget(rest):
+        l, u = _engine(run, k, accuracy, relation, budget).delta(e)
         lo[k], up[k] = max(lo[k], l[0]), min(up[k], u[0])
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
 
 
+def _pad(out: list, size: int, trivial) -> list:
+    """``out`` filled up to ``size`` with the trivial bound (checkpoints past the deadline)."""
+    return out + [trivial] * (size - len(out))
+
+
 def _fast_delta(final: Engine, sub: Run, eps, step):
     """The checkpoints' δ at eps and its upper bound at eps + h (h = accuracy * max(eps, 1e-2)):
     resolved where lower(eps) >= upper(eps + h), the engine's criterion."""
+    deadline = time.monotonic() + FAST_BUDGET
     h = final.accuracy * max(eps, 1e-2)
     e = np.array([eps, eps + h])
     kk = sub.counts.shape[0]
@@ -454,13 +514,14 @@ def _fast_delta(final: Engine, sub: Run, eps, step):
         theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
         lo_e = np.full(len(g), eps)
         add_at = None if theta_a is None else (  # the pair's: the larger direction's
-            lambda sel, g=g, theta_a=theta_a, tau=tau, lo_e=lo_e: [
-                read_delta(x, e) for x in grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a,
-                                                lo_e[sel], tau)])
+            lambda sel, g=g, theta_a=theta_a, tau=tau, lo_e=lo_e: _pad([
+                read_delta(x, e) for x in _until(grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step,
+                                                       theta_a, lo_e[sel], tau), deadline)], len(sel), np.ones(2)))
 
         def run(pess, part=part, theta=theta, tau=tau, lo_e=lo_e, add_at=add_at, kk_g=len(g)):
             out = [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
-                   for x in grids(part, main, pess, step, theta, lo_e, tau)]
+                   for x in _until(grids(part, main, pess, step, theta, lo_e, tau), deadline)]
+            out = _pad(out, kk_g, np.ones(2) if pess else 0.0)
             return out, (add_at(_add_sel(kk_g)) if pess and add_at is not None else None)
 
         (ups_g, first), (lo_g, _) = _both(run)
