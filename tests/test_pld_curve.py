@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sgmfast import pld, rdp
+from sgmfast.pld import common as pld_common
+from sgmfast.pld import curve as pld_curve
 
 REF = Path(__file__).parent / "reference"
 
@@ -175,3 +177,27 @@ def test_curve_in_several_batches(monkeypatch):
     steps = np.arange(1, 31) * 234
     b = pld.epsilon_curve(1.1, 256 / 60000, steps, 1e-5)
     _consistent(b, [pld.epsilon(1.1, 256 / 60000, int(t), 1e-5) for t in steps])
+
+
+@pytest.mark.parametrize("fast,rest", [(0.0, 0.0), (0.0, 60.0), (60.0, 0.0)])
+def test_curve_out_of_time_is_still_certified(monkeypatch, fast, rest):
+    """Past the curve's deadlines (forced here) the checkpoints left keep trivial bounds, narrowed
+    by monotonicity from their neighbours: wider, never contradicting the full answers."""
+    steps = np.arange(1, 13) * 300
+    full_e = pld.epsilon_curve(1.1, 0.01, steps, 1e-5)
+    full_d = pld.delta_curve(1.1, 0.01, steps, 1.0)
+    monkeypatch.setattr(pld_curve, "FAST_BUDGET", fast)
+    monkeypatch.setattr(pld_curve, "REST_BUDGET", rest)
+    pld_common.STEP_CACHE.clear()
+    for got, full in ((pld.epsilon_curve(1.1, 0.01, steps, 1e-5), full_e), (pld.delta_curve(1.1, 0.01, steps, 1.0), full_d)):
+        assert np.all(got.lower <= full.upper * (1 + 1e-9)) and np.all(full.lower <= got.upper * (1 + 1e-9))
+        assert np.all(np.diff(got.lower) >= 0) and np.all(np.diff(got.upper) >= 0)
+        assert got.upper[-1] == pytest.approx(full.upper[-1], rel=1e-9)  # the last point is its own query
+
+
+def test_spread_visits_every_checkpoint_once():
+    for m in range(0, 40):
+        order = pld_curve._spread(m)
+        assert sorted(order) == list(range(m))
+        if m > 1:
+            assert order[:2] == [m - 1, 0]
