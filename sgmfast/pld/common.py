@@ -161,6 +161,12 @@ def grid_pool() -> ThreadPoolExecutor:
     return _pool("grid")
 
 
+def final_pool() -> ThreadPoolExecutor:
+    """One thread for a curve's final checkpoint, whose engine runs while the others are read
+    off shared spectra (``curve``)."""
+    return _pool("final")
+
+
 def two_cores() -> bool:
     return (os.cpu_count() or 1) >= 2
 

@@ -37,7 +37,8 @@ from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
-from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, grid_pool, split_pool, two_cores
+from .common import (ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, final_pool, grid_pool, split_pool,
+                     two_cores)
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
 from .onestep import one_step
 from .certifiers import Caches, Job
@@ -275,14 +276,19 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         return np.zeros(kk), np.zeros(kk)
     last = kk - 1
     final = _engine(run, last, accuracy, relation, BUDGET)
-    lo[last], up[last], step = final.epsilon(target)
     todo = [k for k in range(last) if live[k]]
-    if step is not None and run.plain and todo:
-        sub = Run(run.parts, run.counts[todo])
+    sub = Run(run.parts, run.counts[todo])
+
+    def fast(step):
         try:
-            f_lo, f_up, ok = _fast_epsilon(final, sub, target, step)
+            return _fast_epsilon(final, sub, target, step)
         except (ArithmeticError, ValueError, MemoryError):
-            f_lo, f_up, ok = np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
+            return np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
+
+    (lo[last], up[last], _), got = _beside_final(final, run.plain and bool(todo), lambda: final.epsilon(target),
+                                                 lambda: final.first_step(target), fast)
+    if got is not None:
+        f_lo, f_up, ok = got
         lo[todo], up[todo] = f_lo, f_up
         rest = [k for k, good in zip(todo, ok) if not good]
     else:
@@ -330,6 +336,27 @@ def _within_budget(rest: list):
         if left <= 0.0:
             return
         yield k, max(left / (len(order) - i), REST_MIN)
+
+
+def _beside_final(final, shareable: bool, answer, first_step, fast):
+    """(the final checkpoint's ``answer()`` -- its last item the grid step --, ``fast(step)`` of
+    the other checkpoints on that step, or None where they cannot share it: ``shareable`` false
+    or no step).  On two cores the final engine runs on a thread of its own while ``fast``
+    starts on the step the engine starts from (``first_step()``); where the engine ends on
+    another step, ``fast`` runs again on it."""
+    if not (shareable and isinstance(final, Engine) and two_cores()):
+        res = answer()
+        return res, (fast(res[-1]) if shareable and res[-1] is not None else None)
+    guess = first_step()
+    fut = final_pool().submit(contextvars.copy_context().run, answer)
+    try:
+        got = fast(guess)
+    finally:
+        res = fut.result()
+    step = res[-1]
+    if step is None:
+        return res, None
+    return res, (got if step == guess else fast(step))
 
 
 def _narrow(lo, up, accuracy):
@@ -474,16 +501,23 @@ def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
     last = kk - 1
     final = _engine(run, last, accuracy, relation, BUDGET)
     e = np.array([eps])
-    l, u = final.delta(e)
-    lo[last], up[last] = l[0], u[0]
-    step = final.last_step
     todo = [k for k in range(last) if live[k]]
-    if step is not None and run.plain and math.isfinite(eps) and todo:
-        sub = Run(run.parts, run.counts[todo])
+    sub = Run(run.parts, run.counts[todo])
+
+    def fast(step):
         try:
-            f_lo, f_up, ok = _fast_delta(final, sub, eps, step)
+            return _fast_delta(final, sub, eps, step)
         except (ArithmeticError, ValueError, MemoryError):
-            f_lo, f_up, ok = np.zeros(len(todo)), np.ones(len(todo)), np.zeros(len(todo), bool)
+            return np.zeros(len(todo)), np.ones(len(todo)), np.zeros(len(todo), bool)
+
+    def answer():
+        l, u = final.delta(e)
+        return l[0], u[0], final.last_step
+
+    (lo[last], up[last], _), got = _beside_final(final, run.plain and math.isfinite(eps) and bool(todo), answer,
+                                                 lambda: final.first_delta_step(eps), fast)
+    if got is not None:
+        f_lo, f_up, ok = got
         lo[todo], up[todo] = f_lo, f_up
         rest = [k for k, good in zip(todo, ok) if not good]
     else:

@@ -185,8 +185,8 @@ class Engine:
         with metered(Meter(HARD_LIMIT * self.budget * UNITS_PER_SECOND)) as meter:
             return self._eps_loop(target, step0, meter)
 
-    def _eps_loop(self, target, step0, meter):
-        job = self.job(target)
+    def _start(self, target):
+        """(Gaussian estimate, RDP cap, first grid step) of an eps(target) query."""
         est = eps_estimate(self.schedule, target, self.main)
         cap = self.rdp.epsilon(target)
         # with few steps the Gaussian estimate misses heavy one-step tails (small q, T = 10: 0.02
@@ -195,7 +195,17 @@ class Engine:
         # first grid there only costs a refinement)
         short = sum(c for _, _, c in self.schedule) < MIN_STEPS
         est_step = max(est, 0.5 * cap) if short and math.isfinite(cap) else est
-        step = self.grid_step or step0 or initial_step(self.schedule, self.accuracy, est_step, self.main)
+        return est, cap, initial_step(self.schedule, self.accuracy, est_step, self.main)
+
+    def first_step(self, target: float) -> float:
+        """The grid step an eps(target) query starts from (where the first grid meets the
+        accuracy, its last step too: curves start their other checkpoints on it meanwhile)."""
+        return self.grid_step or self._start(target)[2]
+
+    def _eps_loop(self, target, step0, meter):
+        job = self.job(target)
+        est, cap, first = self._start(target)
+        step = self.grid_step or step0 or first
         found = Certified(job.directions, 0.0, math.inf)
         last_gap = None
         coarser = 0
@@ -272,6 +282,11 @@ class Engine:
         with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
             return self._delta_loop(eps, meter, budget)
 
+    def first_delta_step(self, eps: float, est: float | None = None) -> float:
+        """The grid step a δ query's group of nearby eps (largest ``eps``) starts from."""
+        est = eps_estimate(self.schedule, 1e-6, self.main) if est is None else est
+        return self.grid_step or initial_step(self.schedule, self.accuracy, max(eps, est), self.main)
+
     def _delta_loop(self, eps, meter, budget):
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
@@ -280,9 +295,7 @@ class Engine:
         # each group of nearby eps refines its own grid step from the step a single query at its
         # largest eps would start with (one step for all made the eps = 0 group's fine grid the
         # start of every group, and the budget ran out before the far ones were reached)
-        steps = {key: self.grid_step or initial_step(self.schedule, self.accuracy,
-                                                     max(float(eps[keys == key].max()), est), self.main)
-                 for key in np.unique(keys)}
+        steps = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
         cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
