@@ -285,8 +285,8 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         except (ArithmeticError, ValueError, MemoryError):
             return np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
 
-    (lo[last], up[last], _), got = _beside_final(final, run.plain and bool(todo), lambda: final.epsilon(target),
-                                                 lambda: final.first_step(target), fast)
+    (lo[last], up[last], step), got = _beside_final(final, run.plain and bool(todo), lambda: final.epsilon(target),
+                                                    lambda: final.first_step(target), fast)
     if got is not None:
         f_lo, f_up, ok = got
         lo[todo], up[todo] = f_lo, f_up
