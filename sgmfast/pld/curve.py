@@ -11,7 +11,10 @@ kernel's cut-off (tens of frequencies of ~20,000 at late MNIST checkpoints); whe
 the checkpoint is answered from that band (``spectral.SpectralGrid``: no inverse transform),
 elsewhere by one inverse transform of its window.  The add direction, rarely the larger, is
 composed at every ``ADD_STRIDE``-th checkpoint and wherever the bound borrowed from a later one
-could matter (``_sparse_add``).
+could matter (``_sparse_add``).  On two cores the last checkpoint's own engine runs beside the
+others, which start on the grid step that engine starts from (``_beside_final``).  A curve
+answers within seconds: past ``FAST_BUDGET`` the remaining checkpoints go to engines of their
+own, which share ``REST_BUDGET``; any left then keep the bounds monotonicity gives them.
 
 Soundness.  Each checkpoint's grid is the one ``composition.compose_parts`` builds for its
 schedule on that step, tilt and window (``composition.grid_of``, with the error sums of the
