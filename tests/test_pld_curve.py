@@ -187,6 +187,7 @@ def test_curve_out_of_time_is_still_certified(monkeypatch, fast, rest):
     full_e = pld.epsilon_curve(1.1, 0.01, steps, 1e-5)
     full_d = pld.delta_curve(1.1, 0.01, steps, 1.0)
     monkeypatch.setattr(pld_curve, "FAST_BUDGET", fast)
+    monkeypatch.setattr(pld_curve, "FAST_PER_POINT", 0.0)
     monkeypatch.setattr(pld_curve, "REST_BUDGET", rest)
     pld_common.STEP_CACHE.clear()
     for got, full in ((pld.epsilon_curve(1.1, 0.01, steps, 1e-5), full_e), (pld.delta_curve(1.1, 0.01, steps, 1.0), full_d)):
