@@ -95,7 +95,7 @@ def _spectral_grids(monkeypatch, sigma, q, steps, delta):
 ])
 def test_spectral_answers_hold_on_the_grid(monkeypatch, sigma, q, steps, delta):
     """Each eps a spectral grid returns is certified by the grid itself and as tight as the
-    grid's own answer; its δ bounds agree with the grid's."""
+    grid's own answer (to 1e-5); its δ bounds agree with the grid's."""
     seen = _spectral_grids(monkeypatch, sigma, q, steps, delta)
     assert seen  # the curve took the spectral path
     for g, target, e_sp in seen[:: max(1, len(seen) // 12)]:
@@ -104,12 +104,13 @@ def test_spectral_answers_hold_on_the_grid(monkeypatch, sigma, q, steps, delta):
         d = float(delta_bound(grid, np.array([e_sp]))[0])
         if g.pess:
             assert d <= target * (1 + 1e-6)  # (the grid adds its inverse transform's round-off)
-            assert e_sp <= e_grid * (1 + 1e-7) + 1e-12
+            assert e_sp <= e_grid * (1 + 1e-5) + 1e-12
         else:
             assert d > target * (1 - 1e-6)
-            assert e_sp >= e_grid * (1 - 1e-7) - 1e-12
+            assert e_sp >= e_grid * (1 - 1e-5) - 1e-12
         es = np.array([0.5 * e_grid, e_grid, 1.5 * e_grid])
-        np.testing.assert_allclose(g.delta_bound(es), delta_bound(grid, es), rtol=1e-6, atol=1e-300)
+        # (within the error share a spectral answer may carry, ``spectral.LOOSE``, else the grid's)
+        np.testing.assert_allclose(g.delta_bound(es), delta_bound(grid, es), rtol=2e-4, atol=1e-300)
 
 
 def test_usable_needs_a_narrow_band():
