@@ -272,6 +272,7 @@ def spectral_eps(target, j_guess, z, n, j0, theta, step, log_scale, qf, da, db, 
             slope = math.log(d_r) - math.log(d_l)  # per bin, < 0
             delta_j = (lt - math.log(d_r)) / slope
             if math.isfinite(delta_j):
+                delta_j = max(min(delta_j, n + 1.0), -(n + 1.0))  # (an int of a huge float would overflow)
                 cand = big_j + int(math.ceil(delta_j)) if delta_j > 0 else big_j + int(math.floor(delta_j))
                 nxt = cand
         if not (lo_j < nxt <= hi_j) or nxt == big_j:
