@@ -13,9 +13,10 @@ elsewhere by one inverse transform of its window.  The add direction, rarely the
 composed at every ``ADD_STRIDE``-th checkpoint and wherever the bound borrowed from a later one
 could matter (``_sparse_add``).  On two cores the last checkpoint's own engine runs beside the
 others, which start on the grid step that engine starts from (``_beside_final``).  A curve
-answers within seconds (5 ms more a checkpoint): past ``_fast_deadline`` the remaining
+answers within seconds (5 ms more a checkpoint): past its ``_fast_budget`` the remaining
 checkpoints go to engines of their own, which share ``REST_BUDGET``; any left then keep the
-bounds monotonicity gives them.
+bounds monotonicity gives them.  Budgets are in units of work (``sgmfast._work``), not wall-clock
+time: the answers do not depend on the machine, its load or numba compiling.
 
 Soundness.  Each checkpoint's grid is the one ``composition.compose_parts`` builds for its
 schedule on that step, tilt and window (``composition.grid_of``, with the error sums of the
@@ -33,7 +34,6 @@ from __future__ import annotations
 import bisect
 import contextvars
 import math
-import time
 
 import numpy as np
 import scipy.fft
@@ -41,6 +41,7 @@ from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
+from .._work import UNITS_PER_SECOND, Meter, metered
 from .common import (ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, final_pool, grid_pool, split_pool,
                      two_cores)
 from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
@@ -297,15 +298,16 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         rest = [k for k, good in zip(todo, ok) if not good]
     else:
         rest = todo
-    for k, budget in _within_budget(rest):  # each on its own engine (the exact paths, or a tilt of its own)
-        e_lo, e_up, _ = _engine(run, k, accuracy, relation, budget).epsilon(target, step)
-        lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
+    with metered() as meter:
+        for k, budget in _within_budget(rest, meter):  # each on its own engine (the exact paths, or a tilt of its own)
+            e_lo, e_up, _ = _engine(run, k, accuracy, relation, budget).epsilon(target, step)
+            lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
 
 
-#: wall-clock seconds for all the checkpoints that need an engine of their own, and the least
-#: budget one of them is given
+#: seconds (of work, ``sgmfast._work``) for all the checkpoints that need an engine of their own,
+#: and the least budget one of them is given
 REST_BUDGET = 2.0
 REST_MIN = 0.05
 
@@ -328,15 +330,15 @@ def _spread(m: int) -> list:
     return order
 
 
-def _within_budget(rest: list):
+def _within_budget(rest: list, meter):
     """(checkpoint, engine budget) for the checkpoints ``rest``, in ``_spread`` order, sharing
-    REST_BUDGET seconds (at least REST_MIN each) and stopping when it is spent: a curve that needs
+    REST_BUDGET seconds of work charged to ``meter`` (at least REST_MIN each) and stopping when it
+    is spent: a curve that needs
     many engines of its own still answers within seconds; the ones left keep the bounds they have,
     which the curve's monotonicity then narrows from their neighbours (certified, maybe wide)."""
-    deadline = time.monotonic() + REST_BUDGET
     order = [rest[i] for i in _spread(len(rest))]
     for i, k in enumerate(order):
-        left = deadline - time.monotonic()
+        left = REST_BUDGET - meter.units / UNITS_PER_SECOND
         if left <= 0.0:
             return
         yield k, max(left / (len(order) - i), REST_MIN)
@@ -443,12 +445,12 @@ def _sparse_add(main_up: np.ndarray, bound_at, first) -> np.ndarray:
     return np.minimum.accumulate(out[::-1])[::-1]
 
 
-def _eps_list(grids_, target, est, trivial, deadline) -> list:
+def _eps_list(grids_, target, est, trivial, budget) -> list:
     """eps bounds at δ = target of the grids of successive checkpoints, each searched from its
-    Gaussian estimate scaled as the last answer was (a search start only); past ``deadline``
+    Gaussian estimate scaled as the last answer was (a search start only); past ``budget``
     the remaining checkpoints get the ``trivial`` bound (their own engines may still answer)."""
     out, ratio = [], 1.0
-    for x, e in zip(_until(grids_, deadline), est):
+    for x, e in zip(_until(grids_, budget), est):
         v = read_eps(x, target, e * ratio)
         if math.isfinite(v) and v > 0.0 and e > 0.0:
             ratio = v / e
@@ -456,26 +458,42 @@ def _eps_list(grids_, target, est, trivial, deadline) -> list:
     return out + [trivial] * (len(est) - len(out))
 
 
-#: wall-clock seconds for a curve's shared-spectra checkpoints, plus FAST_PER_POINT a checkpoint
-#: (beyond: their own engines); MNIST's 14,063 steps as checkpoints take ~2 s
+#: seconds (of work, ``sgmfast._work``) for a curve's shared-spectra checkpoints, plus
+#: FAST_PER_POINT a checkpoint (beyond: their own engines)
 FAST_BUDGET = 2.0
 FAST_PER_POINT = 0.005
 
 
-def _fast_deadline(sub: Run) -> float:
-    return time.monotonic() + FAST_BUDGET + FAST_PER_POINT * sub.counts.shape[0]
+class _Budget:
+    """Work charged to ``meter`` (open it with ``metered``) against a limit in seconds of work."""
+
+    def __init__(self, seconds: float):
+        self.meter, self.limit = Meter(), seconds * UNITS_PER_SECOND
+
+    def spent(self) -> bool:
+        return self.meter.units >= self.limit
 
 
-def _until(items, deadline):
-    """The items while time.monotonic() < deadline."""
+def _fast_budget(sub: Run) -> _Budget:
+    return _Budget(FAST_BUDGET + FAST_PER_POINT * sub.counts.shape[0])
+
+
+def _until(items, budget: _Budget):
+    """The items while the budget is not spent."""
     for x in items:
-        if time.monotonic() >= deadline:
+        if budget.spent():
             return
         yield x
 
 
 def _fast_epsilon(final: Engine, sub: Run, target, step):
-    deadline = _fast_deadline(sub)
+    """(lower, upper, narrow) of eps(target) at the checkpoints of ``sub`` on shared spectra."""
+    budget = _fast_budget(sub)
+    with metered(budget.meter):
+        return _shared_epsilon(final, sub, target, step, budget)
+
+
+def _shared_epsilon(final: Engine, sub: Run, target, step, budget: _Budget):
     est = _estimates(sub, target, final.main)
     eps_lo = 0.5 * np.maximum(est, 1e-9)
     kk = len(est)
@@ -489,11 +507,11 @@ def _fast_epsilon(final: Engine, sub: Run, target, step):
         add_at = None if theta_a is None else (
             lambda sel, g=g, theta_a=theta_a, tau=tau: _eps_list(
                 grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, eps_lo[g[sel]], tau), target,
-                est[g[sel]], math.inf, deadline))
+                est[g[sel]], math.inf, budget))
 
         def run(pess, g=g, part=part, theta=theta, tau=tau, add_at=add_at):
             out = _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target, est[g],
-                            math.inf if pess else 0.0, deadline)
+                            math.inf if pess else 0.0, budget)
             return out, (add_at(_add_sel(len(g))) if pess and add_at is not None else None)
 
         (up_g, first), (lo_g, _) = _both(run)
@@ -536,22 +554,28 @@ def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
         rest = [k for k, good in zip(todo, ok) if not good]
     else:
         rest = todo
-    for k, budget in _within_budget(rest):
-        l, u = _engine(run, k, accuracy, relation, budget).delta(e)
-        lo[k], up[k] = max(lo[k], l[0]), min(up[k], u[0])
+    with metered() as meter:
+        for k, budget in _within_budget(rest, meter):
+            l, u = _engine(run, k, accuracy, relation, budget).delta(e)
+            lo[k], up[k] = max(lo[k], l[0]), min(up[k], u[0])
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
 
 
 def _pad(out: list, size: int, trivial) -> list:
-    """``out`` filled up to ``size`` with the trivial bound (checkpoints past the deadline)."""
+    """``out`` filled up to ``size`` with the trivial bound (checkpoints past the budget)."""
     return out + [trivial] * (size - len(out))
 
 
 def _fast_delta(final: Engine, sub: Run, eps, step):
     """The checkpoints' δ at eps and its upper bound at eps + h (h = accuracy * max(eps, 1e-2)):
     resolved where lower(eps) >= upper(eps + h), the engine's criterion."""
-    deadline = _fast_deadline(sub)
+    budget = _fast_budget(sub)
+    with metered(budget.meter):
+        return _shared_delta(final, sub, eps, step, budget)
+
+
+def _shared_delta(final: Engine, sub: Run, eps, step, budget: _Budget):
     h = final.accuracy * max(eps, 1e-2)
     e = np.array([eps, eps + h])
     kk = sub.counts.shape[0]
@@ -564,11 +588,11 @@ def _fast_delta(final: Engine, sub: Run, eps, step):
         add_at = None if theta_a is None else (  # the pair's: the larger direction's
             lambda sel, g=g, theta_a=theta_a, tau=tau, lo_e=lo_e: _pad([
                 read_delta(x, e) for x in _until(grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step,
-                                                       theta_a, lo_e[sel], tau), deadline)], len(sel), np.ones(2)))
+                                                       theta_a, lo_e[sel], tau), budget)], len(sel), np.ones(2)))
 
         def run(pess, part=part, theta=theta, tau=tau, lo_e=lo_e, add_at=add_at, kk_g=len(g)):
             out = [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
-                   for x in _until(grids(part, main, pess, step, theta, lo_e, tau), deadline)]
+                   for x in _until(grids(part, main, pess, step, theta, lo_e, tau), budget)]
             out = _pad(out, kk_g, np.ones(2) if pess else 0.0)
             return out, (add_at(_add_sel(kk_g)) if pess and add_at is not None else None)
 
