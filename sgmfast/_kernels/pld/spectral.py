@@ -27,8 +27,6 @@ and the sum adds (F + 2) u of the terms: ``spectral_prep`` returns that bound (i
 
 import math
 
-import numpy as np
-
 from .._jit import jit
 from ..logmath import EPS64
 
@@ -42,8 +40,9 @@ TWO_PI = 2.0 * math.pi
 
 @jit
 def _phasor(x, f, n):
-    """omega^(x f) from the exact residue of x f modulo n, taken in (-n/2, n/2]."""
-    r = (x * f) % n
+    """omega^(x f) from the exact residue of x f modulo n, taken in (-n/2, n/2] (x reduced
+    first, so that the product stays far inside int64)."""
+    r = ((x % n) * f) % n
     if 2 * r > n:
         r -= n
     ang = TWO_PI * (r / n)
@@ -128,7 +127,8 @@ def spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db):
 
 @jit
 def _core(e, big_j, sums, step):
-    """(sc, x, A - x B, its error bound) at eps = e in [ell_{J-1}, ell_J] (``spectral_bound``)."""
+    """(x = e^{e - ell_J}, A - x B, a bound on its error) at eps = e in [ell_{J-1}, ell_J]
+    (``spectral_bound``)."""
     sa, sb, ra, rb, ha, hb, e_entry = sums
     base = big_j * step
     x = math.exp(e - base)
@@ -163,10 +163,16 @@ def spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l
     x, core, slack = _core(e, big_j, sums, step)
     # exps of arguments rounded within u of their size, then the products
     r_sc = (8.0 + 2.0 * (abs(log_scale) + abs(theta * base))) * EPS64
-    fe = math.exp(log_scale - theta * e) * err_l1 * (1.0 + (8.0 + 2.0 * (abs(log_scale) + abs(theta * e))) * EPS64)
+    fe = _alias(e, theta, log_scale, err_l1)
     if upper:
         return max(sc * (core + slack), 0.0) * (1.0 + r_sc) + p_inf + inf_err + fe
     return max(sc * (core - slack), 0.0) * (1.0 - r_sc) - inf_err - fe
+
+
+@jit
+def _alias(e, theta, log_scale, err_l1):
+    """The grid's excess-mass charge at eps = e, e^{log_scale - theta e} err_l1, rounded up."""
+    return math.exp(log_scale - theta * e) * err_l1 * (1.0 + (8.0 + 2.0 * (abs(log_scale) + abs(theta * e))) * EPS64)
 
 
 @jit
@@ -193,9 +199,8 @@ def spectral_delta(eps, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_
         big_j = _first_above(e, step)
         if big_j < j0:
             big_j = j0
-        if big_j > top:
-            v = p_inf + inf_err + math.exp(log_scale - theta * e) * err_l1 if upper else 0.0
-            out[i] = min(1.0, v) if upper else 0.0
+        if big_j > top:  # no atom above eps: the charges only
+            out[i] = min(1.0, p_inf + inf_err + _alias(e, theta, log_scale, err_l1)) if upper else 0.0
             continue
         sums = _sums_at(z, n, j0, big_j, top, ts, step, qf, da, db, ra, rb, e_entry)
         b = spectral_bound(e, big_j, sums, step, theta, log_scale, p_inf, inf_err, err_l1, upper, floor)
