@@ -36,21 +36,19 @@ import contextvars
 import math
 
 import numpy as np
-import scipy.fft
 from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .common import (ADD, REMOVE, REPLACE, SPLIT_MIN, WORKERS, charge_fft, final_pool, grid_pool, split_pool,
-                     two_cores)
-from .composition import ArrayPart, TiltedStep, composite, grid_of, part_spectra
+from .common import ADD, REMOVE, REPLACE, SPLIT_MIN, final_pool, grid_pool, split_pool, two_cores
+from .composition import ArrayPart, TiltedStep, composite, part_spectra
 from .onestep import one_step
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
 from .estimates import loss_moments
-from .spectral import SpectralGrid, read_delta, read_eps
+from .spectral import SpectralGrid, read_delta, read_eps, unrolled
 from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
 
 #: memory for the composed spectra of a batch of checkpoints (complex, bytes)
@@ -150,31 +148,14 @@ class _Tables:
             self.memo[key] = (lams, np.concatenate((per, self._columns(ms, -1.0)), axis=1) if lower else per)
         return self.memo[key]
 
-    def tables(self, counts_rows, sds, lower):
-        """Every checkpoint's mgf of ``table(counts)`` at its own sd, the tables of those that
-        share a lattice shift formed in one product."""
-        by_shift = {}
-        for i, (counts, sd) in enumerate(zip(counts_rows, sds)):
-            if sd > 0.0 and self.sd_ref > 0.0 and (counts > 0).all():
-                by_shift.setdefault(int(round(2.0 * math.log2(self.sd_ref / sd))), []).append(i)
-        pre = [None] * len(sds)
-        if by_shift:  # every lattice point the shifts need, at once
-            ms = np.unique(np.concatenate([CHERNOFF_K + shift for shift in by_shift]))
+    def prefetch(self, sds, lower):
+        """The parts' log-MGFs at every lattice point the tables at these sds will use, in one
+        kernel call per part (the shifts of a curve's checkpoints share most of them)."""
+        shifts = {int(round(2.0 * math.log2(self.sd_ref / sd))) for sd in sds if sd > 0.0 and self.sd_ref > 0.0}
+        if shifts:
+            ms = np.unique(np.concatenate([CHERNOFF_K + shift for shift in shifts]))
             for sign in ((1.0, -1.0) if lower else (1.0,)):
                 self._columns(ms, sign)
-        for shift, idx in by_shift.items():
-            lams, per = self._per_part(shift, lower)
-            with np.errstate(over="ignore", invalid="ignore"):
-                tot = counts_rows[idx].astype(np.float64) @ per
-            for j, i in enumerate(idx):
-                pre[i] = (lams, tot[j])
-        out = []
-        for counts, sd, table in zip(counts_rows, sds, pre):
-            general = self.table(counts)
-            out.append(general if table is None else
-                       (lambda s, lower=True, _g=general, _sd=sd, _t=table, _low=lower:
-                        _t if (s == _sd and lower == _low) else _g(s, lower)))
-        return out
 
     def table(self, counts):
         used = counts > 0
@@ -197,10 +178,10 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     steps = [TiltedStep(one_step(s, q, add, step, tau), step, theta, pess) for s, q in run.parts]
     comps = [composite(steps, c, step, pess) for c in run.counts]
     tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var))
-    # (the tables the windows ask for: at each composition's sd, lower tails as _chernoff_window says)
-    mgfs = tables.tables(run.counts, [math.sqrt(c.var) for c in comps], not pess or theta <= 0)
-    for c, mgf in zip(comps, mgfs):
-        c.mgf = mgf
+    # (the lattice the windows' tables use: each composition's sd, lower tails as _chernoff_window says)
+    tables.prefetch([math.sqrt(c.var) for c in comps], not pess or theta <= 0)
+    for c, counts in zip(comps, run.counts):
+        c.mgf = tables.table(counts)
     los = [min(e, c.sup_hi * step) for e, c in zip(eps_lo, comps)]
     wins = [choose_window(c, theta, pess, e, tau) for c, e in zip(comps, los)]
     n = max(w.n for w in wins)
@@ -225,13 +206,8 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
             if SpectralGrid.usable(int(band[j]), nk, theta):
                 zr = np.ascontiguousarray(z[j, ::m][: int(band[j]) + 1])
                 yield SpectralGrid(comps[k], wins[k], theta, pess, los[k], zr, err[j] + werr, z2[j])
-                continue
-            charge_fft(nk)
-            row = np.zeros(nk // 2 + 1, dtype=np.complex128)  # (the stored columns, then zeros)
-            kept = z[j, ::m][: nk // 2 + 1]
-            row[: kept.size] = kept
-            x = scipy.fft.irfft(row, nk, workers=WORKERS)
-            yield grid_of(comps[k], wins[k], theta, pess, los[k], x, err[j] + werr, z2[j])
+            else:  # (the stored columns; those beyond were cut)
+                yield unrolled(comps[k], wins[k], theta, pess, los[k], z[j, ::m][: nk // 2 + 1], err[j] + werr, z2[j])
 
 
 #: spectra below this are cut (``kf.power_checkpoints``): an error of at most this per
@@ -274,8 +250,37 @@ def _engine(run, k, accuracy, relation, budget):
 
 def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
     """(lower, upper) of eps(target) at every checkpoint of ``run``."""
+    return _curve(run, accuracy, relation, math.inf, run.plain,
+                  lambda final: final.epsilon(target), lambda final: final.first_step(target),
+                  lambda final, sub, step: _fast_epsilon(final, sub, target, step),
+                  lambda engine, step: engine.epsilon(target, step)[:2])
+
+
+def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
+    """(lower, upper) of δ(eps) at every checkpoint of ``run``."""
+    e = np.array([eps])
+
+    def answer(final):
+        l, u = final.delta(e)
+        return l[0], u[0], final.last_step
+
+    def single(engine, step):
+        l, u = engine.delta(e)
+        return l[0], u[0]
+
+    return _curve(run, accuracy, relation, 1.0, run.plain and math.isfinite(eps), answer,
+                  lambda final: final.first_delta_step(eps),
+                  lambda final, sub, step: _fast_delta(final, sub, eps, step), single)
+
+
+def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step, shared, single):
+    """The plan of both curves: the last checkpoint by its own engine (``answer(final)`` ->
+    (lower, upper, grid step)), the others read off shared spectra on that step
+    (``shared(final, sub, step)`` -> (lower, upper, narrow); ``shareable``: the run allows it),
+    those left wide by engines of their own (``single(engine, step)`` -> (lower, upper)) within
+    REST_BUDGET; then monotone in the steps.  ``trivial`` is the trivial upper bound."""
     kk = run.counts.shape[0]
-    lo, up = np.zeros(kk), np.full(kk, math.inf)
+    lo, up = np.zeros(kk), np.full(kk, trivial)
     live = run.counts.sum(axis=1) > 0
     if not live.any():
         return np.zeros(kk), np.zeros(kk)
@@ -286,12 +291,12 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
 
     def fast(step):
         try:
-            return _fast_epsilon(final, sub, target, step)
+            return shared(final, sub, step)
         except (ArithmeticError, ValueError, MemoryError):
-            return np.zeros(len(todo)), np.full(len(todo), math.inf), np.zeros(len(todo), bool)
+            return np.zeros(len(todo)), np.full(len(todo), trivial), np.zeros(len(todo), bool)
 
-    (lo[last], up[last], step), got = _beside_final(final, run.plain and bool(todo), lambda: final.epsilon(target),
-                                                    lambda: final.first_step(target), fast)
+    (lo[last], up[last], step), got = _beside_final(final, shareable and bool(todo), lambda: answer(final),
+                                                    lambda: first_step(final), fast)
     if got is not None:
         f_lo, f_up, ok = got
         lo[todo], up[todo] = f_lo, f_up
@@ -300,7 +305,7 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         rest = todo
     with metered() as meter:
         for k, budget in _within_budget(rest, meter):  # each on its own engine (the exact paths, or a tilt of its own)
-            e_lo, e_up, _ = _engine(run, k, accuracy, relation, budget).epsilon(target, step)
+            e_lo, e_up = single(_engine(run, k, accuracy, relation, budget), step)
             lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
@@ -333,9 +338,9 @@ def _spread(m: int) -> list:
 def _within_budget(rest: list, meter):
     """(checkpoint, engine budget) for the checkpoints ``rest``, in ``_spread`` order, sharing
     REST_BUDGET seconds of work charged to ``meter`` (at least REST_MIN each) and stopping when it
-    is spent: a curve that needs
-    many engines of its own still answers within seconds; the ones left keep the bounds they have,
-    which the curve's monotonicity then narrows from their neighbours (certified, maybe wide)."""
+    is spent: a curve that needs many engines of its own still answers within seconds; the ones
+    left keep the bounds they have, which the curve's monotonicity then narrows from their
+    neighbours (certified, maybe wide)."""
     order = [rest[i] for i in _spread(len(rest))]
     for i, k in enumerate(order):
         left = REST_BUDGET - meter.units / UNITS_PER_SECOND
@@ -521,45 +526,6 @@ def _shared_epsilon(final: Engine, sub: Run, target, step, budget: _Budget):
     if not final.replace:
         up = np.minimum(up, _rdp_curve(sub, math.log(target), 0))
     return lo, up, _narrow(lo, up, final.accuracy)
-
-
-def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
-    """(lower, upper) of δ(eps) at every checkpoint of ``run``."""
-    kk = run.counts.shape[0]
-    lo, up = np.zeros(kk), np.ones(kk)
-    live = run.counts.sum(axis=1) > 0
-    if not live.any():
-        return np.zeros(kk), np.zeros(kk)
-    last = kk - 1
-    final = _engine(run, last, accuracy, relation, BUDGET)
-    e = np.array([eps])
-    todo = [k for k in range(last) if live[k]]
-    sub = Run(run.parts, run.counts[todo])
-
-    def fast(step):
-        try:
-            return _fast_delta(final, sub, eps, step)
-        except (ArithmeticError, ValueError, MemoryError):
-            return np.zeros(len(todo)), np.ones(len(todo)), np.zeros(len(todo), bool)
-
-    def answer():
-        l, u = final.delta(e)
-        return l[0], u[0], final.last_step
-
-    (lo[last], up[last], _), got = _beside_final(final, run.plain and math.isfinite(eps) and bool(todo), answer,
-                                                 lambda: final.first_delta_step(eps), fast)
-    if got is not None:
-        f_lo, f_up, ok = got
-        lo[todo], up[todo] = f_lo, f_up
-        rest = [k for k, good in zip(todo, ok) if not good]
-    else:
-        rest = todo
-    with metered() as meter:
-        for k, budget in _within_budget(rest, meter):
-            l, u = _engine(run, k, accuracy, relation, budget).delta(e)
-            lo[k], up[k] = max(lo[k], l[0]), min(up[k], u[0])
-    lo[~live], up[~live] = 0.0, 0.0
-    return _monotone_in_steps(lo, up)
 
 
 def _pad(out: list, size: int, trivial) -> list:

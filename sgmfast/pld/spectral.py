@@ -63,13 +63,8 @@ class SpectralGrid:
                 self.err_sum / w.n * (1 + 1e-12), self.p_inf, self.inf_err, self.err, self.pess, self.floor)
 
     def materialise(self) -> Grid:
-        """The ``Grid`` itself (the band padded with zeros and inverse transformed)."""
-        n = self.win.n
-        full = np.zeros(n // 2 + 1, dtype=np.complex128)
-        full[: self.z.size] = self.z
-        charge_fft(n)
-        x = scipy.fft.irfft(full, n, workers=WORKERS)
-        return grid_of(self.c, self.win, self.theta, self.pess, self.eps_lo, x, self.err_sum, self.z2)
+        """The ``Grid`` itself (``unrolled``)."""
+        return unrolled(self.c, self.win, self.theta, self.pess, self.eps_lo, self.z, self.err_sum, self.z2)
 
     def eps_bound(self, target: float, guess: float) -> float:
         """``queries.eps_bound`` of this grid, searched from ``guess``."""
@@ -93,6 +88,16 @@ class SpectralGrid:
             grid = delta_bound(self.materialise(), eps[flag])
             out[flag] = np.minimum(out[flag], grid) if self.pess else np.maximum(out[flag], grid)
         return out
+
+
+def unrolled(c: Composite, win, theta, pess, eps_lo, z, err_sum, z2) -> Grid:
+    """The ``Grid`` of window ``win`` from the first frequencies ``z`` of its half spectrum (the
+    others 0: cut, their error in ``err_sum``), by one inverse transform (``composition.grid_of``)."""
+    n = win.n
+    full = np.zeros(n // 2 + 1, dtype=np.complex128)
+    full[: z.size] = z
+    charge_fft(n)
+    return grid_of(c, win, theta, pess, eps_lo, scipy.fft.irfft(full, n, workers=WORKERS), err_sum, z2)
 
 
 def read_eps(grid, target: float, guess: float) -> float:
