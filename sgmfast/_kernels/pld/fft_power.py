@@ -224,7 +224,7 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
     for f in range(f0, f1):
         if lsum[f] == -math.inf:
             continue  # cut for good at an earlier batch
-        if (abs(spectra[0, f]) + e2[0]) * (1.0 + 4.0 * EPS64) <= thr:
+        if _modulus_bound(spectra, e2, f) <= thr:
             lsum[f] = -math.inf
             continue
         for i in range(m):
@@ -287,6 +287,12 @@ def power_checkpoints(spectra, e2, rows, row_of, ntot, dec, n, k0, f0, f1, acc, 
 
 
 @jit
+def _modulus_bound(spectra, e2, f):
+    """|spectra[0, f]| + e2[0] rounded up: >= the exact modulus of the one part's spectrum at f."""
+    return (abs(spectra[0, f]) + e2[0]) * (1.0 + 4.0 * EPS64)
+
+
+@jit
 def cut_threshold(spectra, ntot, log_cut):
     """With one part: a frequency whose modulus bound R (>= the exact modulus within 4u) is at
     most this has R^C <= e^log_cut at the first checkpoint's count C = ntot[0], hence at every
@@ -305,7 +311,7 @@ def live_extent(spectra, e2, ntot, log_cut):
     if thr < 0.0:
         return h
     for f in range(h - 1, -1, -1):
-        if (abs(spectra[0, f]) + e2[0]) * (1.0 + 4.0 * EPS64) > thr:
+        if _modulus_bound(spectra, e2, f) > thr:
             return f + 1
     return 1
 
