@@ -503,29 +503,34 @@ def _shared_epsilon(final: Engine, sub: Run, target, step, budget: _Budget):
     eps_lo = 0.5 * np.maximum(est, 1e-9)
     kk = len(est)
     lo, up = np.zeros(kk), np.full(kk, math.inf)
-    main = REPLACE if final.replace else REMOVE
     for g in _tilt_groups(sub, TILT_GROUP_EPS):
-        part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target)
-        # the pair's eps is the larger direction's: the add direction's upper bound (on a 4x
-        # coarser grid, as the engine first checks it) joins the remove one's
-        add_at = None if theta_a is None else (
-            lambda sel, g=g, theta_a=theta_a, tau=tau: _eps_list(
-                grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, eps_lo[g[sel]], tau), target,
-                est[g[sel]], math.inf, budget))
-
-        def run(pess, g=g, part=part, theta=theta, tau=tau, add_at=add_at):
-            out = _eps_list(grids(part, main, pess, step, theta, eps_lo[g], tau), target, est[g],
-                            math.inf if pess else 0.0, budget)
-            return out, (add_at(_add_sel(len(g))) if pess and add_at is not None else None)
-
-        (up_g, first), (lo_g, _) = _both(run)
-        up[g], lo[g] = up_g, lo_g
-        if add_at is not None:
-            up[g] = np.maximum(up[g], _sparse_add(up[g], add_at, first))
+        up[g], lo[g] = _group(final, sub, g, step, theta, theta_a, tau, eps_lo[g], lambda grids_, idx, pess, g=g: (
+            _eps_list(grids_, target, est[g][idx], math.inf if pess else 0.0, budget)))
     if not final.replace:
         up = np.minimum(up, _rdp_curve(sub, math.log(target), 0))
     return lo, up, _narrow(lo, up, final.accuracy)
+
+
+def _group(final: Engine, sub: Run, g, step, theta, theta_a, tau, lo_e, read):
+    """(upper, lower) bounds at the checkpoints g of one tilt group: ``read(grids, idx, pess)``
+    gives those of the grids of checkpoints g[idx] (upper if pess).  The pair's bound is the
+    larger direction's: the add direction's upper bound (on a 4x coarser grid, as the engine first
+    checks it) joins the main one's where it can matter (``_sparse_add``), its first pass beside
+    the pessimistic grids."""
+    main = REPLACE if final.replace else REMOVE
+    part = Run(sub.parts, sub.counts[g])
+    add_at = None if theta_a is None else (lambda sel: np.array(read(
+        grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau), sel, True)))
+
+    def run(pess):
+        out = np.array(read(grids(part, main, pess, step, theta, lo_e, tau), np.arange(len(g)), pess))
+        return out, (add_at(_add_sel(len(g))) if pess and add_at is not None else None)
+
+    (up, first), (lo, _) = _both(run)
+    if add_at is not None:
+        up = np.maximum(up, _sparse_add(up, add_at, first))
+    return up, lo
 
 
 def _pad(out: list, size: int, trivial) -> list:
@@ -545,27 +550,15 @@ def _shared_delta(final: Engine, sub: Run, eps, step, budget: _Budget):
     h = final.accuracy * max(eps, 1e-2)
     e = np.array([eps, eps + h])
     kk = sub.counts.shape[0]
-    main = REPLACE if final.replace else REMOVE
     ups, lo = np.ones((kk, 2)), np.zeros(kk)
+
+    def read(grids_, idx, pess):  # upper: at eps and eps + h; lower: at eps
+        out = [read_delta(x, e) if pess else read_delta(x, e[:1])[0] for x in _until(grids_, budget)]
+        return _pad(out, len(idx), np.ones(2) if pess else 0.0)
+
     for g in _tilt_groups(sub, TILT_GROUP_DELTA):
-        part = Run(sub.parts, sub.counts[g])
         theta, theta_a, tau = _tilts(final, sub, g, step, eps, 1e-16)
-        lo_e = np.full(len(g), eps)
-        add_at = None if theta_a is None else (  # the pair's: the larger direction's
-            lambda sel, g=g, theta_a=theta_a, tau=tau, lo_e=lo_e: _pad([
-                read_delta(x, e) for x in _until(grids(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step,
-                                                       theta_a, lo_e[sel], tau), budget)], len(sel), np.ones(2)))
-
-        def run(pess, part=part, theta=theta, tau=tau, lo_e=lo_e, add_at=add_at, kk_g=len(g)):
-            out = [read_delta(x, e) if pess else read_delta(x, e[:1])[0]
-                   for x in _until(grids(part, main, pess, step, theta, lo_e, tau), budget)]
-            out = _pad(out, kk_g, np.ones(2) if pess else 0.0)
-            return out, (add_at(_add_sel(kk_g)) if pess and add_at is not None else None)
-
-        (ups_g, first), (lo_g, _) = _both(run)
-        ups[g], lo[g] = ups_g, lo_g
-        if add_at is not None:
-            ups[g] = np.maximum(ups[g], _sparse_add(ups[g], add_at, first))
+        ups[g], lo[g] = _group(final, sub, g, step, theta, theta_a, tau, np.full(len(g), eps), read)
     if not final.replace:
         ups = np.minimum(ups, [[_rdp_delta(sub, k, x) for x in e] for k in range(kk)])
     up = np.minimum(ups[:, 0], 1.0)
