@@ -119,12 +119,16 @@ def _even_divisors(n: int) -> list:
 class _Tables:
     """Chernoff tables (``windows.log_mgf_table``) shared by the checkpoints: each part's log-MGF
     on the lattice lambda = +-2^(j/2) / sd_ref, the checkpoint's table the count-weighted sum at
-    the lattice points nearest its own 2^(k/2) / sd.  (Any lambda gives a valid bound.)"""
+    the lattice points nearest its own 2^(k/2) / sd.  (Any lambda gives a valid bound.)  Where
+    every checkpoint counts every part, the tables of all checkpoints at one lattice shift are one
+    product (``rows`` the checkpoints' counts)."""
 
-    def __init__(self, parts, step, sd_ref):
-        self.parts, self.step, self.sd_ref = parts, step, sd_ref
+    def __init__(self, parts, step, sd_ref, rows):
+        self.parts, self.step, self.sd_ref, self.rows = parts, step, sd_ref, rows
+        self.dense = bool((rows > 0).all())
         self.memo = {}
         self.cols = {}  # (m, sign) -> each part's log-MGF at lambda = sign 2^(m/2) / sd_ref
+        self.products = {}  # (shift, lower) -> every checkpoint's table at that shift (dense rows)
 
     def _columns(self, ms, sign):
         """The parts' log-MGFs at lambda = sign 2^(m/2) / sd_ref for each m (P x len(ms)); the
@@ -157,16 +161,23 @@ class _Tables:
             for sign in ((1.0, -1.0) if lower else (1.0,)):
                 self._columns(ms, sign)
 
-    def table(self, counts):
+    def table(self, k):
+        """Checkpoint k's mgf: sd, lower -> (lambdas, log-MGFs)."""
+        counts = self.rows[k]
         used = counts > 0
 
         def mgf(sd, lower=True):
             if not (sd > 0.0 and self.sd_ref > 0.0):
                 parts = [ArrayPart(p.j_lo, p.t, int(c)) for p, c in zip(self.parts, counts) if c > 0]
                 return log_mgf_table(parts, self.step, sd, lower)
-            lams, per = self._per_part(int(round(2.0 * math.log2(self.sd_ref / sd))), lower)
+            key = (int(round(2.0 * math.log2(self.sd_ref / sd))), lower)
+            lams, per = self._per_part(*key)
             with np.errstate(over="ignore", invalid="ignore"):
-                return lams, counts[used].astype(np.float64) @ per[used]
+                if not self.dense:
+                    return lams, counts[used].astype(np.float64) @ per[used]
+                if key not in self.products:
+                    self.products[key] = self.rows.astype(np.float64) @ per
+                return lams, self.products[key][k]
 
         return mgf
 
@@ -177,11 +188,11 @@ def grids(run: Run, add, pess: bool, step: float, theta: float, eps_lo: np.ndarr
     dropped before the next is built (fresh memory for all of them costs more than the transforms)."""
     steps = [TiltedStep(one_step(s, q, add, step, tau), step, theta, pess) for s, q in run.parts]
     comps = [composite(steps, c, step, pess) for c in run.counts]
-    tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var))
+    tables = _Tables([s.part for s in steps], step, math.sqrt(comps[-1].var), run.counts)
     # (the lattice the windows' tables use: each composition's sd, lower tails as _chernoff_window says)
     tables.prefetch([math.sqrt(c.var) for c in comps], not pess or theta <= 0)
-    for c, counts in zip(comps, run.counts):
-        c.mgf = tables.table(counts)
+    for k, c in enumerate(comps):
+        c.mgf = tables.table(k)
     los = [min(e, c.sup_hi * step) for e, c in zip(eps_lo, comps)]
     wins = [choose_window(c, theta, pess, e, tau) for c, e in zip(comps, los)]
     n = max(w.n for w in wins)
