@@ -386,6 +386,10 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof) -> fl
     return best
 
 
+#: splits of eps whose delta_Q ``_profile_delta`` sharpens by a PLD query
+SHARPEN = 4
+
+
 def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     from . import pld
 
@@ -404,16 +408,18 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     def at(j):
         excess = _excess(runs, float(prof.e[j]), float(prof.d[j]), e2_in)
         tot = m * np.exp(e2) * d_rest + excess
-        k = int(np.argmin(tot))
-        return float(tot[k]), (float(e2_grid[k]), float(e2[k]), float(excess[k]))
+        ks = np.argsort(tot)[:SHARPEN]
+        return float(tot[ks[0]]), [(float(e2_grid[k]), float(e2[k]), float(excess[k])) for k in ks]
 
-    best, arg = _coarse_fine(at, prof.e.size)
+    best, args = _coarse_fine(at, prof.e.size)
     best = min(best, 1.0)
-    if arg is not None:
-        # delta_Q at the best point by one sharper PLD query instead of the grid's
-        x = max(eps - arg[0], 0.0)
-        d_q = float(pld.delta(sigma, q, steps, x, accuracy=_REFINE, relation=prof.relation).upper)
-        best = min(best, m * math.exp(arg[1]) * d_q + arg[2])
+    # delta_Q at the best few splits by one sharper PLD query each instead of the grid's (the
+    # grid's best split need not be the one ``epsilon`` sharpened: SHARPEN of them make the
+    # round trip delta(epsilon(d)) <= d hold to the query's accuracy)
+    if args is not None:
+        xs = np.array([max(eps - a[0], 0.0) for a in args])
+        d_q = pld.delta(sigma, q, steps, xs, accuracy=_REFINE, relation=prof.relation).upper
+        best = min(best, min(m * math.exp(a[1]) * float(d) + a[2] for a, d in zip(args, d_q)))
     return best
 
 
