@@ -50,6 +50,11 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
 
 def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
     """The epsilon the public accountant reports: what every returned value is verified with."""
+    if sampler == "shuffle":  # (its upper bound alone: the lower one is not needed here)
+        from ..pld import samplers, shuffle
+
+        return shuffle.upper_epsilon(float(sigma), samplers.batches_per_epoch(float(q), sampler), int(steps),
+                                     float(delta))
     if sampler != "poisson":
         if accountant == "rdp":
             from .. import rdp
@@ -338,11 +343,12 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
         Run the points of an array call on it, in chunks (a process pool; on a cluster
         ``dask.distributed.Client(...).get_executor()`` or Ray's); the answers are those of the
         serial call (``sgmfast._executor``).
-    sampler : {"poisson", "shuffle", "fixed_size"}
-        How batches are drawn (:mod:`sgmfast.pld.samplers`; shuffled batches: PLD only): sigma
-        is then the smallest whose ``pld.epsilon(..., sampler=sampler).upper`` (or
+    sampler : {"poisson", "balls_in_bins", "shuffle", "fixed_size"}
+        How batches are drawn (:mod:`sgmfast.pld.samplers`; balls-in-bins and shuffle: PLD only):
+        sigma is then the smallest whose ``pld.epsilon(..., sampler=sampler).upper`` (or
         ``rdp.epsilon(..., sampler="fixed_size")``) meets the target (a search on that bound,
-        point by point).
+        point by point).  For the permutation shuffle that bound is the Gaussian mechanism of
+        each epoch (:mod:`sgmfast.pld.shuffle`, zero-out relation): no amplification is counted.
 
     Returns
     -------
@@ -406,8 +412,8 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
 
 
 #: sigma under a sampler over the Poisson PLD sigma of a reference run (below): where the search
-#: starts; measured on the MNIST run (shuffle 0.99; fixed size 1.16 over twice the Poisson sigma)
-_SAMPLER_START = {"shuffle": 1.0, "fixed_size": 1.15}
+#: starts; measured on the MNIST run (balls-in-bins 0.99; fixed size 1.16 over twice the Poisson sigma)
+_SAMPLER_START = {"balls_in_bins": 1.0, "fixed_size": 1.15}
 
 
 def check_sampler(sampler: str, accountant: str) -> str:
@@ -416,8 +422,8 @@ def check_sampler(sampler: str, accountant: str) -> str:
     from ..pld.samplers import resolve
 
     resolve(sampler, None)  # a ValueError naming it if unknown
-    if sampler == "shuffle" and accountant != "pld":
-        raise ValueError("accountant must be 'pld' for sampler 'shuffle' (RDP has no bound for shuffled batches)")
+    if sampler in ("balls_in_bins", "shuffle") and accountant != "pld":
+        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP engine has no bound for it)")
     return sampler
 
 
@@ -442,10 +448,14 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
         if _public_eps(accountant, 0.0, qq[i], t[i], d[i], acc, sampler) <= e[i]:
             continue  # no noise needed: δ is at least the chance the example is ever used (exact)
 
-        base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=acc)
+        if sampler == "shuffle":  # the Gaussian mechanism of each epoch touched: its exact sigma
+            epochs = -(-int(t[i]) // round(1.0 / qq[i]))
+            base = _exact_sigma(e[i], d[i], float(epochs)) if e[i] > 0 else 0.0
+        else:
+            base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=acc)
         if not 0.0 < base < math.inf:  # (no Poisson answer to start from: the generic guess)
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
-        guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START[sampler]
+        guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START.get(sampler, 1.0)
         x0, tol = math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), RDP_TOL if accountant == "rdp" else PLD_TOL
         if e[i] > 0.0:
             x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 
 from .common import CURVE_POINTS, EXIT_USAGE, TRADEOFF_POINTS, _fmt, _UsageError  # noqa: F401  (the tests read them here)
 from .parser import _build_parser
@@ -30,12 +31,29 @@ _COMMANDS = {
 }
 
 
+def _command(args) -> None:
+    """Run a parsed command; a loose-bound warning of the API becomes one ``note:`` line after
+    the answer on stdout (the interval printed is certified, only wide), other warnings pass."""
+    module, name = _COMMANDS[args.command]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        getattr(importlib.import_module(f".{module}", __name__), name)(args)
+    notes = []
+    for w in caught:
+        if w.category.__name__ == "LooseBoundWarning":
+            if str(w.message) not in notes:
+                notes.append(str(w.message))
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    for note in notes:
+        print(f"note: {note}")
+
+
 def _run(argv) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-        module, name = _COMMANDS[args.command]
-        getattr(importlib.import_module(f".{module}", __name__), name)(args)
+        _command(args)
     except (_UsageError, ValueError, TypeError) as exc:
         msg = str(exc).replace("\n", " ")
         print(f"sgmfast: error: {msg}", file=sys.stderr)

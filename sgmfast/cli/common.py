@@ -10,6 +10,9 @@ import math
 
 EXIT_USAGE = 2
 
+#: samplers (command-line spelling) whose epoch is 1/q whole batches
+EPOCH_SAMPLERS = ("balls-in-bins", "shuffle")
+
 
 #: ``curve --steps T`` without ``--every``/``--points``: this many evenly spaced checkpoints
 CURVE_POINTS = 50
@@ -70,6 +73,8 @@ def _resolve_q_steps(args) -> tuple[float, float]:
         if b > n:
             raise ValueError(f"--batch-size must be <= --dataset-size ({n}); got {b}")
         q = b / n
+        if getattr(args, "sampler", "poisson") in EPOCH_SAMPLERS:
+            q = 1.0 / (n // b)  # whole batches per epoch (the partial last one dropped)
     if args.steps is not None:
         steps = args.steps
     elif args.epochs is None:
@@ -81,3 +86,15 @@ def _resolve_q_steps(args) -> tuple[float, float]:
         # how many there are does not matter)
         steps = float(math.ceil(args.epochs / q - 1e-9)) if q > 0.0 else 0.0
     return q, steps
+
+
+def _relation(args, sampler: str) -> str:
+    """The relation of --relation (or the sampler's own), a one-line error naming the ones the
+    sampler is analysed under when it is not one of them."""
+    from ..pld.samplers import allowed, resolve
+
+    try:
+        return resolve(sampler, None if args.relation is None else args.relation.replace("-", "_"))
+    except ValueError:
+        own = " or ".join(r.replace("_", "-") for r in allowed(sampler))
+        raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None

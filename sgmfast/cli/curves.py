@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .common import CURVE_MAX_CHECKPOINTS, CURVE_POINTS, _fmt, _resolve_q_steps
+from .common import CURVE_MAX_CHECKPOINTS, CURVE_POINTS, _fmt, _relation, _resolve_q_steps
 from .plots import _check_out, _plot_curve
 
 
@@ -79,13 +79,7 @@ def _cmd_curve(args) -> None:
         args.steps = 0.0  # (the checkpoints give the run's length; _resolve_q_steps wants one)
     q, steps = _resolve_q_steps(args)
     sampler = args.sampler.replace("-", "_")
-    from ..pld.samplers import resolve
-
-    try:
-        relation = resolve(sampler, None if args.relation is None else args.relation.replace("-", "_"))
-    except ValueError:
-        own = resolve(sampler, None).replace("_", "-")
-        raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
+    relation = _relation(args, sampler)
     if args.accountant == "rdp" and (relation != "add_remove" or sampler != "poisson"):
         raise ValueError("--accountant rdp draws the curve for --sampler poisson with --relation add-remove; "
                          "use --accountant pld")

@@ -7,6 +7,10 @@ import argparse
 from .. import __version__
 from .common import CURVE_POINTS, TRADEOFF_POINTS, _Parser
 
+#: the samplers and relations as the command line spells them (``pld.samplers`` has the table)
+SAMPLERS = ("poisson", "balls-in-bins", "shuffle", "fixed-size")
+RELATIONS = ("add-remove", "zero-out", "replace-one")
+
 
 def _add_privacy_args(p: argparse.ArgumentParser, *, with_sigma: bool = True, with_delta: bool = True):
     """Add --sigma, --q/--batch-size/--dataset-size, --steps/--epochs, --delta; returns the
@@ -43,21 +47,23 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="PLD only: target relative width of the certified interval (default 1e-3)")
     pe.add_argument("--orders", type=float, nargs="+",
                     help="RDP only: optimise over these orders instead of all real alpha > 1")
-    pe.add_argument("--relation", choices=("add-remove", "replace-one"), default=None,
-                    help="neighbouring relation (default: the sampler's own -- add-remove, replace-one for "
-                         "fixed-size; replace-one: PLD only; a replacement moves the sum by 2 norms)")
-    pe.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
-                    help="poisson: each example in each batch with probability q (default); shuffle: "
-                         "shuffled batches, each example in exactly one of the 1/q batches of every epoch "
-                         "(random allocation; PLD, add-remove); fixed-size: batches of exactly q n examples "
-                         "drawn without replacement every step (replace-one; PLD or RDP)")
+    pe.add_argument("--relation", choices=RELATIONS, default=None,
+                    help="neighbouring relation (default: the sampler's own -- add-remove; zero-out for shuffle; "
+                         "replace-one for fixed-size; replace-one: PLD only; a replacement moves the sum by 2 norms)")
+    pe.add_argument("--sampler", choices=SAMPLERS, default="poisson",
+                    help="poisson: each example in each batch with probability q (default); balls-in-bins: every "
+                         "epoch each example joins one of the 1/q batches at random (random allocation; PLD, "
+                         "add-remove, tight); shuffle: every epoch a random permutation cut into 1/q batches of "
+                         "a fixed size, as DataLoader(shuffle=True) (PLD, zero-out or replace-one; sound but "
+                         "loose: no amplification is proved); fixed-size: batches of exactly q n examples drawn "
+                         "without replacement every step (replace-one; PLD or RDP)")
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     pc.add_argument("--solve-for", choices=("sigma", "batch-size", "epochs"), default="sigma")
-    pc.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
-                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: --solve-for sigma or "
-                         "batch-size; shuffle: PLD, N // B whole batches per epoch)")
+    pc.add_argument("--sampler", choices=SAMPLERS, default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; all but poisson: --solve-for sigma or "
+                         "batch-size; balls-in-bins and shuffle: PLD, N // B whole batches per epoch)")
     pc.add_argument("--sigma", type=float, help="noise multiplier (when solving for batch size or epochs)")
     pc.add_argument("--q", type=float, help="Poisson sampling rate in [0, 1]")
     pc.add_argument("--batch-size", type=int, help="expected batch size (with --dataset-size)")
@@ -82,9 +88,9 @@ def _build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--candidates", type=int, nargs="+", help="batch sizes to compare (default powers of 2)")
     pb.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
                     help="pld (default, tight) or rdp (faster, looser)")
-    pb.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
-                    help="how batches are drawn (as for 'epsilon'; shuffle: N // B whole batches per epoch; "
-                         "shuffle needs --accountant pld)")
+    pb.add_argument("--sampler", choices=SAMPLERS, default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; balls-in-bins and shuffle: N // B whole "
+                         "batches per epoch, --accountant pld)")
     pv = sub.add_parser(
         "curve", help="epsilon after each checkpoint of a run, as CSV (and a plot with --out)",
         description="Prints CSV: step,epoch,epsilon_lower,epsilon_upper (epoch = step * q; upper bounds "
@@ -102,10 +108,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="pld: certified upper and lower bounds (default); rdp: Rényi DP upper bound only")
     pv.add_argument("--accuracy", type=float, default=1e-3,
                     help="PLD only: target relative width of each certified interval (default 1e-3)")
-    pv.add_argument("--relation", choices=("add-remove", "replace-one"), default=None,
+    pv.add_argument("--relation", choices=RELATIONS, default=None,
                     help="neighbouring relation (default: the sampler's own; replace-one: PLD only)")
-    pv.add_argument("--sampler", choices=("poisson", "shuffle", "fixed-size"), default="poisson",
-                    help="how batches are drawn (as for 'epsilon'; shuffle and fixed-size: PLD)")
+    pv.add_argument("--sampler", choices=SAMPLERS, default="poisson",
+                    help="how batches are drawn (as for 'epsilon'; all but poisson: PLD)")
     pv.add_argument("--out", metavar="FILE",
                     help="also draw the curve into FILE (PNG, or any format matplotlib knows by the extension; "
                          "needs matplotlib)")

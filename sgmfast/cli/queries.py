@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .common import _fmt, _resolve_q_steps
+from .common import _fmt, _relation, _resolve_q_steps
 
 
 def _cmd_epsilon(args) -> None:
@@ -30,13 +30,8 @@ def _cmd_epsilon(args) -> None:
         if args.orders is not None:
             raise ValueError("--orders applies to --accountant rdp only")
         from .. import pld
-        from ..pld.samplers import resolve
 
-        try:
-            relation = resolve(sampler, relation)
-        except ValueError:
-            own = resolve(sampler, None).replace("_", "-")
-            raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
+        relation = _relation(args, sampler)
         if sampler != "poisson" and not math.isfinite(steps):
             raise ValueError(f"--sampler {args.sampler} needs a finite number of steps")
         b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation, sampler=sampler)

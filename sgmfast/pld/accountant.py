@@ -125,9 +125,10 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=N
     accuracy : float, optional
         Target relative width of the certified interval, ``upper - lower <=
         accuracy * upper``; the loss grid is refined until it is met.
-    relation : {"add_remove", "replace_one"}, optional
+    relation : {"add_remove", "replace_one", "zero_out"}, optional
         Neighbouring relation (default: the sampler's own, ``"add_remove"`` for Poisson and
-        shuffled batches, ``"replace_one"`` for fixed-size ones). ``"add_remove"``: one record added or removed;
+        balls-in-bins batches, ``"zero_out"`` for the permutation shuffle, ``"replace_one"`` for
+        fixed-size ones; :mod:`sgmfast.pld.samplers`). ``"add_remove"``: one record added or removed;
         both directions are composed and the larger ε is reported.
         ``"replace_one"``: one record replaced by another. Sensitivity
         convention: every clipped per-example gradient has norm <= 1 (one
@@ -143,12 +144,15 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=N
         Answer the (sigma, q, steps) groups of an array call on it (a process pool started with
         'spawn', or ``dask.distributed.Client(...).get_executor()``); the answers are the serial
         call's.
-    sampler : {"poisson", "shuffle", "fixed_size"}, optional
-        How batches are drawn (:mod:`sgmfast.pld.samplers`): Poisson sampling at rate q; data
-        shuffled every epoch into 1/q batches (random allocation, :mod:`sgmfast.pld.allocation`;
-        1/q must be whole); batches of exactly q n examples drawn without replacement
-        (:mod:`sgmfast.pld.fixed_size`, replace-one).  ``grid_step`` and ``executor`` apply to
-        Poisson sampling only.
+    sampler : {"poisson", "balls_in_bins", "shuffle", "fixed_size"}, optional
+        How batches are drawn (:mod:`sgmfast.pld.samplers`): Poisson sampling at rate q;
+        ``"balls_in_bins"``: every epoch each example joins one of the 1/q batches uniformly at
+        random (random allocation, :mod:`sgmfast.pld.allocation`; 1/q must be whole);
+        ``"shuffle"``: every epoch a random permutation cut into 1/q batches of a fixed size, what
+        ``DataLoader(shuffle=True)`` does (:mod:`sgmfast.pld.shuffle`: sound but loose, a
+        ``LooseBoundWarning`` says when the interval is wide); batches of exactly q n examples drawn
+        without replacement (:mod:`sgmfast.pld.fixed_size`, replace-one).  ``grid_step`` and
+        ``executor`` apply to Poisson sampling only.
 
     Returns
     -------
@@ -173,7 +177,7 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=N
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
     if sampler != "poisson":
         _samplers.poisson_only(grid_step=grid_step, executor=executor)
-        return _samplers.call("epsilon", sampler, s, qq, t, d, acc)
+        return _samplers.call("epsilon", sampler, s, qq, t, d, acc, relation)
     return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor, "epsilon")
 
 
@@ -209,7 +213,7 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=N
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
     if sampler != "poisson":
         _samplers.poisson_only(grid_step=grid_step, executor=executor)
-        return _samplers.call("delta", sampler, s, qq, t, e, acc)
+        return _samplers.call("delta", sampler, s, qq, t, e, acc, relation)
     return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor, "delta")
 
 
@@ -222,13 +226,12 @@ def _scalar(value, name):
 def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poisson") -> Bounds:
     """A curve of one (sigma, q) over checkpoints, validated (x is the checked δ or ε)."""
     relation = _samplers.resolve(sampler, relation)
-    _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
     t = check_checkpoints(steps)
     if sampler != "poisson":
         kind = "epsilon" if fn is _curve.epsilon_curve else "delta"
-        return _samplers.curve(kind, sampler, s, qq, t, _scalar(x, name), acc)
+        return _samplers.curve(kind, sampler, s, qq, t, _scalar(x, name), acc, relation)
     lo, up = fn(_curve.Run([(s, qq)], t.reshape(-1, 1)), _scalar(x, name), acc, relation)
     return Bounds(lo, up)
 

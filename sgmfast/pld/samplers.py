@@ -1,30 +1,50 @@
-"""Which batch sampler a run uses, and its certified ε(δ) / δ(ε): one entry for the three.
+"""Which batch sampler a run uses, and its certified ε(δ) / δ(ε): one entry for each.
 
-========== ============================================ ================= =====================
-sampler    batches                                      relation          certifier
-========== ============================================ ================= =====================
-poisson    each example in each step with prob. q       add_remove (or    ``engine`` (the SGM)
+============= ========================================= ============== ============================
+sampler       batches                                   relation       certifier
+============= ========================================= ============== ============================
+poisson       each example in each step with prob. q    add_remove (or ``engine`` (the SGM): tight
                                                         replace_one)
-shuffle    data shuffled every epoch into 1/q batches   add_remove        ``allocation`` (random
-           (random allocation, k = 1)                                     allocation)
-fixed_size b = q n examples drawn without replacement,  replace_one       ``fixed_size``
-           independently every step
-========== ============================================ ================= =====================
+balls_in_bins every epoch, each example joins one of    add_remove     ``allocation`` (random
+              the 1/q batches uniformly at random                      allocation, k = 1): tight
+              (batch sizes vary)
+shuffle       every epoch, a random permutation cut     zero_out (or   ``shuffle``: sound, loose
+              into 1/q batches of a fixed size          replace_one)   (no amplification proved)
+              (``DataLoader(shuffle=True)``)
+fixed_size    b = q n examples drawn without            replace_one    ``fixed_size``: tight
+              replacement, independently every step
+============= ========================================= ============== ============================
 
-``relation=None`` takes the sampler's own relation (the one its analysis is for).
+``relation=None`` takes the sampler's own relation (the one its analysis is for).  Balls-in-bins
+is not a shuffle: a permutation cut into fixed-size batches can be far less private (Chua et al.,
+ICML 2024); ``integrations.torch`` has batch samplers that draw exactly what these accountants
+assume.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .._types import Bounds
 
-SAMPLERS = ("poisson", "shuffle", "fixed_size")
-_RELATION = {"poisson": "add_remove", "shuffle": "add_remove", "fixed_size": "replace_one"}
-_ALLOWED = {"poisson": ("add_remove", "replace_one"), "shuffle": ("add_remove",), "fixed_size": ("replace_one",)}
+SAMPLERS = ("poisson", "balls_in_bins", "shuffle", "fixed_size")
+#: samplers whose q is 1/t for t whole batches per epoch
+EPOCH_SAMPLERS = ("balls_in_bins", "shuffle")
+_RELATION = {"poisson": "add_remove", "balls_in_bins": "add_remove", "shuffle": "zero_out",
+             "fixed_size": "replace_one"}
+_ALLOWED = {"poisson": ("add_remove", "replace_one"), "balls_in_bins": ("add_remove",),
+            "shuffle": ("zero_out", "replace_one"), "fixed_size": ("replace_one",)}
+#: what the numbers of a sampler are: tight (certified to ``accuracy``) or only sound
+TIGHT = {"poisson": True, "balls_in_bins": True, "shuffle": False, "fixed_size": True}
+#: said with every answer for the permutation shuffle (API warning, CLI note)
+SHUFFLE_NOTE = ("sampler 'shuffle' (a permutation cut into fixed-size batches) has no tight analysis: "
+                "its upper bound is the Gaussian mechanism of each epoch (no amplification) and its lower "
+                "bound an explicit dataset pair, so the interval can be wide; for tight accounting run "
+                "Poisson or balls-in-bins batches (sgmfast.integrations.torch) and account them with "
+                "sampler='poisson' or 'balls_in_bins'")
 
 
 def resolve(sampler: str, relation: str | None) -> str:
@@ -40,6 +60,11 @@ def resolve(sampler: str, relation: str | None) -> str:
     return relation
 
 
+def allowed(sampler: str) -> tuple:
+    """The relations ``sampler`` is analysed under (its own first)."""
+    return _ALLOWED[sampler]
+
+
 def poisson_only(**options) -> None:
     """A ValueError naming the first option given (not None) that only Poisson sampling takes."""
     for name, value in options.items():
@@ -47,11 +72,11 @@ def poisson_only(**options) -> None:
             raise ValueError(f"{name} applies to sampler 'poisson' only")
 
 
-def batches_per_epoch(q: float) -> int:
-    """t = 1/q for shuffled batches, which must be a whole number."""
+def batches_per_epoch(q: float, sampler: str = "balls_in_bins") -> int:
+    """t = 1/q for the epoch samplers (balls-in-bins, shuffle), which must be a whole number."""
     t = round(1.0 / q) if q > 0 else 0
     if t < 1 or abs(t * q - 1.0) > 1e-9:
-        raise ValueError(f"q must be 1/t for a whole number t of batches per epoch with sampler 'shuffle'; "
+        raise ValueError(f"q must be 1/t for a whole number t of batches per epoch with sampler {sampler!r}; "
                          f"got q = {q!r}")
     return int(t)
 
@@ -61,11 +86,10 @@ def run_of_batch(sampler: str, batch: int, n: int, steps=None, epochs=None) -> t
     ``steps`` or ``epochs`` (exactly one):
 
     * poisson, fixed_size: q = batch / n; T = steps, or ceil(epochs n / batch);
-    * shuffle: t = n // batch whole batches per epoch, q = 1 / t (the partial last batch dropped,
-      as ``drop_last=True`` loaders do: an example left out of an epoch is not used in it, a
-      mixture with no output that can only lower its privacy loss); T = steps, or
-      ceil(epochs t)."""
-    if sampler == "shuffle":
+    * balls_in_bins, shuffle: t = n // batch whole batches per epoch, q = 1 / t (for the
+      shuffle, the partial last batch dropped, as ``drop_last=True`` loaders do; its upper bound
+      also holds with the partial batch kept); T = steps, or ceil(epochs t)."""
+    if sampler in EPOCH_SAMPLERS:
         t = n // batch
         q = 1.0 / t
         total = steps if steps is not None else math.ceil(epochs * t - 1e-9)
@@ -75,15 +99,17 @@ def run_of_batch(sampler: str, batch: int, n: int, steps=None, epochs=None) -> t
     return q, float(total)
 
 
-def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
+def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -> Bounds:
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
-    from . import allocation, fixed_size
+    from . import allocation, fixed_size, shuffle
 
     if sampler == "fixed_size":
         return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)
     if q == 0.0 or steps == 0:
         return Bounds(0.0, 0.0)
-    t = batches_per_epoch(q)
+    t = batches_per_epoch(q, sampler)
+    if sampler == "shuffle":
+        return getattr(shuffle, kind)(sigma, t, steps, x, relation=relation, accuracy=accuracy)
     if sigma == 0.0:
         # no noise: the output reveals whether the example was used, which it surely is within
         # an epoch (its step is uniform among the epoch's t): δ(ε) = min(1, T/t) for every ε
@@ -94,7 +120,20 @@ def _one(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
     return getattr(allocation, kind)(sigma, t, steps, x, accuracy=accuracy)
 
 
-def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
+class LooseBoundWarning(UserWarning):
+    """A certified interval that is wide because its sampler has no tight analysis."""
+
+
+def warn_if_loose(sampler: str, bounds: Bounds) -> None:
+    """A ``LooseBoundWarning`` when a sampler without a tight analysis returns a wide interval."""
+    if not TIGHT[sampler]:
+        from .shuffle import wide
+
+        if wide(bounds):
+            warnings.warn(SHUFFLE_NOTE, LooseBoundWarning, stacklevel=4)
+
+
+def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | None = None) -> Bounds:
     """``kind`` ("epsilon" or "delta") of a non-Poisson sampler, broadcast over validated inputs:
     one call per (sigma, q, steps), with all its epsilons at once for ``delta`` (one composition
     serves them), one per δ for ``epsilon``."""
@@ -108,18 +147,19 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy) -> Bounds:
         groups.setdefault(key, []).append(i)
     for (s, qq, t), idx in groups.items():
         if kind == "delta":
-            b = _one(kind, sampler, s, qq, int(t), flat[3][idx], accuracy)
+            b = _one(kind, sampler, relation, s, qq, int(t), flat[3][idx], accuracy)
             lo[idx], up[idx] = b.lower, b.upper
         else:
             for i in idx:
-                b = _one(kind, sampler, s, qq, int(t), float(flat[3][i]), accuracy)
+                b = _one(kind, sampler, relation, s, qq, int(t), float(flat[3][i]), accuracy)
                 lo[i], up[i] = b.lower, b.upper
-    if shape == ():
-        return Bounds(float(lo[0]), float(up[0]))
-    return Bounds(lo.reshape(shape), up.reshape(shape))
+    out = Bounds(float(lo[0]), float(up[0])) if shape == () else Bounds(lo.reshape(shape), up.reshape(shape))
+    warn_if_loose(sampler, out)
+    return out
 
 
-def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float, accuracy) -> Bounds:
+def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float, accuracy,
+          relation: str | None = None) -> Bounds:
     """``kind`` at each checkpoint of one run of a non-Poisson sampler: a certified query per
     checkpoint (the one-step or epoch distribution is built once and kept in the cache, so each
     costs a composition), then made non-decreasing -- both ε(δ) and δ(ε) grow with the steps (a
@@ -128,6 +168,8 @@ def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float
     n = len(checkpoints)
     lo, up = np.empty(n), np.empty(n)
     for i, t in enumerate(checkpoints.tolist()):
-        b = _one(kind, sampler, sigma, q, int(t), x if kind == "epsilon" else np.array([x]), accuracy)
+        b = _one(kind, sampler, relation, sigma, q, int(t), x if kind == "epsilon" else np.array([x]), accuracy)
         lo[i], up[i] = float(np.ravel(b.lower)[0]), float(np.ravel(b.upper)[0])
-    return Bounds(np.maximum.accumulate(lo), np.minimum.accumulate(up[::-1])[::-1])
+    out = Bounds(np.maximum.accumulate(lo), np.minimum.accumulate(up[::-1])[::-1])
+    warn_if_loose(sampler, out)
+    return out
