@@ -74,7 +74,7 @@ RDP_SAMPLERS = ("poisson", "fixed_size")
 def _check_sampler(sampler: str) -> str:
     if sampler not in RDP_SAMPLERS:
         raise ValueError(f"sampler must be one of {RDP_SAMPLERS} for the RDP accountant; got {sampler!r} "
-                         "(shuffled batches: pld.epsilon(..., sampler='shuffle'))")
+                         "(balls-in-bins and permutation-shuffle batches: pld.epsilon(..., sampler=...))")
     return sampler
 
 

@@ -559,7 +559,7 @@ def test_one_step_delta_lies_in_the_pld_bounds_at_one_step(q, sigma):
     np.testing.assert_allclose(b.lower, exact, rtol=1e-4, atol=1e-300)
 
 
-@pytest.mark.parametrize("sampler", ["fixed_size", "shuffle"])
+@pytest.mark.parametrize("sampler", ["fixed_size", "balls_in_bins"])
 def test_plan_batch_size_under_a_sampler(sampler):
     """Each row is the sampler's run (``run_of_batch``) at the sigma ``calibrate_sigma`` gives for
     it, scored with the without-replacement sampling variance (factor N / (N - 1))."""
@@ -581,4 +581,4 @@ def test_plan_batch_size_under_a_sampler(sampler):
 
 def test_plan_batch_size_shuffled_needs_pld():
     with pytest.raises(ValueError, match="accountant must be 'pld'"):
-        analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="shuffle", accountant="rdp")
+        analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="balls_in_bins", accountant="rdp")

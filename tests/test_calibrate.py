@@ -182,7 +182,7 @@ def test_calibrate_epochs_over_arrays():
     assert ep[0, 1] == cal.calibrate_steps(2.0, 1e-5, 1.0, 0.01, accountant="rdp") * 0.01
 
 
-@pytest.mark.parametrize("sampler", ["fixed_size", "shuffle"])
+@pytest.mark.parametrize("sampler", ["fixed_size", "balls_in_bins"])
 @pytest.mark.parametrize("kw", [dict(epochs=2), dict(steps=50)])
 def test_batch_size_under_a_sampler_is_the_largest_that_meets_the_target(sampler, kw):
     """The batch size's run (q and T from ``run_of_batch``) meets the target under the sampler's
@@ -207,12 +207,12 @@ def test_run_of_batch_is_the_loaders_run():
     assert run_of_batch("poisson", 256, 60000, None, 60) == (256 / 60000, 14063.0)
     assert run_of_batch("fixed_size", 256, 60000, 100, None) == (256 / 60000, 100.0)
     # shuffled: 234 whole batches of 256 per epoch (the last 96 examples dropped)
-    assert run_of_batch("shuffle", 256, 60000, None, 60) == (1 / 234, 60 * 234.0)
-    assert run_of_batch("shuffle", 60000, 60000, None, 3) == (1.0, 3.0)
+    assert run_of_batch("balls_in_bins", 256, 60000, None, 60) == (1 / 234, 60 * 234.0)
+    assert run_of_batch("balls_in_bins", 60000, 60000, None, 3) == (1.0, 3.0)
 
 
 @pytest.mark.parametrize("kwargs, needle", [
-    (dict(sampler="shuffle", accountant="rdp"), "accountant must be 'pld'"),
+    (dict(sampler="balls_in_bins", accountant="rdp"), "accountant must be 'pld'"),
     (dict(sampler="bogus"), "sampler must be one of"),
 ])
 def test_batch_size_sampler_bad_input(kwargs, needle):
@@ -248,7 +248,7 @@ def test_root_log_finds_the_least_private_sigma_in_few_evaluations(x0):
     assert _root_log(lambda x: 1.0, 0.0, 0.3, 1e-4, -5.0, 5.0) is None  # never met
 
 
-@pytest.mark.parametrize("sampler, q, steps", [("fixed_size", 3.958e-4, 1), ("shuffle", 1 / 2000, 1),
+@pytest.mark.parametrize("sampler, q, steps", [("fixed_size", 3.958e-4, 1), ("balls_in_bins", 1 / 2000, 1),
                                                ("fixed_size", 0.001, 3)])
 def test_no_noise_needed_under_a_sampler(sampler, q, steps):
     """δ at least the chance the example is used at all: sigma = 0 meets the target exactly (a

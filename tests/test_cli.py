@@ -452,21 +452,21 @@ def test_epsilon_shuffled_batches_prints_the_api_bounds(capsys):
     from sgmfast.pld import allocation
 
     code, out, err = _run(["epsilon", "--sigma", "1.2", "--batch-size", "100", "--dataset-size", "2000",
-                           "--epochs", "5", "--delta", "1e-5", "--sampler", "shuffle"], capsys)
+                           "--epochs", "5", "--delta", "1e-5", "--sampler", "balls-in-bins"], capsys)
     assert code == 0, err
     b = allocation.epsilon(1.2, 20, 100, 1e-5)
     up, lo = float(_field(out, "epsilon")), float(_field(out, "epsilon lower bound"))
     assert b.upper <= up <= b.upper * (1 + 1e-5) and b.lower * (1 - 1e-5) <= lo <= b.lower
-    assert _field(out, "sampler") == "shuffle"
+    assert _field(out, "sampler") == "balls-in-bins"
 
 
 @pytest.mark.parametrize("extra, needle", [
-    (["--batch-size", "128", "--dataset-size", "1000"], "whole number"),
+    (["--q", "0.3"], "whole number"),
     (["--q", "0.1", "--accountant", "rdp"], "--accountant pld"),
     (["--q", "0.1", "--relation", "replace-one"], "add-remove"),
 ])
 def test_epsilon_shuffled_bad_input_exit_2(extra, needle, capsys):
-    code, out, err = _run(["epsilon", "--sigma", "1.0", "--steps", "100", "--delta", "1e-5", "--sampler", "shuffle",
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--steps", "100", "--delta", "1e-5", "--sampler", "balls-in-bins",
                            *extra], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err
 
@@ -529,7 +529,7 @@ def test_batch_size_command_takes_the_sampler(capsys):
     assert code == 0, err
     plan = plan_batch_size(2000, 2.0, 1e-5, grad_sq_sum=10.0, epochs=2, candidates=[100, 500], sampler="fixed_size")
     assert plan.to_text() in out and f"best batch size: {plan.best.batch_size}" in out
-    code, out, err = _run(argv + ["--sampler", "shuffle", "--accountant", "rdp"], capsys)
+    code, out, err = _run(argv + ["--sampler", "balls-in-bins", "--accountant", "rdp"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "pld" in err
 
 
@@ -564,5 +564,5 @@ def test_curve_under_a_sampler_prints_the_api_curve(capsys):
     rows = out.strip().splitlines()[1:]
     assert [r.split(",")[3] for r in rows] == [_fmt(float(u), "up") for u in b.upper]
     code, out, err = _run(["curve", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5",
-                           "--sampler", "shuffle", "--accountant", "rdp"], capsys)
+                           "--sampler", "balls-in-bins", "--accountant", "rdp"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1

@@ -326,36 +326,36 @@ def test_dp_accounting_replace_one_rdp_engine_composes_mixed_fixed_size_runs(dpa
 # ------------------------------------------------------------------ Opacus, other samplers
 
 def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
-    """poisson_sampling=False loaders walk shuffled data: sampler="shuffle" accounts for that run
+    """poisson_sampling=False loaders walk shuffled data: sampler="balls_in_bins" accounts for that run
     (the public pld answer), a changing noise is bracketed by the constant runs at its ends, a
     changing sample rate or an unsupported engine is a clear ValueError."""
     from sgmfast.integrations.opacus import SGMFastAccountant, get_noise_multiplier
 
     q, t = 1 / 50, 500
-    acc = SGMFastAccountant(sampler="shuffle")
+    acc = SGMFastAccountant(sampler="balls_in_bins")
     assert acc.get_epsilon(1e-5) == 0.0
     for _ in range(t):
         acc.step(noise_multiplier=1.0, sample_rate=q)
-    assert _overlap(acc.get_epsilon_bounds(1e-5), pld.epsilon(1.0, q, t, 1e-5, sampler="shuffle"))
+    assert _overlap(acc.get_epsilon_bounds(1e-5), pld.epsilon(1.0, q, t, 1e-5, sampler="balls_in_bins"))
     e = acc.get_epsilon(1e-5)
-    d = pld.delta(1.0, q, t, e, sampler="shuffle")  # (delta's accuracy is a shift of eps by 1e-3 eps)
-    assert d.lower <= acc.get_delta(e) and d.lower <= 1e-5 <= pld.delta(1.0, q, t, e * 0.998, sampler="shuffle").upper
+    d = pld.delta(1.0, q, t, e, sampler="balls_in_bins")  # (delta's accuracy is a shift of eps by 1e-3 eps)
+    assert d.lower <= acc.get_delta(e) and d.lower <= 1e-5 <= pld.delta(1.0, q, t, e * 0.998, sampler="balls_in_bins").upper
 
-    mixed = SGMFastAccountant(sampler="shuffle")
+    mixed = SGMFastAccountant(sampler="balls_in_bins")
     for i in range(t):
         mixed.step(noise_multiplier=0.9 if i < 100 else 1.2, sample_rate=q)
     b = mixed.get_epsilon_bounds(1e-5)
-    less, more = pld.epsilon(0.9, q, t, 1e-5, sampler="shuffle"), pld.epsilon(1.2, q, t, 1e-5, sampler="shuffle")
+    less, more = pld.epsilon(0.9, q, t, 1e-5, sampler="balls_in_bins"), pld.epsilon(1.2, q, t, 1e-5, sampler="balls_in_bins")
     assert less.lower <= b.upper and b.lower <= more.upper  # the constant runs' bounds at its ends
     assert b.lower <= b.upper
 
-    bad = SGMFastAccountant(sampler="shuffle")
+    bad = SGMFastAccountant(sampler="balls_in_bins")
     bad.step(noise_multiplier=1.0, sample_rate=0.02)
     bad.step(noise_multiplier=1.0, sample_rate=0.04)
     with pytest.raises(ValueError, match="sample_rate"):
         bad.get_epsilon(1e-5)
     with pytest.raises(ValueError, match="accountant"):
-        SGMFastAccountant(accountant="rdp", sampler="shuffle")
+        SGMFastAccountant(accountant="rdp", sampler="balls_in_bins")
     with pytest.raises(ValueError, match="sampler"):
         SGMFastAccountant(sampler="shuffled")
 
@@ -376,8 +376,8 @@ def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
     assert fixed_size.delta_runs(runs, 1.0).lower <= fp.get_delta(1.0)
 
     sigma = get_noise_multiplier(target_epsilon=2.0, target_delta=1e-5, sample_rate=q, epochs=10,
-                                 sampler="shuffle")
-    check = SGMFastAccountant(sampler="shuffle")
+                                 sampler="balls_in_bins")
+    check = SGMFastAccountant(sampler="balls_in_bins")
     for _ in range(t):
         check.step(noise_multiplier=sigma, sample_rate=q)
     assert check.get_epsilon(1e-5) <= 2.0

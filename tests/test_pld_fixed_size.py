@@ -149,7 +149,7 @@ def test_pld_entry_points_take_the_sampler():
 
     args = (1.1, 1 / 50, 500, 1e-5)
     assert pld.epsilon(*args, sampler="fixed_size") == fixed_size.epsilon(*args)
-    assert pld.epsilon(*args, sampler="shuffle") == allocation.epsilon(1.1, 50, 500, 1e-5)
+    assert pld.epsilon(*args, sampler="balls_in_bins") == allocation.epsilon(1.1, 50, 500, 1e-5)
     assert pld.epsilon(*args) == pld.epsilon(*args, sampler="poisson", relation="add_remove")
     d = pld.delta(np.array([1.1, 2.0]), 1 / 50, 500, 1.0, sampler="fixed_size")
     assert d.upper[1] == fixed_size.delta(2.0, 1 / 50, 500, 1.0).upper
@@ -157,7 +157,7 @@ def test_pld_entry_points_take_the_sampler():
 
 @pytest.mark.parametrize("kwargs,needle", [
     (dict(sampler="fixed_size", relation="add_remove"), "relation"),
-    (dict(sampler="shuffle", relation="replace_one"), "relation"),
+    (dict(sampler="balls_in_bins", relation="replace_one"), "relation"),
     (dict(sampler="bernoulli"), "sampler"),
 ])
 def test_sampler_and_relation_must_fit(kwargs, needle):
@@ -167,10 +167,10 @@ def test_sampler_and_relation_must_fit(kwargs, needle):
 
 def test_shuffle_needs_a_whole_number_of_batches():
     with pytest.raises(ValueError, match="q must be 1/t"):
-        pld.epsilon(1.0, 0.3, 10, 1e-5, sampler="shuffle")
+        pld.epsilon(1.0, 0.3, 10, 1e-5, sampler="balls_in_bins")
 
 
-@pytest.mark.parametrize("sampler,q,T,eps", [("fixed_size", 1 / 100, 1000, 3.0), ("shuffle", 1 / 234, 60 * 234, 2.0)])
+@pytest.mark.parametrize("sampler,q,T,eps", [("fixed_size", 1 / 100, 1000, 3.0), ("balls_in_bins", 1 / 234, 60 * 234, 2.0)])
 def test_calibrated_sigma_meets_the_target_under_the_sampler(sampler, q, T, eps):
     from sgmfast.calibrate import calibrate_sigma
 
@@ -189,11 +189,11 @@ def test_poisson_only_options_are_refused_for_other_samplers(option):
 def test_shuffled_without_noise_reveals_the_example_within_an_epoch():
     """Shuffled batches use every example once per epoch: with no noise δ(ε) = min(1, T/t),
     more than Poisson sampling's 1 - (1 - q)^T."""
-    d = pld.delta(0.0, 1 / 10, np.array([5, 10, 30]), 1.0, sampler="shuffle")
+    d = pld.delta(0.0, 1 / 10, np.array([5, 10, 30]), 1.0, sampler="balls_in_bins")
     np.testing.assert_array_equal(d.lower, [0.5, 1.0, 1.0])
     np.testing.assert_array_equal(d.upper, [0.5, 1.0, 1.0])
-    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.4, sampler="shuffle")) == (math.inf, math.inf)
-    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.5, sampler="shuffle")) == (0.0, 0.0)
+    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.4, sampler="balls_in_bins")) == (math.inf, math.inf)
+    assert tuple(pld.epsilon(0.0, 1 / 10, 5, 0.5, sampler="balls_in_bins")) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("sigma, b, epochs", [(1.0, 1, 5), (1.0, 1, 0.5), (2.0, 3, 20), (0.8, 10, 2)])
@@ -221,7 +221,7 @@ def test_large_epsilon_is_resolved(sigma, g, steps, delta):
     assert pld.epsilon(sigma / 2, g, steps, delta).lower <= got.upper
 
 
-@pytest.mark.parametrize("sampler, q", [("fixed_size", 0.01), ("shuffle", 0.01)])
+@pytest.mark.parametrize("sampler, q", [("fixed_size", 0.01), ("balls_in_bins", 0.01)])
 def test_curves_under_a_sampler_agree_with_single_queries(sampler, q):
     """pld.epsilon_curve / delta_curve(sampler=...): each checkpoint certified like one query
     (intervals overlap the single calls'), non-decreasing in the steps."""
@@ -235,7 +235,7 @@ def test_curves_under_a_sampler_agree_with_single_queries(sampler, q):
     one = pld.delta(1.3, q, 700, 1.0, sampler=sampler)
     assert d.lower[-1] <= one.upper and one.lower <= d.upper[-1] and np.all(np.diff(d.upper) >= 0)
     with pytest.raises(ValueError, match="relation"):
-        pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler, relation="replace_one" if sampler == "shuffle"
+        pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler, relation="replace_one" if sampler == "balls_in_bins"
                           else "add_remove")
 
 

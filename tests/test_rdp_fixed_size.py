@@ -64,7 +64,7 @@ def test_edges_and_arrays():
     both = rdp.epsilon([0.0, 1.0], 0.1, 10, 1e-5, sampler="fixed_size")
     assert both[0] == math.inf and both[1] == rdp.epsilon(1.0, 0.1, 10, 1e-5, sampler="fixed_size")
     with pytest.raises(ValueError, match="sampler"):
-        rdp.epsilon(1.0, 0.1, 10, 1e-5, sampler="shuffle")
+        rdp.epsilon(1.0, 0.1, 10, 1e-5, sampler="balls_in_bins")
 
 
 def test_noiseless_points_beside_noisy_ones():

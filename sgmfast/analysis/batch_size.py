@@ -167,11 +167,11 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     executor : concurrent.futures.Executor, optional
         Calibrate the candidates on it, one per task (a 'spawn' process pool, a Dask cluster's
         ``client.get_executor()``); the plan is the same as the serial one.
-    sampler : {"poisson", "shuffle", "fixed_size"}
-        How batches are drawn (shuffled: PLD only): each candidate's q and T are
-        ``pld.samplers.run_of_batch``'s (shuffled: n // B whole batches per epoch, q = 1 / (n // B)),
+    sampler : {"poisson", "balls_in_bins", "shuffle", "fixed_size"}
+        How batches are drawn (balls-in-bins, shuffle: PLD only): each candidate's q and T are
+        ``pld.samplers.run_of_batch``'s (epoch samplers: n // B whole batches per epoch, q = 1 / (n // B)),
         its sigma ``calibrate_sigma(..., sampler=sampler)``'s.  Batches drawn without replacement
-        (fixed size, shuffled) have subsampling variance at most (1 - q)/q * N/(N - 1) * sum_i
+        (fixed size, shuffle) have subsampling variance at most (1 - q)/q * N/(N - 1) * sum_i
         g_ij^2 (the sample-sum variance, sum_i (g_ij - mean)^2 <= sum_i g_ij^2); that bound is
         the score's first term.
 

@@ -73,10 +73,12 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
     public accountant.  Returns 0 if not even B = 1 fits.  ``epsilon``, ``delta`` and ``sigma``
     broadcast (an int array comes back); ``executor``: as in :func:`calibrate_sigma`.
 
-    ``sampler`` (:mod:`sgmfast.pld.samplers`; shuffled batches: PLD only): ``"poisson"`` (expected batch size),
-    ``"fixed_size"`` (batches of exactly B drawn without replacement, replace-one) or
-    ``"shuffle"`` (each epoch shuffled into n // B whole batches of B, the rest dropped; with
-    ``epochs``, T = ceil(epochs * (n // B))).  The returned B's run, accounted by
+    ``sampler`` (:mod:`sgmfast.pld.samplers`; balls-in-bins and shuffle: PLD only): ``"poisson"``
+    (expected batch size), ``"fixed_size"`` (batches of exactly B drawn without replacement,
+    replace-one), ``"balls_in_bins"`` (each epoch, every example in one of n // B batches at random)
+    or ``"shuffle"`` (each epoch a permutation cut into n // B whole batches of B, the rest dropped;
+    sound, loose bound: :mod:`sgmfast.pld.shuffle`); for the epoch samplers with ``epochs``,
+    T = ceil(epochs * (n // B)).  The returned B's run, accounted by
     the public accountant's ``epsilon(..., sampler=sampler)`` (``samplers.run_of_batch`` gives its
     q and T), meets the target.
 

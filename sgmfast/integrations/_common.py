@@ -16,7 +16,7 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def _build(engine: str, steps: Sequence[Step], accuracy: float):
+def _build(engine: str, steps: Sequence[Step], accuracy: float, relation: str = "add_remove"):
     if engine == "rdp":
         from .. import rdp
 
@@ -24,7 +24,7 @@ def _build(engine: str, steps: Sequence[Step], accuracy: float):
     else:
         from .. import pld
 
-        acc = pld.PLDAccountant(accuracy=accuracy)
+        acc = pld.PLDAccountant(accuracy=accuracy, relation=relation)
     for st in steps:
         acc.step(st.sigma, st.q, st.count)
     return acc
@@ -33,16 +33,17 @@ def _build(engine: str, steps: Sequence[Step], accuracy: float):
 class ScheduleCache:
     """Builds the sgmfast accountant for a history once and reuses it while it is unchanged."""
 
-    def __init__(self, engine: str, accuracy: float):
+    def __init__(self, engine: str, accuracy: float, relation: str = "add_remove"):
         self.engine = check_engine(engine)
         self.accuracy = float(accuracy)
+        self.relation = relation
         self._key = None
         self._acc = None
 
     def accountant(self, steps: Sequence[Step]):
         key = tuple(steps)
         if key != self._key:
-            self._acc = _build(self.engine, key, self.accuracy)
+            self._acc = _build(self.engine, key, self.accuracy, self.relation)
             self._key = key
         return self._acc
 

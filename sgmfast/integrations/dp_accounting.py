@@ -16,6 +16,30 @@ sgmfast's sigma; replace-one moves it by two, so sgmfast's sigma (noise std over
 norm) is twice it -- the convention of dp_accounting's own RDP accountant for
 ``SampledWithoutReplacementDpEvent``, which it is checked against in the tests.
 
+Edge values follow dp_accounting's own accountants (``pld.PLDAccountant``, ``rdp.RdpAccountant``)
+wherever their answer is sound; the target is checked first (``target_delta`` in [0, 1],
+``target_epsilon`` in [0, +inf], NaN and booleans rejected: ``ValueError`` / ``TypeError``
+naming the parameter -- where dp_accounting's PLD answers NaN, inf or 0 for such input).
+
+* No events, only no-ops, or only steps that reveal nothing (noise +inf): epsilon 0 at every
+  delta in [0, 1], delta 0 at every epsilon in [0, +inf].
+* ``NonPrivateDpEvent`` (dp_accounting's convention, required by its conformance tests):
+  epsilon +inf at every delta, delta = 1 at every epsilon.  At delta = 1 this is conservative
+  (every mechanism is (0, 1)-DP): ``get_epsilon_bounds(1)`` is ``Bounds(0, inf)``.
+* delta = 0: epsilon +inf once a step has finite noise (the Gaussian mechanism is not pure DP).
+* delta = 1: epsilon 0 (exact: the hockey-stick divergence never exceeds 1); just below 1 the
+  engine answers, 0 once delta reaches the total variation distance, as dp_accounting does.
+* epsilon = 0 and epsilon = +inf: the engine's certified answer (at +inf: the probability of an
+  infinite privacy loss, 0 for Gaussian noise; dp_accounting's PLD answers its truncated tail
+  mass there, ~1e-15, and its RDP 0).  A finite epsilon above 1e30 is answered at 1e30: the
+  engines' products with exp(epsilon) overflow far above it (PLD answered 1 at 1e200, RDP 0 at
+  1e305), and delta(epsilon) never increases, so delta(1e30) bounds it.
+* Deliberately not followed, for soundness or sharpness: dp_accounting's PLD answers a negative
+  delta with +inf and a negative epsilon with a delta (its RDP raises; so does this adapter);
+  a noiseless Gaussian (noise multiplier 0) under sampling is non-private to dp_accounting
+  (epsilon +inf, delta 1 everywhere), while sgmfast answers it exactly: delta = 1 - (1 - q)^T
+  at every epsilon, epsilon 0 at delta at least that and +inf below.
+
 Examples
 --------
 >>> import dp_accounting                                                 # doctest: +SKIP
@@ -33,11 +57,28 @@ import dp_accounting
 from dp_accounting import dp_event
 
 from .._types import Bounds, Step
+from .._validation import as_float_array
 from ._common import ScheduleCache, check_engine, fixed_size_bounds
 
 __all__ = ["SGMFastPrivacyAccountant"]
 
 NeighborRel = dp_accounting.NeighboringRelation
+
+# Finite epsilons above this are answered at it (delta is non-increasing in epsilon, so that is an
+# upper bound); the engines' exp(epsilon) products overflow somewhere above 1e100.
+_EPSILON_CAP = 1e30
+
+
+def _target(value, name: str, high: float) -> float:
+    """One real number in [0, high]; NaN, booleans and non-numbers are rejected."""
+    arr = as_float_array(value, name)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a single number; got shape {arr.shape}")
+    x = float(arr)
+    if not (0.0 <= x <= high):
+        rng = "[0, 1]" if high == 1.0 else ">= 0 (+inf allowed)"
+        raise ValueError(f"{name} must be {'in ' if high == 1.0 else ''}{rng}; got {value!r}")
+    return x + 0.0  # (-0.0 -> 0.0)
 
 
 class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
@@ -141,20 +182,39 @@ class SGMFastPrivacyAccountant(dp_accounting.PrivacyAccountant):
             found.append(("step", scale * float(noise_multiplier), float(q), int(count)))
         return None
 
+    def _reveals_nothing(self) -> bool:
+        """No recorded step has a privacy loss (none at all, or only steps of infinite noise)."""
+        return all(math.isinf(st.sigma) for st in self._steps)
+
     def get_epsilon_bounds(self, target_delta: float) -> Bounds:
-        """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
+        """Certified (lower, upper) epsilon at ``target_delta`` in [0, 1]; lower is NaN for the RDP
+        engine except at the edge values answered exactly (delta 0 or 1, no privacy loss)."""
+        delta = _target(target_delta, "target_delta", 1.0)
         if self._non_private:
+            return Bounds(0.0 if delta == 1.0 else math.inf, math.inf)
+        if delta == 1.0 or self._reveals_nothing():
+            return Bounds(0.0, 0.0)
+        if delta == 0.0:
             return Bounds(math.inf, math.inf)
         if self.neighboring_relation is NeighborRel.REPLACE_ONE:
-            return fixed_size_bounds(self._engine, self._steps, "epsilon", target_delta, self._accuracy)
-        return self._cache.epsilon(self._steps, target_delta)
+            return fixed_size_bounds(self._engine, self._steps, "epsilon", delta, self._accuracy)
+        return self._cache.epsilon(self._steps, delta)
 
     def get_epsilon(self, target_delta: float) -> float:
+        """Certified upper bound on epsilon at ``target_delta`` in [0, 1] (edge values: see the
+        module docstring)."""
         return float(self.get_epsilon_bounds(target_delta).upper)
 
     def get_delta(self, target_epsilon: float) -> float:
+        """Certified upper bound on delta at ``target_epsilon`` in [0, +inf] (edge values: see the
+        module docstring)."""
+        eps = _target(target_epsilon, "target_epsilon", math.inf)
         if self._non_private:
             return 1.0
+        if self._reveals_nothing():
+            return 0.0
+        if eps != math.inf:
+            eps = min(eps, _EPSILON_CAP)
         if self.neighboring_relation is NeighborRel.REPLACE_ONE:
-            return float(fixed_size_bounds(self._engine, self._steps, "delta", target_epsilon, self._accuracy).upper)
-        return float(self._cache.delta(self._steps, target_epsilon).upper)
+            return float(fixed_size_bounds(self._engine, self._steps, "delta", eps, self._accuracy).upper)
+        return float(self._cache.delta(self._steps, eps).upper)

@@ -2,8 +2,28 @@
 ``get_noise_multiplier``.
 
 Importing this module registers the accountant with Opacus under the mechanism name
-``"sgmfast"``, so ``PrivacyEngine(accountant="sgmfast")`` works; or attach an instance,
-``privacy_engine.accountant = SGMFastAccountant()``.
+``"sgmfast"`` (and one name per sampler, relation and engine, e.g.
+``"sgmfast[sampler=shuffle,relation=zero_out,accountant=pld]"``), so
+``PrivacyEngine(accountant="sgmfast")`` works; or attach an instance before ``make_private``,
+``privacy_engine.accountant = SGMFastAccountant(...)``.
+
+**The sampler travels with the run.**  What an accountant certifies is only as good as the match
+between its sampler and the data loader, so importing this module also makes ``PrivacyEngine``
+
+* tell an sgmfast accountant how the batches are drawn when ``make_private`` (or
+  ``make_private_with_epsilon``) runs: Poisson with ``poisson_sampling=True`` (Opacus then draws
+  Poisson batches); with ``poisson_sampling=False`` the loader's own batches -- the sampler of an
+  ``sgmfast.integrations.torch`` batch sampler, otherwise the permutation shuffle of a
+  ``DataLoader(shuffle=True)`` (``sampler="shuffle"``).  An accountant whose sampler was named
+  and does not match raises ``ValueError``; one left unnamed takes the loader's;
+* calibrate ``make_private_with_epsilon`` with that sampler: the mechanism name carries it, so
+  Opacus's ``get_noise_multiplier`` builds the same accountant;
+* refuse (``RuntimeError``, at once) an sgmfast accountant attached after ``make_private``: the
+  optimizer's step hook belongs to the accountant that was there, and the new one would record
+  nothing.
+
+``state_dict`` stores the sampler, relation and engine beside the history; loading a state into
+an accountant of another mechanism raises ``ValueError`` (Opacus's own check, on the full name).
 
 Examples
 --------
@@ -16,18 +36,52 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import Optional
 
+from opacus import PrivacyEngine
 from opacus.accountants.accountant import IAccountant
 from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
 
 from .._types import Bounds, Step
 from .._validation import check_delta, check_epsilon, check_q, check_sigma
-from ._common import ScheduleCache, check_engine, fixed_size_bounds
+from ._common import ENGINES, ScheduleCache, check_engine, fixed_size_bounds
 
-__all__ = ["SGMFastAccountant", "get_noise_multiplier", "MECHANISM"]
+__all__ = ["SGMFastAccountant", "get_noise_multiplier", "MECHANISM", "mechanism_name"]
 
 MECHANISM = "sgmfast"
+_DEFAULT = ("poisson", "add_remove", "pld")
+
+
+def mechanism_name(sampler: str = "poisson", relation: str = "add_remove", accountant: str = "pld") -> str:
+    """The Opacus mechanism name of an accountant: ``"sgmfast"`` for Poisson, add/remove, PLD;
+    otherwise ``"sgmfast[sampler=...,relation=...,accountant=...]"``."""
+    if (sampler, relation, accountant) == _DEFAULT:
+        return MECHANISM
+    return f"{MECHANISM}[sampler={sampler},relation={relation},accountant={accountant}]"
+
+
+class _Mechanism:
+    """``mechanism()`` on an instance: its own name; on the class (Opacus's registry calls it
+    there): the default configuration's, ``"sgmfast"``."""
+
+    def __get__(self, obj, cls):
+        name = MECHANISM if obj is None else obj._name
+        return lambda: name
+
+
+def _check_config(sampler: str, relation: Optional[str], engine: str) -> tuple[str, str]:
+    """(sampler, relation) validated for ``engine``: a ValueError naming what is wrong."""
+    from ..calibrate.noise import check_sampler
+    from ..pld.samplers import resolve
+
+    check_sampler(sampler, engine)
+    relation = resolve(sampler, relation)
+    if engine == "rdp" and sampler == "poisson" and relation != "add_remove":
+        raise ValueError("accountant 'rdp' accounts for sampler 'poisson' under relation 'add_remove' only; "
+                         "use accountant='pld'")
+    return sampler, relation
 
 
 class SGMFastAccountant(IAccountant):
@@ -44,28 +98,61 @@ class SGMFastAccountant(IAccountant):
         Engine; PLD by default (``get_epsilon`` returns its certified upper bound).
     accuracy : float
         PLD accuracy (relative width of the certified epsilon interval).
-    sampler : {"poisson", "shuffle", "fixed_size"}
-        How the batches were drawn (:mod:`sgmfast.pld.samplers`). Opacus samples Poisson batches
-        by default; with ``make_private(..., poisson_sampling=False)`` it walks through shuffled
-        data in batches (sample_rate = 1 / batches per epoch) but its own accountants still
-        account for Poisson sampling: ``sampler="shuffle"`` accounts for what ran (random
-        allocation, add/remove; use ``drop_last=True`` loaders, so that sample_rate is 1 over
-        whole batches, and note that the analysis is of balls-in-bins batching, the closest
-        analysed model of shuffling). ``"fixed_size"``: independent batches of a fixed size
-        (replace-one), any mix of noise and sample rates (``pld.fixed_size.epsilon_runs``, or
-        RDP's curves added). Shuffled batches keep one sample rate; a noise that changes during
-        the run is bracketed between the runs at its smallest (upper bound) and largest (lower
-        bound) noise -- a step with more noise is a post-processing of one with less.
+    sampler : {"poisson", "balls_in_bins", "shuffle", "fixed_size"}, optional
+        How the batches were drawn (:mod:`sgmfast.pld.samplers`).  Left out (None), the
+        accountant takes the run's sampler when ``make_private`` runs (module notes): Poisson
+        with Opacus's default ``poisson_sampling=True``; with ``poisson_sampling=False`` the
+        sampler of an ``sgmfast.integrations.torch`` batch sampler, else ``"shuffle"`` -- the
+        permutation shuffle of ``DataLoader(shuffle=True)``, certified soundly but loosely
+        (:mod:`sgmfast.pld.shuffle`: no amplification is proved for it, so ε can be many times
+        Poisson's; run ``PoissonBatchSampler`` or ``BallsInBinsBatchSampler`` for tight accounting).
+        ``"balls_in_bins"``: random allocation (tight, PLD only); ``"fixed_size"``: independent
+        batches of a fixed size (replace-one), any mix of noise and sample rates.  The epoch
+        samplers keep one sample rate; a noise that changes during the run is bracketed between
+        the runs at its smallest (upper bound) and largest (lower bound) noise -- a step with
+        more noise is a post-processing of one with less.
+    relation : str, optional
+        Neighbouring relation (default: the sampler's own; ``"replace_one"`` also for Poisson
+        with PLD and for the shuffle).
     """
 
-    def __init__(self, accountant: str = "pld", accuracy: float = 1e-3, sampler: str = "poisson"):
-        from ..calibrate.noise import check_sampler
+    mechanism = _Mechanism()
 
+    def __init__(self, accountant: str = "pld", accuracy: float = 1e-3, sampler: Optional[str] = None,
+                 relation: Optional[str] = None):
         self.history: list[tuple[float, float, int]] = []
         self._engine = check_engine(accountant)
         self._accuracy = float(accuracy)
-        self._sampler = check_sampler(sampler, self._engine)
-        self._cache = ScheduleCache(self._engine, accuracy)
+        self._named = sampler is not None
+        self._configure("poisson" if sampler is None else sampler, relation)
+
+    def _configure(self, sampler: str, relation: Optional[str]) -> None:
+        self._sampler, self._relation = _check_config(sampler, relation, self._engine)
+        self._name = mechanism_name(self._sampler, self._relation, self._engine)
+        self._cache = ScheduleCache(self._engine, self._accuracy, self._relation)
+
+    @property
+    def sampler(self) -> str:
+        """The sampler accounted for (:mod:`sgmfast.pld.samplers`)."""
+        return self._sampler
+
+    @property
+    def relation(self) -> str:
+        return self._relation
+
+    def bind_run(self, sampler: str) -> None:
+        """Account for batches drawn by ``sampler`` (``PrivacyEngine.make_private`` calls this):
+        an accountant whose sampler was named must match it (ValueError otherwise); one left
+        unnamed takes it, if it has recorded no step under another."""
+        if sampler == self._sampler:
+            return
+        if self._named:
+            raise ValueError(f"this run draws its batches by {sampler!r} but the accountant was made for "
+                             f"sampler {self._sampler!r}; make it with sampler={sampler!r} (or change the loader)")
+        if self.history:
+            raise ValueError(f"the accountant has recorded {len(self)} steps under sampler {self._sampler!r}; "
+                             f"a run drawing its batches by {sampler!r} needs an accountant of its own")
+        self._configure(sampler, None)
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         s = float(check_sigma(noise_multiplier, "noise_multiplier"))
@@ -79,8 +166,8 @@ class SGMFastAccountant(IAccountant):
         return tuple(Step(float(s), float(q), int(n)) for s, q, n in self.history if n > 0)
 
     def _run(self):
-        """(smallest sigma, largest sigma, q, T) of a non-Poisson run, or None with no steps; a
-        ValueError if the sample rate changed (these samplers' certifiers take one)."""
+        """(smallest sigma, largest sigma, q, T) of an epoch sampler's run, or None with no steps;
+        a ValueError if the sample rate changed (these samplers' certifiers take one)."""
         steps = self._steps()
         if not steps:
             return None
@@ -90,6 +177,13 @@ class SGMFastAccountant(IAccountant):
         sig = [st.sigma for st in steps]
         return min(sig), max(sig), steps[0].q, sum(st.count for st in steps)
 
+    def _epoch_query(self, kind: str, value: float, sigma_at: int) -> Bounds:
+        from .. import pld
+
+        lo, hi, q, t = self._run()
+        return getattr(pld, kind)((lo, hi)[sigma_at], q, t, value, accuracy=self._accuracy, sampler=self._sampler,
+                                  relation=self._relation)
+
     def get_epsilon_bounds(self, delta: float) -> Bounds:
         """Certified (lower, upper) epsilon; lower is NaN for the RDP engine."""
         d = float(check_delta(delta))
@@ -97,20 +191,22 @@ class SGMFastAccountant(IAccountant):
             return self._cache.epsilon(self._steps(), d)
         if self._sampler == "fixed_size":
             return fixed_size_bounds(self._engine, self._steps(), "epsilon", d, self._accuracy)
-        run = self._run()
-        if run is None:
+        if self._run() is None:
             return Bounds(0.0, 0.0)
-        from .. import pld
-
-        lo, hi, q, t = run
-        up = pld.epsilon(lo, q, t, d, accuracy=self._accuracy, sampler=self._sampler)
-        if hi == lo:
+        up = self._epoch_query("epsilon", d, 0)
+        if self._run()[0] == self._run()[1]:
             return up
-        low = pld.epsilon(hi, q, t, d, accuracy=self._accuracy, sampler=self._sampler)
-        return Bounds(float(low.lower), float(up.upper))
+        return Bounds(float(self._epoch_query("epsilon", d, 1).lower), float(up.upper))
 
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
         """Epsilon spent so far at ``delta``: sgmfast's certified upper bound."""
+        if self._sampler == "shuffle" and self._run() is not None:
+            from ..pld import samplers, shuffle
+
+            lo, _hi, q, t = self._run()  # (the upper bound alone: a closed form, no lower bound needed)
+            warnings.warn(samplers.SHUFFLE_NOTE, samplers.LooseBoundWarning, stacklevel=2)
+            return shuffle.upper_epsilon(lo, samplers.batches_per_epoch(q, "shuffle"), t,
+                                         float(check_delta(delta)), self._relation)
         return float(self.get_epsilon_bounds(delta).upper)
 
     def get_privacy_spent(self, *, delta: float, **kwargs) -> tuple[float, Optional[float]]:
@@ -124,20 +220,31 @@ class SGMFastAccountant(IAccountant):
             return float(self._cache.delta(self._steps(), e).upper)
         if self._sampler == "fixed_size":
             return float(fixed_size_bounds(self._engine, self._steps(), "delta", e, self._accuracy).upper)
-        run = self._run()
-        if run is None:
+        if self._run() is None:
             return 0.0
-        from .. import pld
+        return float(self._epoch_query("delta", e, 0).upper)
 
-        lo, _hi, q, t = run
-        return float(pld.delta(lo, q, t, e, accuracy=self._accuracy, sampler=self._sampler).upper)
+    def state_dict(self, destination=None):
+        """Opacus's state (history, mechanism name) with the sampler, relation and engine."""
+        state = super().state_dict(destination)
+        state["sampler"], state["relation"], state["accountant"] = self._sampler, self._relation, self._engine
+        return state
+
+    def load_state_dict(self, state_dict) -> None:
+        """Load a state saved by an accountant of the same mechanism (sampler, relation, engine);
+        anything else raises ValueError (a run resumed under another sampler would be
+        mis-accounted)."""
+        if state_dict:
+            saved = tuple(state_dict.get(k, d) for k, d in zip(("sampler", "relation", "accountant"), _DEFAULT))
+            if saved != (self._sampler, self._relation, self._engine):
+                raise ValueError(f"state_dict of mechanism {state_dict.get('mechanism')!r} ({saved[0]} batches, "
+                                 f"{saved[1]}, {saved[2]}) cannot be loaded into an accountant of mechanism "
+                                 f"{self._name!r}")
+        super().load_state_dict(state_dict)
+        self.history = [tuple(h) for h in self.history]
 
     def __len__(self) -> int:
         return int(sum(n for _, _, n in self.history))
-
-    @classmethod
-    def mechanism(cls) -> str:
-        return MECHANISM
 
 
 def get_noise_multiplier(
@@ -158,8 +265,9 @@ def get_noise_multiplier(
     (to 1e-4 relative with PLD, 1e-6 with RDP; ``epsilon_tolerance`` is accepted and ignored:
     the result is never on the wrong side of the target). Steps from epochs follow Opacus:
     ``int(epochs / sample_rate)``. ``accountant`` may be "pld", "rdp" or Opacus's names
-    "prv"/"sgmfast" (mapped to PLD) and "gdp" (rejected: not a bound). ``sampler`` as in
-    :class:`SGMFastAccountant` (``"shuffle"`` for ``poisson_sampling=False`` loaders).
+    "prv"/"sgmfast" (mapped to PLD), a full sgmfast mechanism name (its sampler, relation and
+    engine) and "gdp" (rejected: not a bound). ``sampler`` as in :class:`SGMFastAccountant`
+    (``"shuffle"`` for ``poisson_sampling=False`` loaders over ``DataLoader(shuffle=True)``).
     """
     from ..calibrate import calibrate_sigma
 
@@ -168,12 +276,93 @@ def get_noise_multiplier(
     q = float(check_q(sample_rate, "sample_rate"))
     if steps is None:
         steps = int(float(epochs) / q)
+    relation = None
+    if accountant.startswith(MECHANISM + "["):  # a full mechanism name: its sampler and relation
+        config = dict(kv.split("=", 1) for kv in accountant[len(MECHANISM) + 1:-1].split(","))
+        named = config.get("sampler", "poisson")
+        if sampler not in ("poisson", named):
+            raise ValueError(f"sampler {sampler!r} does not match the mechanism {accountant!r}")
+        sampler, relation, accountant = named, config.get("relation"), config.get("accountant", "pld")
     engine = {"prv": "pld", "sgmfast": "pld", "pld": "pld", "rdp": "rdp"}.get(accountant)
     if engine is None:
         raise ValueError(f"accountant must be 'pld', 'rdp', 'prv' or 'sgmfast'; got {accountant!r}")
-    return float(calibrate_sigma(target_epsilon, target_delta, q, steps, accountant=engine,
-                                 accuracy=kwargs.get("accuracy", 1e-3), sampler=sampler))
+    sampler, relation = _check_config(sampler, relation, engine)
+    scale = 1.0
+    if relation != _check_config(sampler, None, engine)[1]:
+        if sampler != "shuffle":
+            raise ValueError(f"get_noise_multiplier calibrates sampler {sampler!r} under its own relation only")
+        scale = 2.0  # the shuffle's replace-one bound is its zero-out bound at half the noise (pld.shuffle)
+    return scale * float(calibrate_sigma(target_epsilon, target_delta, q, steps, accountant=engine,
+                                         accuracy=kwargs.get("accuracy", 1e-3), sampler=sampler))
 
 
-if MECHANISM not in _ACCOUNTANTS:
-    register_accountant(MECHANISM, SGMFastAccountant)
+def _register() -> None:
+    """Every valid (sampler, relation, engine) under its mechanism name, so that Opacus's
+    ``create_accountant`` (``get_noise_multiplier``, ``make_private_with_epsilon``) rebuilds the
+    accountant it is asked about."""
+    from ..pld.samplers import SAMPLERS, allowed
+
+    for sampler in SAMPLERS:
+        for relation in allowed(sampler):
+            for engine in ENGINES:
+                try:
+                    _check_config(sampler, relation, engine)
+                except ValueError:
+                    continue
+                name = mechanism_name(sampler, relation, engine)
+                if name not in _ACCOUNTANTS:
+                    factory = SGMFastAccountant if name == MECHANISM else functools.partial(
+                        SGMFastAccountant, accountant=engine, sampler=sampler, relation=relation)
+                    register_accountant(name, factory)
+
+
+def _run_sampler(kwargs) -> str:
+    """The sampler of the run ``make_private`` is asked for (module notes)."""
+    if kwargs.get("poisson_sampling", True):
+        return "poisson"
+    loader = kwargs.get("data_loader")
+    own = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
+    from ..pld.samplers import SAMPLERS
+
+    return own if isinstance(own, str) and own in SAMPLERS else "shuffle"
+
+
+def _bind(method):
+    """``make_private`` / ``make_private_with_epsilon`` that first bind an sgmfast accountant to
+    the run's sampler, and mark the engine as made private."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        acc = self.__dict__.get("accountant")
+        if isinstance(acc, SGMFastAccountant):
+            acc.bind_run(_run_sampler(kwargs))
+        out = method(self, *args, **kwargs)
+        self.__dict__["_sgmfast_made_private"] = True
+        return out
+
+    wrapper._sgmfast = True
+    return wrapper
+
+
+def _get_accountant(engine):
+    return engine.__dict__["accountant"]
+
+
+def _set_accountant(engine, value):
+    if isinstance(value, SGMFastAccountant) and engine.__dict__.get("_sgmfast_made_private") \
+            and value is not engine.__dict__.get("accountant"):
+        raise RuntimeError("attach the sgmfast accountant before make_private (PrivacyEngine(accountant=...) or "
+                           "engine.accountant = ... first): the optimizer's step hook belongs to the accountant "
+                           "that was there, and this one would record no step")
+    engine.__dict__["accountant"] = value
+
+
+def _patch_engine() -> None:
+    if getattr(PrivacyEngine.make_private, "_sgmfast", False):
+        return
+    PrivacyEngine.make_private = _bind(PrivacyEngine.make_private)
+    PrivacyEngine.make_private_with_epsilon = _bind(PrivacyEngine.make_private_with_epsilon)
+    PrivacyEngine.accountant = property(_get_accountant, _set_accountant)
+
+
+_register()
+_patch_engine()

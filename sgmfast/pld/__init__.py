@@ -22,13 +22,15 @@ curves                  ``curve`` -- every checkpoint of a run from one set of s
                         ``spectral`` -- their queries read off the composed spectrum's band
 trade-off curves        ``tradeoff`` -- f-DP β(α), both bounds, from the certified profile
 exact paths             ``exact`` -- closed forms that need no grid (q = 1)
-shuffled batches        ``allocation`` -- random allocation (k = 1): one epoch's PLD from a
+balls-in-bins batches   ``allocation`` -- random allocation (k = 1): one epoch's PLD from a
                         lattice law of its likelihood ratio, then stages 2-3 (public:
                         ``allocation.epsilon``, ``allocation.delta``)
+permutation shuffle     ``shuffle`` -- fixed-size batches of a shuffled epoch: sound, loose;
+                        the Gaussian mechanism per epoch above, an explicit pair below
 fixed-size batches      ``fixed_size`` -- sampling without replacement, replace-one: the
                         symmetrised dominating pair built from stage 1's pieces, then 2-3
-which sampler           ``samplers`` -- ``sampler=`` of ``epsilon``/``delta``: poisson, shuffle,
-                        fixed_size, each with its own relation
+which sampler           ``samplers`` -- ``sampler=`` of ``epsilon``/``delta``: poisson,
+                        balls_in_bins, shuffle, fixed_size, each with its own relation
 certifiers              ``certifiers`` -- each method as a certifier that returns certified
                         intervals or says it does not apply; its soundness argument beside it
 engine                  ``engine`` -- the plan: which certifiers, in which order, intersect,
@@ -50,6 +52,7 @@ contributions of norm <= 1 on either side of the replacement, so the batch sum m
 from .accountant import (PLDAccountant, advantage, attack_tpr, delta, delta_curve, epsilon, epsilon_curve,
                          tradeoff)
 from .common import MAX_BINS
+from .samplers import LooseBoundWarning
 
-__all__ = ["epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "attack_tpr", "advantage",
+__all__ = ["LooseBoundWarning", "epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "attack_tpr", "advantage",
            "PLDAccountant", "MAX_BINS"]

@@ -1,4 +1,8 @@
-"""Shuffled batches: DP-SGD under random allocation, certified by the PLD pipeline.
+"""Balls-in-bins batches: DP-SGD under random allocation, certified by the PLD pipeline.
+
+(Not a shuffle: a data loader that permutes the data and cuts it into batches of a fixed size
+is ``pld.shuffle``'s, and can be far less private; ``integrations.torch.BallsInBinsBatchSampler``
+draws the batches analysed here.)
 
 Random allocation with k = 1 (balls-in-bins batching; Feldman & Shenfeld, arXiv 2502.08202;
 Chua et al. 2024): every epoch of t steps, each example joins exactly one step drawn uniformly
@@ -353,7 +357,7 @@ def _selected(selected, t: int) -> int:
 
 def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, accuracy: float = 1e-3,
             selected: int = 1) -> Bounds:
-    """Certified bounds on ε(δ) of DP-SGD with shuffled batches (random allocation, each example
+    """Certified bounds on ε(δ) of DP-SGD with balls-in-bins batches (random allocation, each example
     in ``selected`` = k of the t steps of every epoch; k = 1 by default).
 
     Parameters
@@ -430,7 +434,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
 
 def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, accuracy: float = 1e-3,
           selected: int = 1) -> Bounds:
-    """Certified bounds on δ(ε) of DP-SGD with shuffled batches (random allocation, k of t).
+    """Certified bounds on δ(ε) of DP-SGD with balls-in-bins batches (random allocation, k of t).
 
     ``epsilon`` may be a float or a 1-D array (one composition serves them all); the other
     parameters are as in :func:`epsilon`.  Refined until every interval satisfies

@@ -10,7 +10,7 @@
 ``query``                 δ(eps) and eps(δ) read off a composed grid
 ``spectral``              the same read off a composed spectrum's band (curves)
 ``windows``               Chernoff edges and tail bounds from a log-MGF table
-``allocation``            shuffled batches: one epoch's likelihood ratio on a linear lattice
+``allocation``            balls-in-bins batches: one epoch's likelihood ratio on a linear lattice
 ========================  ===============================================================
 
 Conventions

@@ -18,11 +18,13 @@ x is what ``composition.grid_of`` would have unrolled).  Summing the geometric s
 w_f = 2 (1 at the Nyquist frequency, where z and H are real): O(F) per J instead of an O(n log n)
 transform and O(n) sums.
 
-Rounding.  Unit phasors are computed from the exact residue (x f mod n), an angle of relative
-error <= 3u and cos/sin within 1 ulp: within 16u.  omega^(J f) is then carried by products,
-re-anchored every ``ANCHOR`` frequencies: within 16u + ANCHOR 3u.  With 1 - alpha omega^f formed
-without cancellation, every term is within a relative RTERM u of |z_f| 2 |1 / (1 - alpha omega^f)|
-and the sum adds (F + 2) u of the terms: ``spectral_prep`` returns that bound (independent of J).
+Rounding (proof beside the constants below).  Unit phasors are computed from the exact residue
+(x f mod n): within U_PHASOR u.  omega^(J f) is then carried by products with the computed
+omega^J, re-anchored every ``ANCHOR`` frequencies; the base's own error is the same at every step
+and adds up coherently, so the run is within U_RUN u = (ANCHOR U_PHASOR + (ANCHOR - 1) sqrt 5) u.
+With 1 - alpha omega^f formed without cancellation, every term is within U_TERM u
+|z_f| |1 / (1 - alpha omega^f)| (times w_f) and the sum adds (F + 2) u of the terms:
+``spectral_prep`` returns that bound (independent of J).
 """
 
 import math
@@ -32,8 +34,58 @@ from ..logmath import EPS64
 
 __all__ = ["spectral_prep", "spectral_sums", "spectral_bound", "loose", "spectral_eps", "spectral_delta"]
 
+# Rounding bounds of one term (u = 2^-53 = EPS64 / 2, the unit round-off).  Assumed: IEEE double
+# arithmetic without contraction (fastmath is off, so numba emits no FMA), no underflow (the terms'
+# relative bounds need normal numbers: |z_f| far above 1e-290, as a composed PLD's band is), and
+# cos, sin, exp, expm1 within 1 ulp (glibc's documented bound on x86-64), i.e. y (1 + d), |d| <= 2u.
+#
+# (1) ``_phasor(x, f, n)`` vs omega^(x f) = e^{i a}, a = 2 pi r / n, r the residue of x f in
+#     (-n/2, n/2], exact in integers, so |a| <= pi.  r / n is one rounding (r, n < 2^53 convert
+#     exactly); TWO_PI = 2 pi (1 + d0), |d0| <= 0.352u; the product one rounding: the angle is
+#     a (1 + d), |d| <= 2.352u (+ O(u^2)), off by <= 2.352 pi u = 7.39u, and |e^{ia'} - e^{ia}| <=
+#     |a' - a|.  cos and sin add <= 2u |cos a'| and 2u |sin a'|, together <= 2u.  So the phasor
+#     is within U_PHASOR u = 9.4u of omega^(x f).
+# (2) A complex product by the standard formula (numba's: re = ac - bd, im = ad + bc) is
+#     fl(x y) = x y (1 + h), |h| <= sqrt 5 u (Brent, Percival, Zimmermann, Math. Comp. 76 (2007)
+#     1469-1481; <= 2u with an FMA).  A real times a complex (am qf below) rounds each part once.
+# (3) The run.  At f = q ANCHOR + k (0 <= k < ANCHOR) ``spectral_sums`` holds P_k: P_0 = a' (the
+#     anchor ``_phasor(J, f, n)``, or exactly 1 at q = 0, where P_1 = 1 b' is exact too), P_k =
+#     fl(P_{k-1} b'), b' = ``_phasor(J, 1, n)``.  With a' = A (1 + e_a), b' = B (1 + e_b), |A| =
+#     |B| = 1, |e_a|, |e_b| <= U_PHASOR u, A B^k = omega^(J f) exactly (residues), and (2):
+#         P_k = A B^k (1 + e_a) (1 + e_b)^k prod_{j <= k} (1 + h_j),
+#         |P_k - omega^(J f)| <= (1 + U_PHASOR u)^(k + 1) (1 + sqrt 5 u)^k - 1
+#                              <= (ANCHOR U_PHASOR + (ANCHOR - 1) sqrt 5) u (1 + 1e-12) = U_RUN u
+#     (k <= ANCHOR - 1).  e_b is the same at every step: it compounds to k e_b, not sqrt(k) e_b --
+#     at ANCHOR = 64 that is 602u of U_RUN = 742.5u (tests/test_spectral_rounding.py drives the
+#     run to its worst residues and measures ~320u).  The bound 16u + 3u ANCHOR = 208u the module
+#     once stated left the base's error out.
+# (4) ``_inv_den``: phi = a (1 + d) as in (1), |phi| <= pi.  s = sin(phi' / 2): relative error
+#     <= |(phi/2) cot(phi/2)| 2.352u + 2u <= 4.352u (x cot x <= 1 on |x| <= pi/2); g s s with g =
+#     exp(-c) (2u), 2 g exact, two products: 12.71u; -expm1(-c) 2u; the sum of the two (both >= 0):
+#     re within 13.71u re.  im = -g sin(phi'): the angle moves sin phi by <= 2.352u |phi|, and
+#     g |phi| <= (pi / 2) |den| (|den|^2 = (1 - g)^2 + 4 g sin^2(phi / 2) >= 4 g sin^2(phi / 2));
+#     g, sin and the product add 5u |im|: im within (3.70u + 5u) |den|.  So den within 22.4u |den|,
+#     1 / den within 22.4u (1 + O(u)) |D| (D = 1 / (1 - g omega^f)), and numba's division (Smith's,
+#     of 1 + 0i: parts within 4u and 5u) adds 5u: |da - D| <= U_INV_DEN u |D|, U_INV_DEN = 28.
+# (5) A term, U = omega^(J f) - alpha^M omega^(j0 f) (|U| <= 2).  am = exp(-fl(ts m)) is within
+#     (ts m e^{-ts m} + 2) u <= 2.37u of alpha^M <= 1; am qf within (U_PHASOR + 2.37 + 1) u of
+#     alpha^M omega^(j0 f); the difference rounds by <= u |ph - am qf| <= 2u: |u' - U| <= (U_RUN +
+#     U_PHASOR + 5.4) u.  u' da: |u' - U| |da| + |U| |da - D| + sqrt 5 u |u'| |da| <= (U_RUN +
+#     U_PHASOR + 5.4 + 2 U_INV_DEN + 2 sqrt 5) u |D|; z (u' da) adds sqrt 5 u |z| 2 |D|; 2 Re is
+#     exact (at the Nyquist frequency the real product rounds by u instead).  Every term is
+#     within U_TERM u w_f |z_f| |D_f| of its exact value (second-order terms are < 1e-12 of it).
+# (6) ``spectral_prep`` charges (RTERM + F + 4) EPS64 2 (1.01) w_f |z_f| |da_f| per frequency, i.e.
+#     4 RTERM u w_f |z_f| |D_f| for the terms (1.01 covers |D| <= |da| (1 + 28u)): RTERM =
+#     U_TERM / 4 (1.0001).  The rest, 4 (F + 4) u w_f |z_f| |D_f| >= 2 (F + 4) u times the term's
+#     size bound 2 w_f |z_f| |D_f|, covers the running sum (<= (F - 1) u of the sum of the terms'
+#     sizes) and the division by n (u).
 ANCHOR = 64
-RTERM = 16.0 + 3.0 * ANCHOR + 96.0  # phasor recurrence, second phasor, denominator, products (generous)
+U_PHASOR = 9.4
+U_CMUL = math.sqrt(5.0)
+U_RUN = (ANCHOR * U_PHASOR + (ANCHOR - 1) * U_CMUL) * (1.0 + 1e-12)  # 742.5 at ANCHOR = 64
+U_INV_DEN = 28.0
+U_TERM = U_RUN + U_PHASOR + 5.4 + 2.0 * U_INV_DEN + 4.0 * U_CMUL  # 822.2
+RTERM = U_TERM / 4.0 * 1.0001  # in EPS64 = 2u, on the scale 2 |z_f| |D_f|: 205.6 (was 304, stated without (3))
 LOOSE = 1e-4  # error bound / value beyond which an answer is left to the grid (``loose``)
 TWO_PI = 2.0 * math.pi
 
@@ -47,6 +99,29 @@ def _phasor(x, f, n):
         r -= n
     ang = TWO_PI * (r / n)
     return complex(math.cos(ang), math.sin(ang))
+
+
+@jit
+def _next_phasor(ph, base, x, f, n):
+    """omega^(x f) as ``spectral_sums`` carries it (f >= 1): ``ph`` (the previous one, 1 at f = 1)
+    times ``base`` = ``_phasor(x, 1, n)``, re-anchored from the exact residue every ANCHOR
+    frequencies (within U_RUN u: the notes above the constants)."""
+    if f % ANCHOR == 0:
+        return _phasor(x, f, n)
+    return ph * base
+
+
+@jit
+def phasor_run(x, n, out):
+    """out[f] = omega^(x f) exactly as ``spectral_sums`` computes it at J = x, f = 0..len(out) - 1
+    (for the rounding tests)."""
+    base = _phasor(x, 1, n)
+    ph = complex(1.0, 0.0)
+    if out.shape[0] > 0:
+        out[0] = ph
+    for f in range(1, out.shape[0]):
+        ph = _next_phasor(ph, base, x, f, n)
+        out[f] = ph
 
 
 @jit
@@ -107,10 +182,7 @@ def spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db):
     base = _phasor(big_j, 1, n)
     ph = complex(1.0, 0.0)
     for f in range(1, nf):
-        if f % ANCHOR == 0:
-            ph = _phasor(big_j, f, n)
-        else:
-            ph = ph * base
+        ph = _next_phasor(ph, base, big_j, f, n)
         u = ph - am * qf[f]
         v = ph - bm * qf[f]
         ta = z[f] * (u * da[f])
