@@ -1,4 +1,4 @@
-"""pld-accounting's certified eps ranges for shuffled batches (random allocation, k = 1), the
+"""pld-accounting's certified eps ranges for balls-in-bins batches (random allocation, k = 1), the
 independent reference of tests/test_pld_allocation.py, with its time per case on this machine.
 
     python bench/allocation_peers.py > tests/reference/allocation_pld_accounting.csv

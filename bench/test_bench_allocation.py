@@ -1,4 +1,4 @@
-"""Shuffled batches (issue #18 item 1): random allocation, k = 1.
+"""Balls-in-bins batches (issue #18 item 1): random allocation, k = 1 (``sampler="balls_in_bins"``).
 
 Run with ``pytest bench/test_bench_allocation.py --benchmark-only -s``.  sgmfast's certified
 interval and time (cold: the one-step cache cleared every round) for each case of ``bench/allocation_peers.py``; pld-accounting's interval and

@@ -428,12 +428,13 @@ def check_sampler(sampler: str, accountant: str) -> str:
 
 
 def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
-    """calibrate_sigma for shuffled or fixed-size batches: per point, the smallest sigma (to
+    """calibrate_sigma for balls-in-bins, shuffled or fixed-size batches: per point, the smallest sigma (to
     PLD_TOL in log) whose certified upper epsilon meets the target, verified at the answer.
 
-    Every evaluation is a full certified query (seconds for a shuffled run at small sigma), so
-    the search starts near the answer: at the Poisson PLD sigma (shuffled batches are about as
-    private as Poisson sampling at rate q), or at twice the sigma that makes the Poisson
+    Every evaluation is a full certified query (seconds for a balls-in-bins run at small sigma), so
+    the search starts near the answer: at the Poisson PLD sigma (balls-in-bins batches are about
+    as private as Poisson sampling at rate q), at the Gaussian sigma of the epochs for the
+    permutation shuffle (its bound), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
     with a first step of 2 % and secant steps from there (``_root_log``)."""
     check_sampler(sampler, accountant)

@@ -249,7 +249,7 @@ def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, sampl
         Target δ in (0, 1).
     accuracy, relation, sampler :
         As in :func:`epsilon`; every point is certified and refined to the accuracy like one
-        :func:`epsilon` call.  Shuffled and fixed-size batches answer checkpoint by checkpoint
+        :func:`epsilon` call.  The other samplers answer checkpoint by checkpoint
         (their one-step or epoch distributions are built once and kept).
 
     Returns

@@ -171,7 +171,7 @@ def two_cores() -> bool:
     return (os.cpu_count() or 1) >= 2
 
 
-# --- refining until narrow (methods outside the engine: shuffled and fixed-size batches) -------
+# --- refining until narrow (methods outside the engine: balls-in-bins and fixed-size batches) -------
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified

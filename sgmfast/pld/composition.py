@@ -237,7 +237,7 @@ def _power_product(spectra, counts, e2, z):
     return err_lo + err_hi + kf.power_weight_err(counts, e2, w_lo + w_hi), z2_lo + z2_hi
 
 
-# --- arrays composed with themselves (shuffled and fixed-size batches) -------------------------
+# --- arrays composed with themselves (balls-in-bins and fixed-size batches) -------------------------
 def _moments(parts, step: float, theta: float):
     """Count-weighted tilted mean and variance of the parts [(OneStep, count)]."""
     m = v = 0.0

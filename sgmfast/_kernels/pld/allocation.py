@@ -1,4 +1,4 @@
-"""Random allocation (shuffled batches): one epoch's likelihood ratio on a linear lattice.
+"""Random allocation (balls-in-bins batches): one epoch's likelihood ratio on a linear lattice.
 
 One epoch of k = 1 random allocation with t steps: the example joins one step drawn uniformly,
 every step adds N(0, sigma^2) noise to a sensitivity-1 sum.  With Q = N(0, sigma^2 I_t) and P the
