@@ -57,7 +57,7 @@ __all__ = ["spectral_prep", "spectral_sums", "spectral_bound", "loose", "spectra
 #                              <= (ANCHOR U_PHASOR + (ANCHOR - 1) sqrt 5) u (1 + 1e-12) = U_RUN u
 #     (k <= ANCHOR - 1).  e_b is the same at every step: it compounds to k e_b, not sqrt(k) e_b --
 #     at ANCHOR = 64 that is 602u of U_RUN = 742.5u (tests/test_spectral_rounding.py drives the
-#     run to its worst residues and measures ~320u).  The bound 16u + 3u ANCHOR = 208u the module
+#     run to its worst residues and measures ~300u).  The bound 16u + 3u ANCHOR = 208u the module
 #     once stated left the base's error out.
 # (4) ``_inv_den``: phi = a (1 + d) as in (1), |phi| <= pi.  s = sin(phi' / 2): relative error
 #     <= |(phi/2) cot(phi/2)| 2.352u + 2u <= 4.352u (x cot x <= 1 on |x| <= pi/2); g s s with g =
