@@ -110,7 +110,10 @@ def test_opacus_accountant_interface(opacus, engine):
         acc.step(noise_multiplier=0.8, sample_rate=0.05)
     assert len(acc) == 50
     assert acc.history == [(1.0, 0.05, 30), (0.8, 0.05, 20)]
-    assert acc.mechanism() == "sgmfast"
+    from sgmfast.integrations.opacus import mechanism_name
+
+    assert acc.mechanism() == mechanism_name("poisson", "add_remove", engine)  # "sgmfast" for PLD
+    assert (acc.mechanism() == "sgmfast") == (engine == "pld")
     eps = acc.get_epsilon(1e-5)
     assert eps == pytest.approx(_sgmfast_epsilon(engine, [(1.0, 0.05, 30), (0.8, 0.05, 20)], 1e-5), rel=1e-12)
     state = acc.state_dict()
