@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from concurrent.futures import ThreadPoolExecutor
@@ -177,31 +176,32 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
     about ``growth`` times as costly as the one before), intersected with each other and with the certified
     start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
     no interval by a quarter (finer grids no longer pay: round-off has caught up with the
-    discretisation), or the next level would end past ``budget`` seconds.  An attempt that
-    cannot be built (ValueError, ArithmeticError, MemoryError) ends the refinement: what is
-    certified so far is returned."""
+    discretisation), or the next level would end past ``budget`` seconds of work (units of
+    ``_work``, counted, never read off a clock: the answer does not depend on the machine's load).
+    An attempt that cannot be built (ValueError, ArithmeticError, MemoryError) ends the
+    refinement: what is certified so far is returned."""
     best_lo, best_up = lo0, up0
-    start = time.monotonic()
+    limit = budget * UNITS_PER_SECOND
     last = 0.0
     width = np.inf
-    for level in range(levels):
-        if level and time.monotonic() - start + growth * last > budget:
-            break
-        t0 = time.monotonic()
-        try:
-            lo, up = attempt(level)
-        except (ValueError, ArithmeticError, MemoryError):
-            break
-        last = time.monotonic() - t0
-        best_up = np.minimum(best_up, up)
-        best_lo = np.maximum(best_lo, lo)
-        if narrow(best_lo, best_up):
-            break
-        # judged on the level's own interval: where the start bounds are already close, the
-        # intersected one hides a level's progress (a lower end 2.17 -> 2.35 under a start 2.34)
-        new_width = np.asarray(up) - np.asarray(lo)
-        if level and np.all(new_width > 0.75 * width):
-            break
-        width = new_width
+    with metered() as meter:
+        for level in range(levels):
+            if level and meter.units + growth * last > limit:
+                break
+            before = meter.units
+            try:
+                lo, up = attempt(level)
+            except (ValueError, ArithmeticError, MemoryError):
+                break
+            last = meter.units - before
+            best_up = np.minimum(best_up, up)
+            best_lo = np.maximum(best_lo, lo)
+            if narrow(best_lo, best_up):
+                break
+            # judged on the level's own interval: where the start bounds are already close, the
+            # intersected one hides a level's progress (a lower end 2.17 -> 2.35 under a start 2.34)
+            new_width = np.asarray(up) - np.asarray(lo)
+            if level and np.all(new_width > 0.75 * width):
+                break
+            width = new_width
     return best_lo, best_up
-

@@ -23,10 +23,10 @@ upper.  Noiseless steps and steps that do nothing are kept as they are.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from .._work import UNITS_PER_SECOND, Meter, metered
 from .certifiers import RDPBound
 from .engine import BUDGET, Engine
 
@@ -98,11 +98,12 @@ class Sandwich:
         return (Engine(up, self.accuracy, self.grid_step, self.relation, budget=budget),
                 Engine(lo, self.accuracy, self.grid_step, self.relation, budget=budget))
 
-    def _rounds(self):
-        """(group count, budget of each of its two engines) while time is left."""
-        t0 = time.perf_counter()
+    def _rounds(self, meter: Meter):
+        """(group count, budget of each of its two engines) while work is left: ``meter`` counts
+        the work of the rounds so far (units of ``_work``, never a clock: the same answer under
+        any load)."""
         for g in GROUPS:
-            left = self.budget - (time.perf_counter() - t0)
+            left = self.budget - meter.units / UNITS_PER_SECOND
             if left <= 0.1 * self.budget:
                 return
             yield g, max(0.5 * left, 0.1)
@@ -110,10 +111,12 @@ class Sandwich:
     def epsilon(self, target: float, step0=None):
         lo, up = 0.0, math.inf
         cap = math.inf if self._noiseless() else self.rdp.epsilon(target)  # (RDP of the noisy steps alone)
-        for g, budget in self._rounds():
-            e_up, e_lo = self._engines(g, budget)
-            up = min(up, e_up.epsilon(target)[1], cap)
-            lo = max(lo, e_lo.epsilon(target)[0])
+        meter = Meter()
+        for g, budget in self._rounds(meter):
+            with metered(meter):
+                e_up, e_lo = self._engines(g, budget)
+                up = min(up, e_up.epsilon(target)[1], cap)
+                lo = max(lo, e_lo.epsilon(target)[0])
             if up < math.inf and up - lo <= self.accuracy * up:
                 break
         return lo, up, None
@@ -122,10 +125,12 @@ class Sandwich:
         eps = np.asarray(eps, dtype=np.float64)
         lo, up = np.zeros(eps.size), np.ones(eps.size)
         cap = np.ones(eps.size) if self._noiseless() else self.rdp.delta(eps)
-        for g, budget in self._rounds():
-            e_up, e_lo = self._engines(g, budget)
-            up = np.minimum(up, np.minimum(e_up.delta(eps)[1], cap))
-            lo = np.maximum(lo, e_lo.delta(eps)[0])
+        meter = Meter()
+        for g, budget in self._rounds(meter):
+            with metered(meter):
+                e_up, e_lo = self._engines(g, budget)
+                up = np.minimum(up, np.minimum(e_up.delta(eps)[1], cap))
+                lo = np.maximum(lo, e_lo.delta(eps)[0])
             if (up - lo <= self.accuracy * up).all():
                 break
         return lo, up
