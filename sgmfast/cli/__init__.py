@@ -28,12 +28,22 @@ _COMMANDS = {
     "batch-size": ("queries", "_cmd_batch_size"), "tune": ("queries", "_cmd_tune"),
     "figures": ("queries", "_cmd_figures"), "curve": ("curves", "_cmd_curve"),
     "tradeoff": ("risk", "_cmd_tradeoff"), "calibrate-risk": ("risk", "_cmd_calibrate_risk"),
+    "warm-up": ("queries", "_cmd_warm_up"),
 }
+
+
+#: said on stderr before the first command on a machine whose kernel cache is empty
+FIRST_RUN = ("sgmfast: compiling the numerical kernels for this machine (first run only; later runs load "
+             "them from numba's cache; 'sgmfast warm-up' compiles them all at once)")
 
 
 def _command(args) -> None:
     """Run a parsed command; a loose-bound warning of the API becomes one ``note:`` line after
     the answer on stdout (the interval printed is certified, only wide), other warnings pass."""
+    from .._kernels import cache_is_cold
+
+    if cache_is_cold():
+        print(FIRST_RUN, file=sys.stderr, flush=True)
     module, name = _COMMANDS[args.command]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -149,6 +149,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--n", type=int, help="binomial only: number of trials")
     pu.add_argument("--p", type=float, help="binomial only: success probability")
     pu.add_argument("--method", choices=("best", "rdp", "profile"), default="best", help="which bound (default best)")
+    sub.add_parser("warm-up", help="compile every kernel now (numba caches them on disk: later first uses are fast)")
     pf = sub.add_parser("figures", help="Figures 1 and 2 of Räisä et al. (ICML 2024) as PNG and CSV")
     pf.add_argument("--out", default="figures", help="output directory (default ./figures)")
     pf.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")

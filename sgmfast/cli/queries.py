@@ -167,3 +167,28 @@ def _cmd_figures(args) -> None:
     for p in res.paths:
         print(p)
     print(f"figure 1: {res.seconds_figure1:.1f} s, figure 2: {res.seconds_figure2:.1f} s")
+
+
+def _cmd_warm_up(args) -> None:
+    """One small query of each kind, so that numba compiles (and caches) every kernel the
+    commands use; prints each kind as it is done."""
+    import warnings
+
+    from .. import calibrate, pld, rdp, tuning
+
+    steps = [
+        ("pld epsilon and delta", lambda: (pld.epsilon(1.1, 0.01, 1000, 1e-5), pld.delta(1.1, 0.01, 1000, 1.0))),
+        ("rdp epsilon", lambda: rdp.epsilon(1.1, 0.01, 1000, 1e-5)),
+        ("calibration", lambda: (calibrate.calibrate_sigma(2.0, 1e-5, 0.01, 1000),
+                                 calibrate.calibrate_sigma(2.0, 1e-5, 0.01, 1000, accountant="rdp"))),
+        ("curves", lambda: pld.epsilon_curve(1.1, 0.01, [100, 500, 1000], 1e-5)),
+        ("trade-off curve", lambda: pld.tradeoff(1.1, 0.01, 1000, [1e-3, 1e-2])),
+        ("samplers", lambda: [pld.epsilon(2.0, 0.1, 20, 1e-5, sampler=s) for s in pld.samplers.SAMPLERS]),
+        ("tuning", lambda: tuning.epsilon(1.1, 0.01, 1000, 1e-5, tuning.geometric(mean=10))),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for what, run in steps:
+            run()
+            print(f"compiled: {what}", flush=True)
+    print("warm: every command's kernels are in numba's cache")

@@ -1,0 +1,28 @@
+"""A first run that talks: on an empty kernel cache the CLI says on stderr that it is compiling
+(one line, before the answer); ``sgmfast warm-up`` compiles every command's kernels."""
+
+from __future__ import annotations
+
+import sgmfast._kernels as kernels
+from sgmfast import cli
+
+
+def test_cold_cache_notice_goes_to_stderr_once(monkeypatch, capsys):
+    monkeypatch.setattr(kernels, "cache_is_cold", lambda: True)
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--delta", "1e-5"]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip() == cli.FIRST_RUN and "epsilon:" in out
+    monkeypatch.setattr(kernels, "cache_is_cold", lambda: False)
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--delta", "1e-5"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cache_is_cold_reads_the_cache_folders():
+    # this checkout has run kernels (the tests above), so its cache is warm
+    assert kernels.cache_is_cold() is False
+
+
+def test_warm_up_compiles_every_kind(capsys):
+    assert cli.main(["warm-up"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [x for x in lines if x.startswith("compiled: ")] and lines[-1].startswith("warm:")
