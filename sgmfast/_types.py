@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 __all__ = ["Bounds", "Step"]
 
@@ -13,16 +15,27 @@ class Bounds:
     """A certified interval around a privacy parameter: ``lower <= truth <= upper``.
 
     ``upper`` is the number to report as the privacy guarantee; ``upper - lower``
-    is the certified discretisation error. Values may be numpy arrays.
+    is the certified discretisation error. Values may be numpy arrays.  ``met`` says whether
+    the interval meets the ``accuracy`` the query asked for (every entry of an array; None where
+    no accuracy applies): an interval that does not is still certified, only wider.
     """
 
     lower: Any
     upper: Any
+    met: Any = field(default=None, compare=False, repr=False)
 
     @property
     def error(self):
         """Width of the certified interval, ``upper - lower``."""
         return self.upper - self.lower
+
+    @property
+    def width(self):
+        """Relative width ``(upper - lower) / upper`` (0 where both ends are equal, inf included)."""
+        lo, up = np.asarray(self.lower, dtype=float), np.asarray(self.upper, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(lo == up, 0.0, (up - lo) / np.where(up > 0, up, 1.0))
+        return float(w) if w.ndim == 0 else w
 
     def __iter__(self):
         yield self.lower

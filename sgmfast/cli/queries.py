@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 from .common import _fmt, _relation, _resolve_q_steps
 
@@ -37,12 +38,21 @@ def _cmd_epsilon(args) -> None:
         b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation, sampler=sampler)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
+        if b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
+            _warn_wide(b, args.accuracy)
         print(f"relation: {relation.replace('_', '-')}")
         print(f"sampler: {args.sampler}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
     print(f"accountant: {args.accountant}")
+
+
+def _warn_wide(b, accuracy: float) -> None:
+    """One line on stderr: the certified interval is wider than the accuracy asked for."""
+    print(f"sgmfast: warning: the certified interval is {b.width:.3g} wide relative to its upper end, more than "
+          f"--accuracy {accuracy:g} (the work budget ran out before the grid was fine enough; both ends still "
+          "hold; --accountant rdp gives a Renyi-DP upper bound)", file=sys.stderr)
 
 
 def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
@@ -153,7 +163,7 @@ def _cmd_tune(args) -> None:
     eps = tuning.epsilon(args.sigma, q, steps, args.delta, runs, method=args.method)
     print(f"epsilon: {_fmt(eps, 'up')}")
     print(f"delta: {args.delta:g}")
-    print(f"runs: {runs.kind}" + ("" if runs.kind != "tnb" else f" shape={runs.shape:g} gamma={runs.gamma!r}")
+    print(f"runs: {runs.kind}" + ("" if runs.kind != "tnb" else f" shape={runs.shape:g} gamma={runs.gamma:.6g}")
           + f" mean={runs.mean:.6g}")
     print(f"method: {args.method}")
 

@@ -6,6 +6,7 @@ Arguments are validated here, before any work; closed forms are answered here wi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -57,6 +58,19 @@ def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
     """Only the upper bound on epsilon(target), on a given grid step (no accuracy loop): for
     calibration searches. Still a certified upper bound. Arguments must already be validated."""
     return Engine([(sigma, q, int(steps))], accuracy, None).epsilon_upper_at(target, step)
+
+
+def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
+    """``b`` with ``met``: for ε(δ), whether every entry's relative width is <= ``accuracy``.  For
+    δ(ε) (``eps`` given) ``met`` stays None: the engines stop there when the interval is covered
+    by a relative ε change of ``accuracy`` (lower(ε) >= upper(ε (1 + accuracy))), which its two
+    ends alone cannot show."""
+    if eps is not None:
+        return b
+    lo, up = np.asarray(b.lower, dtype=float), np.asarray(b.upper, dtype=float)
+    with np.errstate(invalid="ignore"):
+        ok = (lo == up) | (up - lo <= accuracy * up * (1 + 1e-9))
+    return dataclasses.replace(b, met=bool(np.all(ok)))
 
 
 def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove", executor=None,
@@ -177,8 +191,9 @@ def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=N
     s, qq, t, d = check_sigma(sigma), check_q(q), check_steps(steps), check_delta(delta)
     if sampler != "poisson":
         _samplers.poisson_only(grid_step=grid_step, executor=executor)
-        return _samplers.call("epsilon", sampler, s, qq, t, d, acc, relation)
-    return _broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor, "epsilon")
+        return _with_met(_samplers.call("epsilon", sampler, s, qq, t, d, acc, relation), acc)
+    return _with_met(_broadcast_call(_epsilon_group, s, qq, t, d, acc, _check_grid_step(grid_step), relation, executor,
+                                     "epsilon"), acc)
 
 
 def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
@@ -213,8 +228,9 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=N
     s, qq, t, e = check_sigma(sigma), check_q(q), check_steps(steps), check_epsilon(epsilon)
     if sampler != "poisson":
         _samplers.poisson_only(grid_step=grid_step, executor=executor)
-        return _samplers.call("delta", sampler, s, qq, t, e, acc, relation)
-    return _broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor, "delta")
+        return _with_met(_samplers.call("delta", sampler, s, qq, t, e, acc, relation), acc, e)
+    return _with_met(_broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor,
+                                     "delta"), acc, e)
 
 
 def _scalar(value, name):
@@ -229,11 +245,13 @@ def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poiss
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
     t = check_checkpoints(steps)
+    xx = _scalar(x, name)
+    eps = None if fn is _curve.epsilon_curve else xx
     if sampler != "poisson":
-        kind = "epsilon" if fn is _curve.epsilon_curve else "delta"
-        return _samplers.curve(kind, sampler, s, qq, t, _scalar(x, name), acc, relation)
-    lo, up = fn(_curve.Run([(s, qq)], t.reshape(-1, 1)), _scalar(x, name), acc, relation)
-    return Bounds(lo, up)
+        kind = "epsilon" if eps is None else "delta"
+        return _with_met(_samplers.curve(kind, sampler, s, qq, t, xx, acc, relation), acc, eps)
+    lo, up = fn(_curve.Run([(s, qq)], t.reshape(-1, 1)), xx, acc, relation)
+    return _with_met(Bounds(lo, up), acc, eps)
 
 
 def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, sampler="poisson") -> Bounds:
@@ -496,7 +514,7 @@ class PLDAccountant:
             return Bounds(np.zeros(d.shape), np.zeros(d.shape)) if d.ndim else Bounds(0.0, 0.0)
         lo, up = _epsilon_group(self._get_engine(), np.asarray(d, dtype=np.float64).ravel())
         lo, up = lo.reshape(d.shape), up.reshape(d.shape)
-        return Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up)
+        return _with_met(Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up), self.accuracy)
 
     def _run(self):
         """The history as checkpoints: one per recorded segment."""
@@ -515,7 +533,7 @@ class PLDAccountant:
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
         lo, up = _curve.epsilon_curve(self._run(), d, self.accuracy, self.relation)
-        return Bounds(lo, up)
+        return _with_met(Bounds(lo, up), self.accuracy)
 
     def delta_curve(self, epsilon) -> Bounds:
         """Certified bounds on δ(ε) after each recorded segment (as :meth:`epsilon_curve`)."""
@@ -523,7 +541,7 @@ class PLDAccountant:
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
         lo, up = _curve.delta_curve(self._run(), e, self.accuracy, self.relation)
-        return Bounds(lo, up)
+        return _with_met(Bounds(lo, up), self.accuracy, e)
 
     def delta(self, epsilon) -> Bounds:
         """Certified bounds on δ(ε) for the recorded schedule."""
@@ -532,4 +550,4 @@ class PLDAccountant:
             return Bounds(np.zeros(e.shape), np.zeros(e.shape)) if e.ndim else Bounds(0.0, 0.0)
         lo, up = self._get_engine().delta(e.ravel())
         lo, up = lo.reshape(e.shape), up.reshape(e.shape)
-        return Bounds(float(lo), float(up)) if e.ndim == 0 else Bounds(lo, up)
+        return _with_met(Bounds(float(lo), float(up)) if e.ndim == 0 else Bounds(lo, up), self.accuracy, e)

@@ -1,0 +1,36 @@
+"""Wide answers say so (issue #31 item 4): ``Bounds.met`` and ``Bounds.width`` on every ε(δ) of the
+PLD accountant, and one warning line on stderr from the CLI when the accuracy was not met."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sgmfast import cli, pld
+from sgmfast._types import Bounds
+
+
+def test_met_and_width():
+    b = pld.epsilon(1.1, 256 / 60000, 14062, 1e-5)
+    assert b.met is True and b.width <= 1e-3 and b.width == (b.upper - b.lower) / b.upper
+    wide = pld.epsilon(1.1, 0.00427, 10 ** 12, 1e-5)  # past the work budget: certified, wide
+    assert wide.met is False and wide.width > 1e-3 and wide.lower <= wide.upper
+    arr = pld.epsilon(1.1, 256 / 60000, [100, 14062], 1e-5)
+    assert arr.met is True and np.all(arr.width <= 1e-3)
+    assert pld.PLDAccountant().step(1.1, 0.01, 100).epsilon(1e-5).met is True
+    assert pld.epsilon_curve(1.1, 0.01, [50, 100], 1e-5).met is True
+    assert pld.delta(1.1, 0.01, 100, 1.0).met is None  # (δ's accuracy is an ε shift: not judged by its ends)
+    # met is not part of equality or the repr: a Bounds is its two ends
+    assert Bounds(1.0, 2.0, met=True) == Bounds(1.0, 2.0) and repr(Bounds(1.0, 2.0, met=False)) == "Bounds(lower=1.0, upper=2.0)"
+    assert Bounds(math.inf, math.inf).width == 0.0
+
+
+def test_cli_warns_on_stderr_when_wide(capsys):
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "1000000000000", "--delta", "1e-5"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sgmfast: warning:") and "--accuracy" in lines[0]
+    assert "epsilon:" in out
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"]) == 0
+    assert capsys.readouterr().err == ""
