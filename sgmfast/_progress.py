@@ -1,4 +1,10 @@
-"""A minimal progress bar on stderr for long sweeps (no dependency)."""
+"""A minimal progress bar on stderr for long sweeps (no dependency).
+
+The bar redraws itself with ``\\r``, which only a terminal (or a Jupyter cell) understands: written
+to a file, a pipe or a CI log it would leave one long line of overwritten bars. So it is drawn
+live only on a terminal; elsewhere a bar that was asked for (``enabled=True``) writes one plain
+line when it is done, and a bar left to decide (``enabled=None``) writes nothing.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ class Progress:
         Text before the bar.
     enabled : bool or None
         None: on when stderr is a terminal and the sweep is long (``total >= min_total``).
+        True: a live bar on a terminal, one summary line at the end anywhere else.
     """
 
     def __init__(self, total: int, label: str, enabled: bool | None = None, min_total: int = 2000,
@@ -24,9 +31,11 @@ class Progress:
         self.total = max(int(total), 1)
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
+        live = _is_terminal(self.stream)
         if enabled is None:
-            enabled = total >= min_total and getattr(self.stream, "isatty", lambda: False)()
+            enabled = total >= min_total and live
         self.enabled = bool(enabled)
+        self.live = self.enabled and live  # (redrawn with \r; else one line at the end)
         self.done = 0
         self._t0 = time.monotonic()
         self._last = 0.0
@@ -35,15 +44,19 @@ class Progress:
         return self
 
     def __exit__(self, *exc):
-        if self.enabled:
+        if self.live:
             self._draw(force=True)
             self.stream.write("\n")
+            self.stream.flush()
+        elif self.enabled:
+            elapsed = time.monotonic() - self._t0
+            self.stream.write(f"{self.label}: {self.done}/{self.total} in {elapsed:.1f}s\n")
             self.stream.flush()
         return False
 
     def update(self, n: int = 1) -> None:
         self.done += n
-        if self.enabled:
+        if self.live:
             self._draw()
 
     def _draw(self, force: bool = False) -> None:
@@ -58,3 +71,14 @@ class Progress:
         eta = elapsed / frac - elapsed if frac > 0 else float("nan")
         self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} {elapsed:5.1f}s eta {eta:5.1f}s")
         self.stream.flush()
+
+
+def _is_terminal(stream) -> bool:
+    """Whether ``\\r`` redraws in place on ``stream``: a terminal, or a Jupyter cell's stream
+    (ipykernel's, which renders ``\\r`` though it is no tty)."""
+    try:
+        if stream.isatty():
+            return True
+    except (AttributeError, ValueError, OSError):  # (no isatty, or a closed stream)
+        return False
+    return type(stream).__module__.split(".")[0] == "ipykernel"

@@ -102,7 +102,12 @@ def _figure2_csv(data: Figure2Data, path) -> None:
 def write_figures(out_dir, *, delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_STEPS,
                   n_q: int = 100, accuracy: float = 1e-3, c: float = 4.0, n_eps: int = 1000,
                   csv_only: bool = False, progress: bool | None = None) -> FigureFiles:
-    """Compute Figures 1 and 2 and write their CSV (and, unless ``csv_only``, PNG) files."""
+    """Compute Figures 1 and 2 and write their CSV (and, unless ``csv_only``, PNG) files.
+
+    ``progress``: a bar on stderr while Figure 1 is computed. None: on a terminal, for a long
+    sweep; True (what ``sgmfast figures`` asks for): live on a terminal, one line when done
+    anywhere else (no ``\\r`` in a log or a pipe); False: none.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not csv_only:
