@@ -1,7 +1,7 @@
 """The samplers on the MNIST run (60000 examples, batches of 256 -- 234 whole batches an epoch for
 the epoch samplers --, sigma = 1.1, delta = 1e-5): certified epsilon after every 5th epoch
 (``pld.epsilon_curve(..., sampler=...)``), and sgmfast's and dp_accounting's RDP for fixed-size
-batches beside it.  Writes docs/samplers_mnist.png and docs/samplers_mnist.md (the table of the
+batches beside it (intervals to 4 decimals, lower ends rounded down and upper ends up).  Writes docs/samplers_mnist.png and docs/samplers_mnist.md (the table of the
 README section "Samplers: what your data loader does", pasted there; tests/test_readme_samplers.py
 checks the README's copy against the code).
 
@@ -46,12 +46,22 @@ def curves():
     return out
 
 
+def fixed4(x: float, up: bool) -> str:
+    """x to 4 decimals rounded in its bound's direction (upper up, lower down): the printed number
+    keeps the guarantee of the computed one."""
+    import math
+
+    v = (math.ceil if up else math.floor)(x * 1e4 - (1e-9 if up else -1e-9)) / 1e4
+    return f"{v:.4f}"
+
+
 def table(rows) -> str:
     lines = ["| what your data loader does | `sampler=` | relation | ε after 60 epochs (certified) |",
              "|---|---|---|---|"]
     for text, sampler, relation, _ in ROWS:
         lo, up, _ = rows[sampler]
-        lines.append(f"| {text} | `\"{sampler}\"` | {relation.replace('_', '-')} | [{lo[-1]:.4f}, {up[-1]:.4f}] |")
+        lines.append(f"| {text} | `\"{sampler}\"` | {relation.replace('_', '-')} | "
+                     f"[{fixed4(lo[-1], False)}, {fixed4(up[-1], True)}] |")
     return "\n".join(lines) + "\n"
 
 

@@ -31,4 +31,4 @@ def test_table_intervals_are_what_the_code_returns(sampler, relation, lo, up):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pld.LooseBoundWarning)
         b = pld.epsilon(1.1, q, 60 * 234, 1e-5, sampler=sampler, relation=relation.replace("-", "_"))
-    assert f"{b.lower:.4f}" == lo and f"{b.upper:.4f}" == up
+    assert float(lo) <= b.lower < float(lo) + 1e-4 and float(up) - 1e-4 < b.upper <= float(up)  # rounded outwards
