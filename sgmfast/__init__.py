@@ -4,7 +4,10 @@ The privacy of DP-SGD is that of T compositions of the Poisson-subsampled Gaussi
 (SGM). Two accountants answer "how private?", both Numba kernels under a thin API:
 
 - :mod:`sgmfast.rdp` -- Rényi DP with exact integer and fractional orders (an upper bound);
-- :mod:`sgmfast.pld` -- the privacy-loss distribution (certified upper and lower bounds).
+- :mod:`sgmfast.pld` -- the privacy-loss distribution (certified upper and lower bounds);
+- :mod:`sgmfast.calibrate` -- the smallest noise (or largest batch, fewest steps) for a target;
+- :mod:`sgmfast.analysis` -- the batch-size results of Räisä et al. and Kalinin;
+- :mod:`sgmfast.tuning` -- the privacy cost of a hyperparameter search.
 
 Submodules load on first use, so ``import sgmfast`` stays light.
 """
@@ -17,9 +20,9 @@ from ._types import Bounds, Step
 
 __version__ = "0.1.0"
 
-__all__ = ["Bounds", "Step", "__version__", "rdp", "pld", "calibrate", "analysis"]
+__all__ = ["Bounds", "Step", "__version__", "rdp", "pld", "calibrate", "analysis", "tuning"]
 
-_SUBMODULES = {"rdp", "pld", "calibrate", "analysis", "cli", "integrations"}
+_SUBMODULES = {"rdp", "pld", "calibrate", "analysis", "tuning", "cli", "integrations"}
 
 
 def __getattr__(name: str):

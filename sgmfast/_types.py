@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 __all__ = ["Bounds", "Step"]
 
 
@@ -32,6 +30,8 @@ class Bounds:
     @property
     def width(self):
         """Relative width ``(upper - lower) / upper`` (0 where both ends are equal, inf included)."""
+        import numpy as np  # (here, not at the top: ``import sgmfast`` stays light)
+
         lo, up = np.asarray(self.lower, dtype=float), np.asarray(self.upper, dtype=float)
         with np.errstate(invalid="ignore", divide="ignore"):
             w = np.where(lo == up, 0.0, (up - lo) / np.where(up > 0, up, 1.0))
