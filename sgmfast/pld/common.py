@@ -92,9 +92,30 @@ def fast_len(n: int) -> int:
     return 2 * scipy.fft.next_fast_len(max((n + 1) // 2, 8), real=True)
 
 
+def _stirlerr(x: float) -> float:
+    """log Gamma(x + 1) - (x + 1/2) log x + x - log sqrt(2 pi) for x >= 64 (four terms of the
+    Stirling series: the next is below 1/(1188 x^9) < 1e-19)."""
+    r = 1.0 / (x * x)
+    return (1.0 / 12.0 - r * (1.0 / 360.0 - r * (1.0 / 1260.0 - r / 1680.0))) / x
+
+
 def log_binom(n, k) -> float:
-    """log C(n, k) for 0 <= k <= n (lgamma: ~1e-13 relative, callers round their bounds out)."""
-    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    """log C(n, k) for 0 <= k <= n, within ~1e-13 relative (callers round their bounds out).
+
+    With m = min(k, n - k): below 64 the sum of log((n - m + i) / i), i = 1..m (each term >= log 2
+    and within 2.5 u of itself, summed exactly); above, k log(n / k) - (n - k) log1p(-k / n) (two
+    positive terms) + log sqrt(n / (2 pi k (n - k))) and the Stirling remainders, a few u
+    relative.  (The lgamma difference lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1) cancels:
+    it erred by ~u n log n, 4e-8 relative at n = 1e9, k = 1; tests/test_rounding_constants.py.)"""
+    m = min(k, n - k)
+    if m <= 0:
+        return 0.0
+    if m < 64 and m == int(m):
+        return math.fsum(math.log((n - m + i) / i) for i in range(1, int(m) + 1))
+    if m < 64:  # (non-integer arguments: the lgamma difference)
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    return (m * math.log(n / m) - (n - m) * math.log1p(-m / n) + 0.5 * math.log(n / (2.0 * math.pi * m * (n - m)))
+            + _stirlerr(n) - _stirlerr(m) - _stirlerr(n - m))
 
 
 def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
