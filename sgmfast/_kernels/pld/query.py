@@ -39,7 +39,8 @@ def _delta_at(eps, offset, step, theta, log_scale, t, a_s, b_s):
         b = b_s[0] + t[0]
         sc = math.exp(log_scale - theta * base)
         val = sc * (a - math.exp(eps - base) * b)
-        return max(val, 0.0), 4.0 * (n + 4) * EPS64 * sc * (a + b)
+        rnd = 4.0 * (n + 4) + 2.0 * (abs(log_scale) + abs(theta * base) + abs(eps) + abs(base) + 2.0)
+        return max(val, 0.0), rnd * EPS64 * sc * (a + b)
     if x >= n - 1:  # (also keeps a huge eps from overflowing the index)
         return 0.0, 0.0
     j = int(math.floor(x))
@@ -48,7 +49,13 @@ def _delta_at(eps, offset, step, theta, log_scale, t, a_s, b_s):
     a = a_s[j]
     b = b_s[j]
     val = sc * (a - math.exp(eps - base) * b)
-    return max(val, 0.0), 4.0 * (n + 4) * EPS64 * sc * (a + b)
+    # the suffix sums' ~n u, the exp arguments' rounding (a few u of their terms: not covered by
+    # ~n u on a short grid far out, 1.85x measured at n = 12, theta ell = 900), and atom j, left
+    # out although its exact loss may lie above eps by the rounding of x (its term <= t_j sc
+    # (ell_j - eps)); tests/test_rounding_constants.py
+    rnd = 4.0 * (n + 4) + 2.0 * (abs(log_scale) + abs(theta * base) + abs(eps) + abs(base) + 2.0)
+    edge = t[j] * sc * 4.0 * (abs(eps) + abs(base) + abs(offset * step))
+    return max(val, 0.0), (rnd * sc * (a + b) + edge) * EPS64
 
 
 @jit
@@ -100,6 +107,10 @@ def delta_direct(eps, offset, step, theta, log_scale, t, p_inf, inf_err, err_l1,
                 term = w * -math.expm1(e - ell)
                 val += term
                 slack += term * (8.0 + 2.0 * theta * abs(ell)) * EPS64 + w * 4.0 * (abs(ell) + abs(e)) * EPS64
+        if k0 > 0 and t[k0 - 1] > 0.0:
+            # the atom just below: its exact loss may lie above eps by the rounding of ell
+            ell = (offset + k0 - 1) * step
+            slack += t[k0 - 1] * math.exp(log_scale - theta * ell) * 4.0 * (abs(ell) + abs(e)) * EPS64
         slack = (slack + (n - k0 + 2) * EPS64 * val) * 1.01
         fe = math.exp(log_scale - theta * e) * err_l1
         if upper:
