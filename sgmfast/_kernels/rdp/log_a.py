@@ -54,7 +54,8 @@ _SERIES_TERMS = 13
 @jit
 def _h1(ell):
     """ell e^ell - e^ell + 1 >= 0: ell^2 sum_k (k + 1) ell^k / (k + 2)! near 0 (Horner),
-    the closed form elsewhere (relative error below 1e-14 for |ell| >= 0.1)."""
+    the closed form elsewhere (relative error below 1e-13 for |ell| >= 0.1: 4.1e-14 measured at
+    ell = -0.105, where 1 - e^ell (1 - ell) cancels to ~ell^2 / 2; tests/test_rounding_constants.py)."""
     if abs(ell) < _SERIES_MAX:
         s = 0.0
         for k in range(_SERIES_TERMS - 1, -1, -1):
