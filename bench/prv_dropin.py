@@ -215,9 +215,10 @@ def per_setting(records, patterns, L):
                 x = r[f"{who}_{p}"]
                 if x["ok"]:
                     v = ", ".join(f"{u:.6g}" for u in x["value"])
-                    extra = f"  certified eps at sigma {x['certified_eps']:.6g} (target {s['target']:g})" \
-                        if p == "dpt" else ""
-                    val = f"({v}){extra}"
+                    if p == "dpt":  # (value: the sigma found; then the certified eps there)
+                        val = f"sigma {v}: certified eps {x['certified_eps']:.6g} (target {s['target']:g})"
+                    else:
+                        val = f"({v})"
                 else:
                     val = f"{x['error']}: {x.get('detail', '')[:90]}"
                 L.append(f"      {p:<4} {'prv' if who == 'prv' else 'drop-in':<7} {fmt_t(x['time']):>9}  {val}")
