@@ -1,0 +1,300 @@
+"""More stated rounding constants of the certifiers, measured at their worst case (issue #29).
+
+The continuation of ``tests/test_rounding_constants.py`` (same method: drive the computation a
+constant covers towards its worst case over the domain the code uses it on, measure against
+mpmath or exact rationals, assert measured worst <= stated and report the ratio) for the Fourier
+powers (``_kernels.pld.fft_power``), the tilting kernels (``_kernels.pld.tilt``) and the
+trade-off lines (``_kernels.pld.tradeoff``).  The ratios measured on x86-64 / glibc are in each
+test's docstring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from sgmfast._kernels.logmath import EPS64
+from sgmfast._kernels.pld import fft_power as kf
+from sgmfast._kernels.pld import tilt as kt
+from sgmfast._kernels.pld import tradeoff as ktr
+
+U = 2.0 ** -53  # unit round-off (the kernels' EPS64 is 2 u)
+DPS = 50
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    with mpmath.workdps(DPS):
+        yield
+
+
+def _check(name, worst, bound):
+    """Print the measured worst / the stated constant (``pytest -s``) and assert it is <= 1."""
+    worst, bound = float(worst), float(bound)
+    ratio = worst / bound
+    print(f"\n{name}: measured worst {worst:.3g}, stated {bound:.3g}, ratio {ratio:.3g}")
+    assert worst <= bound, f"{name}: measured worst {worst!r} exceeds the stated {bound!r} (ratio {ratio:.3g})"
+
+
+def _mpc(z):
+    return mpmath.mpc(float(z.real), float(z.imag))
+
+
+# --- fft_power: one complex product (2.83 u), (1 + 3u)^N over N products, the 1e-12 margins -----
+
+def _product_pairs(rng, n):
+    """Complex pairs: random, the real or the imaginary part of the product cancelling (a c ~ b d,
+    a d ~ -b c: the worst case of the naive formula), unit moduli, wide exponents."""
+    a = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    b = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    k = n // 4
+    # real part cancels: b = conj(1 / a) * (1 + tiny) rotated by a small angle
+    ph = rng.uniform(-1e-8, 1e-8, k) + np.pi / 2 * rng.integers(0, 4, k)
+    b[:k] = np.conj(a[:k]) / np.abs(a[:k]) ** 2 * np.exp(1j * (np.pi / 2 + ph)) * rng.uniform(0.5, 2, k)
+    b[k:2 * k] = np.conj(a[k:2 * k]) * np.exp(1j * rng.uniform(-1e-8, 1e-8, k))  # imaginary part cancels
+    ang = rng.uniform(0, 2 * np.pi, k)
+    a[2 * k:3 * k] = np.exp(1j * ang)
+    b[2 * k:3 * k] = np.exp(-1j * (ang + rng.uniform(-1e-6, 1e-6, k) + np.pi / 2))
+    a[3 * k:] *= 10.0 ** rng.uniform(-100, 100, n - 3 * k)
+    return a, b
+
+
+def test_complex_product_within_2_83u():
+    """``fft_power``'s "each complex product errs by <= 2.83 u" (Higham 2002, 3.6: sqrt 2 gamma_2,
+    relative to |x| |y|), on the kernel's own products (``power_product`` with two parts, counts
+    1 and 1: out_k = 1 * x_k * y_k, the first product exact): random pairs and pairs whose real or
+    imaginary part cancels (the naive formula's worst case), against mpmath.  Measured worst
+    1.75 u (ratio 0.62)."""
+    rng = np.random.default_rng(291)
+    a, b = _product_pairs(rng, 4000)
+    spectra = np.vstack([a, b])
+    out = np.empty(a.size, dtype=np.complex128)
+    kf.power_product(spectra, np.array([1, 1], dtype=np.int64), np.zeros(2), out)
+    worst = 0.0
+    for x, y, z in zip(a, b, out):
+        ex = _mpc(x) * _mpc(y)
+        worst = max(worst, float(abs(_mpc(z) - ex) / (abs(_mpc(x)) * abs(_mpc(y)))) / U)
+    _check("complex product error in u of |x||y|", worst, 2.83)
+
+
+def _unit_spectrum(rng, h):
+    """Half spectra of modulus at most 1 (one-step arrays are mass arrays: |s_k| <= s_0 <= 1):
+    unit phasors (no decay: the largest products), moduli near 1, and a generic decay."""
+    ang = rng.uniform(-np.pi, np.pi, h)
+    mod = np.concatenate([np.ones(h // 2), 1 - 10.0 ** rng.uniform(-12, -1, h - h // 2)])
+    s = mod * np.exp(1j * ang)
+    s[0] = 1.0
+    return s
+
+
+@pytest.mark.parametrize("counts", [[2], [3], [255], [1024], [65535], [10**6 + 1], [7, 12, 100], [1, 2**17 - 1]])
+def test_power_rounding_within_1_plus_3u_to_n(counts):
+    """``power_product``'s rounding charge: z_k = prod_i s_ik^T_i by exponentiation by squaring
+    errs by <= ((1 + 3u)^N - 1) prod |s_ik|^T_i, N = sum T_i, and the returned err_sum (here with
+    exact inputs, e2 = 0) bounds the full-spectrum sum of |out_k - exact_k|: counts up to 1e6 + 1
+    and 2^17 - 1 (all bits set: the most products), one and several parts, unit phasors (no
+    decay, the most coherent growth), against mpmath's integer powers of the same floats.  The
+    docstring's 3 u is checked (the code charges 3 EPS64 = 6 u per product).  Measured worst per
+    frequency 0.20 of (1 + 3u)^N - 1 (err_sum: below it)."""
+    rng = np.random.default_rng(292 + sum(counts))
+    h = 60
+    m = len(counts)
+    spectra = np.vstack([_unit_spectrum(rng, h) for _ in range(m)])
+    cnt = np.array(counts, dtype=np.int64)
+    out = np.empty(h, dtype=np.complex128)
+    err_sum, _ = kf.power_product(spectra, cnt, np.zeros(m), out)
+    n_tot = sum(counts)
+    rel = math.expm1(n_tot * math.log1p(3 * U))
+    worst = 0.0
+    total = mpmath.mpf(0)
+    for k in range(h):
+        ex = mpmath.mpf(1)
+        mag = mpmath.mpf(1)
+        for i in range(m):
+            s = _mpc(spectra[i, k])
+            ex *= s ** counts[i]
+            mag *= abs(s) ** counts[i]
+        if mag < mpmath.exp(-740):
+            continue
+        e = abs(_mpc(out[k]) - ex)
+        total += (1 if k in (0, h - 1) else 2) * e
+        worst = max(worst, float(e / mag) / rel)
+    assert total <= err_sum, (counts, float(total), err_sum)
+    _check(f"power rounding / ((1 + 3u)^N - 1), counts {counts}", worst, 1.0)
+
+
+def test_power_range_exp_log_margins_below_1e12():
+    """``power_range``'s bounds W_ik = exp(L - log R_i) and M = exp(L), L = sum_j T_j log R_j,
+    are rounded up by 1e-12 (1 + |.|) ("exp/log of these sums err by far less than 1e-12
+    relative"): read from the kernel itself (one frequency: wsum = W^2, err = rel M + 1e-300 N)
+    and compared with the exact products of the same float R (mpmath) over the domain the code
+    uses: R = |s| + e2 from 1e-300 (the cut at e^-740) to 1 + 1e-9 (a mass array's spectrum plus
+    its error bound), counts 1 to 1e9, one to four parts.  Each bound is >= the exact value and the
+    measured error of the unrounded exponent is below the margin (W^2 below 1e-300 and M below
+    e^-600 are not read back).  Measured worst 4e-4 of 1e-12 (1 + |L|)."""
+    rng = np.random.default_rng(293)
+    worst = 0.0
+    for trial in range(400):
+        m = int(rng.integers(1, 5))
+        cnt = (np.floor(10.0 ** rng.uniform(0, 9, m)) + 1).astype(np.int64)
+        lo_exp = -740.0 / cnt  # log R_j no smaller: each part's R^T alone above e^-740
+        logr = np.array([rng.uniform(lo_exp[j] / m, 1e-9) if rng.random() < 0.8 else rng.uniform(-1e-9, 1e-9)
+                         for j in range(m)])
+        s = np.exp(logr) * np.exp(1j * rng.uniform(-np.pi, np.pi, m))
+        if trial % 7 == 0:
+            s = np.abs(s)  # real, so |s| is exact
+        spectra = s.reshape(m, 1).astype(np.complex128)
+        e2 = np.zeros(m)
+        out = np.empty(1, dtype=np.complex128)
+        wsum = np.zeros(m)
+        err, _ = kf.power_range(spectra, cnt, e2, out, 0, 1, wsum)
+        n_tot = float(cnt.sum())
+        rel = math.expm1(n_tot * math.log1p(3.0 * EPS64))  # (the kernel's: 3 EPS64 = 6 u)
+        r = [mpmath.mpf(float(abs(spectra[j, 0]))) for j in range(m)]  # the kernel's float R
+        big_l = mpmath.fsum(int(cnt[j]) * mpmath.log(r[j]) for j in range(m))
+        if big_l < -740:
+            continue  # cut: M is charged directly
+        if big_l > -600:  # (below, err's 1e-300 N swamps rel M: M cannot be read back)
+            mag = (err - 1e-300 * n_tot) / rel
+            lm = mpmath.log(mpmath.mpf(mag))
+            margin = 1e-12 * (1 + abs(float(big_l)))
+            assert lm >= big_l, (cnt, logr, float(big_l), float(lm), err)
+            worst = max(worst, float(abs(lm - margin - big_l)) / margin)  # (mag's recovery: ~u of L)
+        for i in range(m):
+            li = big_l - mpmath.log(r[i])
+            lw = mpmath.log(mpmath.sqrt(mpmath.mpf(float(wsum[i]))))
+            mg = 1e-12 * (1 + abs(float(li)))
+            if li < -300:
+                continue  # W^2 underflows (wsum adds W^2: an absolute loss below 1e-300)
+            assert lw >= li - 2 * U, (cnt, logr, i, float(li), float(lw))
+            worst = max(worst, float(abs(lw - mg - li)) / mg)
+    _check("power_range exp/log error / 1e-12 (1 + |L|)", worst, 1.0)
+
+
+# --- tilt: the factors' rho ((MGF_ANCHOR + 2) u + 2u (|x| + 3)) and log_mgf_multi's margin -------
+
+def _bad_ratio_steps(rng, count=20000, keep=6):
+    """theta * step products whose exp is rounded the most (relative), so that the recurrence's
+    factor error adds coherently over MGF_ANCHOR - 1 products."""
+    x = rng.uniform(1e-4, 0.5, count)
+    errs = []
+    for v in x:
+        v = float(v)
+        errs.append((float(abs(mpmath.mpf(math.exp(v)) / mpmath.exp(mpmath.mpf(v)) - 1)), v))
+    errs.sort(reverse=True)
+    return [v for _, v in errs[:keep]]
+
+
+def test_tilt_factors_within_rho():
+    """``tilt``: every tilted mass t_i = p_i e^{theta ell_i - s} (ell_i = base + (j_lo + i) step)
+    is within the returned rho = 2u (max |x| + 3) + (MGF_ANCHOR + 2) u (relative) of its exact
+    value (mpmath, for the float inputs and the returned s): runs of MGF_ANCHOR products of
+    r = e^{theta step} whose rounding is largest (the error compounds coherently), long grids
+    (|x| large at the ends), negative theta (exp per entry).  (The code's u is EPS64 = 2 u.)
+    Measured worst 0.50 of rho."""
+    rng = np.random.default_rng(294)
+    cases = []
+    for v in _bad_ratio_steps(rng):
+        for step in (1e-3, 0.0137, 0.25):
+            cases.append((v / step, step, int(rng.integers(-2000, 2000)), 3 * kt.MGF_ANCHOR + 5))
+    cases += [(-2.5, 0.01, -300, 700), (40.0, 1e-3, -5000, 2 * kt.MGF_ANCHOR), (0.0, 0.1, 0, 50)]
+    worst = 0.0
+    for theta, step, j_lo, m in cases:
+        base = 0.0
+        p = np.exp(-rng.uniform(0, 20, m))
+        p /= p.sum()
+        t = np.empty(m)
+        s, _, _, rho, _ = kt.tilt(p, j_lo, base, step, theta, True, t)
+        sm = mpmath.mpf(s)
+        idx = np.concatenate([np.arange(m)[: 2 * kt.MGF_ANCHOR + 2], rng.integers(0, m, 100)])
+        for i in idx:
+            if t[i] == 0.0:
+                continue
+            ell = mpmath.mpf(base) + (j_lo + int(i)) * mpmath.mpf(step)
+            ex = mpmath.mpf(float(p[i])) * mpmath.exp(mpmath.mpf(theta) * ell - sm)
+            worst = max(worst, float(abs(mpmath.mpf(float(t[i])) / ex - 1)) / rho)
+    _check("tilt t_i relative error / rho", worst, 1.0)
+
+
+def test_log_mgf_multi_margin():
+    """``log_mgf_multi``: out[k] >= log sum_i t_i e^{lam_k ell_i} (ell_i = (j_lo + i) step), its
+    stated rounding 2u (m + MGF_ANCHOR + 2 amax + |c| + |log sum| + 16) ("each factor errs by <=
+    (MGF_ANCHOR + 8) u plus 2u (|exp argument| + 1), the sum by <= m u"): the unrounded value
+    c + log(sum) against mpmath, for lam with the worst-rounded ratios e^{4 lam step}, of both
+    signs, long grids, grids far from 0 (|c| large).  (The code's u is EPS64 = 2 u: the margin
+    is 4 u (...).)  Measured worst 0.029 of the margin."""
+    rng = np.random.default_rng(295)
+    worst = 0.0
+    for step, j_lo, m in [(1e-3, -3000, 4 * kt.MGF_ANCHOR + 3), (0.0137, 500, 3 * kt.MGF_ANCHOR), (0.25, -20, 64)]:
+        t = np.exp(-rng.uniform(0, 15, m)) * (rng.random(m) > 0.05)
+        t /= t.sum()
+        vs = _bad_ratio_steps(rng, 4000, 4)
+        lams = np.array([v / (4 * step) for v in vs] + [-v / (4 * step) for v in vs] + [1.0, -3.0, 1e-6])
+        out = np.empty(lams.size)
+        kt.log_mgf_multi(t, j_lo, step, lams, out)
+        for k, lam in enumerate(lams):
+            lam = float(lam)
+            ex = mpmath.log(mpmath.fsum(mpmath.mpf(float(t[i])) * mpmath.exp(lam * (j_lo + i) * mpmath.mpf(step))
+                                        for i in range(m) if t[i] > 0))
+            assert out[k] >= ex, (step, lam, out[k], float(ex))
+            jref = j_lo + m - 1 if lam > 0 else j_lo
+            c = lam * jref * step
+            amax = abs(lam) * m * step
+            la = float(ex) - c
+            margin = 2.0 * EPS64 * (m + kt.MGF_ANCHOR + 2.0 * amax + abs(c) + abs(la) + 16.0)
+            plain = mpmath.mpf(out[k]) - margin  # c + log(sum) as computed (to ~u |out|)
+            worst = max(worst, float(abs(plain - ex)) / margin)
+    _check("log_mgf_multi error / its margin", worst, 1.0)
+
+
+# --- tradeoff.beta_lines: 8 u of the terms --------------------------------------------------------
+
+def test_beta_lines_within_8u():
+    """``tradeoff.beta_lines``: lo[j] <= the exact max(0, max_i 1 - d_up[i] - e^eps_i alpha_j) and
+    up[j] >= the exact max of its lines (the cells' 1 - max(d_lo[i+1], 1 - e^eps_{i+1}) -
+    e^eps_i alpha_j, the top's 1 - d_inf - e^E alpha_j, the bottom's e^-E (1 - alpha_j)), each
+    "rounded out by 8 u of the terms", for the float inputs (mpmath): alpha from 1e-300 to 1, eps
+    grids from -E to E, E up to 30, delta curves with values near 1 and 0 (the lines' worst
+    cancellation: 1 - d - e^eps alpha ~ 0).  Checked against the docstring's 8 u (the code pads by
+    8 EPS64 = 16 u).  Measured: every line's computed value within 0.27 of 8 u of its terms; the
+    rounded-out lo / up on the right side of the exact ones."""
+    rng = np.random.default_rng(296)
+    worst = 0.0
+    for big_e, m in [(0.5, 40), (4.0, 60), (30.0, 80)]:
+        eps = np.sort(np.concatenate([[-big_e, big_e], rng.uniform(-big_e, big_e, m - 2)]))
+        ex = [mpmath.exp(mpmath.mpf(float(e))) for e in eps]
+        # a delta curve: decreasing, with 1 - e^eps alpha ~ delta for the alphas below (cancellation)
+        d_up = np.maximum(np.exp(-np.linspace(0.0, 40.0, m)) * rng.uniform(0.9, 1.0), 0.0)
+        d_up = np.minimum.accumulate(d_up)
+        d_lo = d_up * (1 - 1e-6)
+        d_inf = float(d_lo[-1] * 0.5)
+        alphas = np.concatenate([10.0 ** rng.uniform(-300, 0, 30), [1.0, 0.5],
+                                 [float((1 - d_up[i]) * math.exp(-eps[i])) for i in rng.integers(0, m, 20)]])
+        alphas = np.clip(alphas, 0.0, 1.0)
+        lo, up = np.empty(alphas.size), np.empty(alphas.size)
+        ktr.beta_lines(alphas, eps, d_lo, d_up, d_inf, lo, up)
+        for j, a in enumerate(alphas):
+            am = mpmath.mpf(float(a))
+            lines_lo = [(1 - mpmath.mpf(float(d_up[i])) - ex[i] * am, 1 + float(d_up[i]) + float(ex[i] * am))
+                        for i in range(m)]
+            ex_lo = max(mpmath.mpf(0), max(v for v, _ in lines_lo))
+            lines_up = [(1 - mpmath.mpf(d_inf) - ex[-1] * am, 1 + d_inf + float(ex[-1] * am)),
+                        (ex[0] * (1 - am), float(ex[0]) * 2)]
+            for i in range(m - 1):
+                dn = max(mpmath.mpf(float(d_lo[i + 1])), 1 - ex[i + 1])
+                lines_up.append((1 - dn - ex[i] * am, 1 + abs(float(dn)) + float(ex[i] * am) + float(ex[i + 1])))
+            ex_up = max(v for v, _ in lines_up)
+            assert lo[j] <= ex_lo, (big_e, float(a), lo[j], float(ex_lo))
+            assert up[j] >= min(ex_up, 1), (big_e, float(a), up[j], float(ex_up))
+            # the plain value of each line (as the kernel forms it, without the pad) against its exact value
+            for i in range(m):
+                v = 1.0 - float(d_up[i]) - math.exp(float(eps[i])) * float(a)
+                worst = max(worst, float(abs(v - lines_lo[i][0])) / (8 * U * lines_lo[i][1]))
+            for i in range(m - 1):
+                dn = max(float(d_lo[i + 1]), 1.0 - math.exp(float(eps[i + 1])))
+                v = 1.0 - dn - math.exp(float(eps[i])) * float(a)
+                worst = max(worst, float(abs(v - lines_up[i + 2][0])) / (8 * U * lines_up[i + 2][1]))
+    _check("beta_lines line error / 8 u of the terms", worst, 1.0)
