@@ -298,3 +298,60 @@ def test_beta_lines_within_8u():
                 v = 1.0 - dn - math.exp(float(eps[i])) * float(a)
                 worst = max(worst, float(abs(v - lines_up[i + 2][0])) / (8 * U * lines_up[i + 2][1]))
     _check("beta_lines line error / 8 u of the terms", worst, 1.0)
+
+
+# --- discretise: the edges' rounding, 8 u err0 in loss units --------------------------------------
+
+def _mp_remove_loss(z, sigma, q):
+    z, s, q = mpmath.mpf(z), mpmath.mpf(sigma), mpmath.mpf(q)
+    return mpmath.log(1 - q + q * mpmath.exp((2 * z - 1) / (2 * s * s)))
+
+
+def _mp_replace_loss(z, sigma, q):
+    z, s, q = mpmath.mpf(z), mpmath.mpf(sigma), mpmath.mpf(q)
+    s2 = s * s
+    return (mpmath.log(1 - q + q * mpmath.exp(-(2 * z + 1) / (2 * s2)))
+            - mpmath.log(1 - q + q * mpmath.exp((2 * z - 1) / (2 * s2))))
+
+
+EDGE_CASES = [(1.1, 256 / 60000), (0.8, 0.01), (0.3, 0.9), (0.5, 1e-3), (2.0, 0.5), (5.0, 1.0), (0.6, 1e-6),
+              (0.2, 0.5), (10.0, 0.01)]
+
+
+@pytest.mark.parametrize("sigma,q", EDGE_CASES)
+def test_discretise_edges_within_8u_err0(sigma, q):
+    """``discretise_direction``'s "the edges' rounding in loss units is <= 8u err0" (u = EPS64 in
+    the code; err0 = 1 + 1/sigma^2 + |log q|, doubled for the replace-one pair, ``onestep``): the
+    float edge z_k = ``_z_of_loss``(k step) (``replace_z`` for replace-one) has an exact loss
+    within that of the grid point k step, measured with mpmath at the float z over the whole
+    grid ``grid_range`` gives (tau 1e-12 and 1e-15) for the three pairs, its ends densely
+    (the lower end log(1 - q) of the remove loss: the log's cancellation).  Measured worst 0.33
+    of 8 EPS64 err0 (sigma 0.3, q 0.9)."""
+    from sgmfast._kernels.pld.losses import replace_z
+    from sgmfast._kernels.pld.losses import _z_of_loss as z_of_loss
+    from sgmfast.pld.onestep import grid_range
+    worst = 0.0
+    for add in (0, 1, 2):
+        if add == 2 and q >= 1.0:
+            continue
+        err0 = 1.0 + 1.0 / (sigma * sigma) + abs(math.log(q))
+        if add == 2:
+            err0 *= 2.0
+        step = 1e-3 if sigma > 0.7 else 5e-3
+        for tau in (1e-12, 1e-15):
+            j_lo, j_hi = grid_range(sigma, q, add, step, tau)
+            js = np.unique(np.concatenate([np.linspace(j_lo, j_hi, 120).astype(int),
+                                           np.arange(j_lo, min(j_lo + 25, j_hi + 1)), np.arange(max(j_hi - 25, j_lo), j_hi + 1)]))
+            for j in js:
+                j = int(j)
+                if add == 2:
+                    x = j * step
+                    e = abs(_mp_replace_loss(replace_z(x, sigma, q), sigma, q) - x)
+                else:
+                    x = (-j - 1 if add else j) * step  # the remove-loss edge the bins share
+                    z = z_of_loss(x, sigma, q)
+                    if z == -math.inf:
+                        continue
+                    e = abs(_mp_remove_loss(z, sigma, q) - x)
+                worst = max(worst, float(e) / (8.0 * EPS64 * err0))
+    _check(f"edge loss error / 8 EPS64 err0 (sigma {sigma}, q {q})", worst, 1.0)
