@@ -527,3 +527,71 @@ def test_block_spectrum_rounding():
             worst = max(worst, float(e) / charge)
         assert total <= bound, (ks, float(total), bound)
     _check("block_spectrum rounding / its per-frequency charge", worst, 1.0)
+
+
+# --- fft_power.power_checkpoints: the checkpoints' rounding and their M_k bounds ------------------
+
+def _checkpoints(spectra, rows, row_of, log_cut=math.log(1e-30)):
+    m, h = spectra.shape
+    nk = row_of.size
+    ntot = np.cumsum(rows[row_of].sum(axis=1)).astype(float)
+    dec = np.ones(nk, dtype=np.int64)
+    acc, lsum, labs = np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h)
+    out = np.zeros((nk, h), dtype=np.complex128)
+    err, z2, wsum = np.zeros(nk), np.zeros(nk), np.zeros((nk, m))
+    band = np.full(nk, -1, dtype=np.int64)
+    kf.power_checkpoints(spectra, np.zeros(m), rows, row_of, ntot, dec, 2 * (h - 1) if h > 1 else 1, 0, 0, h,
+                         acc, lsum, labs, out, err, z2, wsum, log_cut, nk, band)
+    return out, err, wsum, ntot
+
+
+def test_power_checkpoints_rounding_and_bounds():
+    """``power_checkpoints``: checkpoint k's composed spectrum z_k = prod_i s_i^C_ki (C the
+    cumulative counts of the increment rows) errs by <= ((1 + 3u)^N_k - 1) M_k per frequency (the
+    docstring's u; the code charges 3 EPS64), err[k] covers the full-spectrum l1 error including
+    the cut frequencies (e^log_cut each); and the bound M_k = exp(L_k + (m + k + 4) 2u sum C |log
+    R| + 1e-12 (1 + |L_k|)) is >= prod R^C (read back from wsum at one frequency), the unrounded
+    exponent's error measured against the two margins' sum.  Two parts, three increment rows,
+    60 checkpoints (counts to ~1e6), unit phasors, moduli near 1 and decaying ones.  Measured
+    worst: rounding 0.18 of (1 + 3u)^N_k - 1; the exponent's error 8e-4 of its margins."""
+    rng = np.random.default_rng(301)
+    h = 24
+    spectra = np.vstack([_unit_spectrum(rng, h) for _ in range(2)])
+    spectra[1, h // 2:] *= 0.9  # decaying frequencies: cut at later checkpoints
+    rows = np.array([[3, 0], [0, 5], [1, 1], [4096, 17]], dtype=np.int64)
+    row_of = rng.integers(0, 4, 60).astype(np.int64)
+    out, err, _, ntot = _checkpoints(spectra, rows, row_of)
+    cum = np.cumsum(rows[row_of], axis=0)
+    worst = 0.0
+    for k in range(row_of.size):
+        rel = math.expm1(ntot[k] * math.log1p(3 * U))
+        total = mpmath.mpf(0)
+        for f in range(h):
+            ex = _mpc(spectra[0, f]) ** int(cum[k, 0]) * _mpc(spectra[1, f]) ** int(cum[k, 1])
+            e = abs(_mpc(out[k, f]) - ex)
+            total += (1 if f in (0, h - 1) else 2) * e
+            if out[k, f] != 0:
+                worst = max(worst, float(e / abs(ex)) / rel)
+        assert total <= err[k], (k, float(total), err[k])
+    _check("power_checkpoints rounding / ((1 + 3u)^N_k - 1)", worst, 1.0)
+    # the M_k bounds, one frequency at a time (wsum[k, i] = (M_k / R_i (1 + 4 EPS64))^2)
+    worst_m = 0.0
+    for _ in range(60):
+        logr = -(10.0 ** rng.uniform(-12, 0, 2))
+        sp = (np.exp(logr) * np.exp(1j * rng.uniform(-np.pi, np.pi, 2))).reshape(2, 1).astype(np.complex128)
+        rows1 = (10.0 ** rng.uniform(0, 5, (3, 2))).astype(np.int64)
+        row_of1 = rng.integers(0, 3, 40).astype(np.int64)
+        _, _, wsum, _ = _checkpoints(sp, rows1, row_of1, log_cut=-700.0)
+        r = [mpmath.mpf(float(abs(sp[i, 0]))) for i in range(2)]
+        c = np.cumsum(rows1[row_of1], axis=0)
+        for k in range(row_of1.size):
+            if wsum[k, 0] < 1e-290:
+                continue  # cut, or W^2 below the normal range (not read back)
+            big_l = int(c[k, 0]) * mpmath.log(r[0]) + int(c[k, 1]) * mpmath.log(r[1])
+            la = float(int(c[k, 0]) * abs(mpmath.log(r[0])) + int(c[k, 1]) * abs(mpmath.log(r[1])))
+            margin = 2.0 * (2 + k + 4) * EPS64 * la + 1e-12 * (1 + abs(float(big_l)))
+            mag = mpmath.sqrt(mpmath.mpf(float(wsum[k, 0]))) * r[0] / (1 + 4 * EPS64)
+            lm = mpmath.log(mag)
+            assert lm >= big_l, (k, float(lm), float(big_l))
+            worst_m = max(worst_m, float(abs(lm - margin - big_l)) / margin)
+    _check("power_checkpoints M_k exponent error / its margins", worst_m, 1.0)
