@@ -595,3 +595,68 @@ def test_power_checkpoints_rounding_and_bounds():
             assert lm >= big_l, (k, float(lm), float(big_l))
             worst_m = max(worst_m, float(abs(lm - margin - big_l)) / margin)
     _check("power_checkpoints M_k exponent error / its margins", worst_m, 1.0)
+
+
+# --- pld.allocation._chernoff_over: each lam's bound rounded up by its rounding --------------------
+
+CHERNOFF_LATTICES = [(2.0, 1000, 1e-3, 1e-14, 0), (3.0, 100, 1e-4, 1e-14, 0), (1.5, 300, 1e-3, 1e-14, 0)]
+
+
+@pytest.mark.parametrize("sigma,t,acc,tail,lev", CHERNOFF_LATTICES)
+def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
+    """``pld.allocation._chernoff_over``: for every lam of its grid, e^{-lam cap} M(lam)^t (and
+    e^{-lam cap} M'(lam) M(lam)^(t-1) / t) as computed, exp of t log M - lam cap, must be rounded
+    up past the exact value for the float masses w (the spread ``w_upper`` of a lattice
+    ``_lattice`` chooses) at the exact lattice points k h.  Measured in x87 long double (its
+    pairwise sums' error is ~1e-4 of the measured): the error of the plain exponent against the
+    charged margin.  The flat "rounded up by 1e-12 relative" this once was is exceeded: 2.0e-12
+    (sigma 2, t 1000, 6894 points; M's relative rounding ~2e-15, raised to the power t), the
+    computed bound falling 1.0e-12 below the exact one (the callers' (1 + 1e-9) still covered
+    it); the margin now charged is t (w.size + 2 lam x_max + 4) u + 2u (the logs) + 1e-12.
+    Measured worst 0.003 of it; the returned bounds are >= the exact least bound over the lams."""
+    if np.finfo(np.longdouble).nmant < 60:
+        pytest.skip("needs an extended-precision long double for the reference")
+    from sgmfast._kernels.pld import allocation as ka
+    from sgmfast.pld.allocation import _chernoff_over, _lattice
+    h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
+    K = max(2, int(math.ceil(w_max / h)))
+    C = max(K + 1, int(math.ceil(cap / h)) + 1)
+    mass, off = np.empty(K), np.empty(K)
+    ka.lognormal_cells(1.0 / sigma, h, K, mass, off)
+    w = np.empty(K + 1)
+    ka.w_upper(h, K, mass, off, w)
+    capf = (C - 1) * h
+    best_p, best_q = _chernoff_over(w, h, t, capf)
+    x = np.arange(w.size) * h
+    xl = np.arange(w.size).astype(np.longdouble) * np.longdouble(h)
+    wl = w.astype(np.longdouble)
+    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
+    lams = np.concatenate((np.geomspace(1e-6, 1e3, 60) / max(capf, 1e-12), np.geomspace(1e-2, 1e3, 40) / max(sd, h)))
+    worst = worst_old = 0.0
+    ex_q = ex_p = np.longdouble(1.0)
+    for lam in lams:
+        lam = float(lam)
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(lam * x)
+            m, dm = float(w @ e), float(w @ (x * e))
+            el = np.exp(np.longdouble(lam) * xl)
+            ml, dml = (wl * el).sum(), (wl * xl * el).sum()
+        if not (math.isfinite(m) and math.isfinite(dm) and m > 0 and np.isfinite(ml) and np.isfinite(dml)):
+            continue
+        lm, lc = math.log(m), lam * capf
+        lcl = np.longdouble(lam) * np.longdouble(capf)
+        lq_ex = t * np.log(ml) - lcl
+        lp_ex = (t - 1) * np.log(ml) + np.log(dml) - np.log(np.longdouble(t)) - lcl
+        ex_q, ex_p = min(ex_q, np.exp(min(lq_ex, 0))), min(ex_p, np.exp(min(lp_ex, 0)))
+        r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
+        for plain, exact, rnd in ((t * lm - lc, lq_ex, 2 * U * (t * abs(lm) + abs(lc) + 2.0)),
+                                  ((t - 1) * lm + math.log(dm) - math.log(t) - lc, lp_ex,
+                                   2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0))):
+            if exact > 0 or exact < -700:
+                continue  # (clipped at 1; or far below anything it could decide)
+            err = abs(float(np.longdouble(plain) - exact))
+            worst = max(worst, err / (t * r + rnd + 1e-12))
+            worst_old = max(worst_old, err / 1e-12)
+    print(f"\n(the flat 1e-12 once stated: ratio {worst_old:.3g})")
+    assert best_q >= ex_q and best_p >= ex_p, (best_q, float(ex_q), best_p, float(ex_p))
+    _check(f"_chernoff_over exponent error / its margin (sigma {sigma}, t {t})", worst, 1.0)
