@@ -2,10 +2,19 @@
 
 The continuation of ``tests/test_rounding_constants.py`` (same method: drive the computation a
 constant covers towards its worst case over the domain the code uses it on, measure against
-mpmath or exact rationals, assert measured worst <= stated and report the ratio) for the Fourier
-powers (``_kernels.pld.fft_power``), the tilting kernels (``_kernels.pld.tilt``) and the
-trade-off lines (``_kernels.pld.tradeoff``).  The ratios measured on x86-64 / glibc are in each
-test's docstring.
+mpmath, exact rationals or x87 long double, assert measured worst <= stated and report the
+ratio) for the Fourier powers (``_kernels.pld.fft_power``), the tilting kernels
+(``_kernels.pld.tilt``), the trade-off lines (``_kernels.pld.tradeoff``), the edges' term of
+``_kernels.pld.discretise``, ``two_stage``'s log weights and random allocation
+(``pld.allocation``, ``_kernels.pld.allocation``).  The ratios measured on x86-64 / glibc are in
+each test's docstring.  Where the code charges EPS64 (= 2 u) and the docstring says "u", the
+docstring's figure is checked.
+
+Constants these measurements found exceeded: ``pld.allocation._chernoff_over``'s flat 1e-12
+(2.0x at t = 1000; now each lam's rounding is charged).  Not fixed here, strict xfails:
+``_kernels.pld.allocation.SLACK`` (1e-9; the masses 2.2x, the split fractions 3e6x at the top of a
+2^20-point lattice) and ``w_lower``'s 1e-11 (x + h) for a cell mean's rounding (~200x): both
+errors grow like x / h, so no constant covers them.
 """
 
 from __future__ import annotations
