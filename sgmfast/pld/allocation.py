@@ -236,10 +236,10 @@ class Epoch:
         K = max(2, int(math.ceil(w_max / h)))
         w_max = K * h
         C = max(K + 1, int(math.ceil(cap / h)) + 1)
-        mass, off = np.empty(K), np.empty(K)
-        ka.lognormal_cells(s, h, K, mass, off)
+        mass, off, err = np.empty(K), np.empty(K), np.empty(K)
+        ka.lognormal_cells(s, h, K, mass, off, err)
         wu, wl = np.empty(K + 1), np.empty(K + 1)
-        ka.w_upper(h, K, mass, off, wu)
+        ka.w_upper(h, K, mass, off, err, wu)
         self.eta = float(ka.w_lower(s, h, K, wl))
         self.t, self.h, self.C = t, h, C
         self.up, self.e_up = _upper_power(wu, t, C, h, s)

@@ -32,13 +32,14 @@ import math
 import numpy as np
 
 from .._jit import jit
-from ..logmath import EPS64, NEG_INF, log_ndtr_diff
+from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff
 
 __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf"]
 
-#: Relative slack on every lattice mass and split fraction: covers the rounding of the
-#: log-normal-CDF differences (<= ~1e-12 relative here: cells are >= h wide and the
-#: log-CDF has full relative precision in both tails) and of the subtraction x_k m_k.
+#: Relative slack on every lattice mass and split fraction, on top of each cell's own rounding
+#: bound (``_diff_err``: a flat constant cannot cover it -- a cell is ~1/(s^2 k) wide in the
+#: standardised log, so its log-CDF difference loses ~k digits' worth at the top of a long lattice,
+#: and the split fraction another factor k; measured in tests/test_rounding_constants_more.py).
 SLACK = 1e-9
 #: Largest distance (in lattice spacings, plus 1e-10 relative) of a lower-bound cell's mean from
 #: its lattice point; a cell beyond it is dropped (a sub-measure is still a lower bound).
@@ -54,8 +55,37 @@ def _beta(x, s):
 
 
 @jit
-def lognormal_cells(s, h, K, mass, mean_off):
-    """Per cell k (0..K-1, [x_k, x_k + h]): its Q-mass m_k and E[W - x_k; cell] (in [0, h m_k])."""
+def _diff_err(a, b):
+    """A bound on the relative rounding error of ``log_ndtr_diff(a, b)`` (as a mass): the
+    difference is formed on the side of zero where both log-CDFs are small, Phi(b) - Phi(a) =
+    e^{lb} (1 - e^{-d}) with d = lb - la; each log-CDF is within 8u (|l| + 1) (measured 3u,
+    tests/test_rounding_constants.py), and 1 - e^{-d} turns an absolute error of d into a
+    relative one at most that over min(d, 1) (over 1 - e^{-d} >= min(d, 1) / 2, so twice that);
+    the straddling case has no cancellation.  16u more for the exp and the final log."""
+    if not a < b:
+        return 0.0
+    if b <= 0.0:
+        la, lb = log_ndtr(a), log_ndtr(b)
+    elif a >= 0.0:
+        la, lb = log_ndtr(-b), log_ndtr(-a)
+    else:
+        return 32.0 * EPS64
+    if la == NEG_INF:
+        return 8.0 * EPS64 * (abs(lb) + 1.0) + 32.0 * EPS64
+    d = lb - la
+    if not d > 0.0:
+        return 1.0
+    ea, eb = 4.0 * EPS64 * (abs(la) + 1.0), 4.0 * EPS64 * (abs(lb) + 1.0)
+    return eb + 2.0 * (ea + eb) / min(d, 1.0) + 32.0 * EPS64
+
+
+@jit
+def lognormal_cells(s, h, K, mass, mean_off, err):
+    """Per cell k (0..K-1, [x_k, x_k + h]): its Q-mass m_k, E[W - x_k; cell] (in [0, h m_k]) and
+    err_k, a bound on both the relative error of m_k and the absolute error of the split fraction
+    f_k = E[W - x_k; cell] / (h m_k): with m, E[W; cell] within em, ew relatively
+    (``_diff_err``), E[W; cell] <= (k + 1) h m and the subtraction's rounding u (2k + 1) h m,
+    |f - f_exact| <= (k + 1) ew + k em + em + (2k + 1) u <= (k + 2) (ew + em + 2u)."""
     for k in range(K):
         a = _beta(k * h, s)
         b = _beta((k + 1) * h, s)
@@ -71,24 +101,28 @@ def lognormal_cells(s, h, K, mass, mean_off):
             off = h * m
         mass[k] = m
         mean_off[k] = off
+        em = _diff_err(a, b)
+        ew = _diff_err(a - s, b - s)
+        err[k] = min(1.0, (k + 2.0) * (ew + em + EPS64) * (1.0 + 1e-9))
 
 
 @jit
-def w_upper(h, K, mass, mean_off, out):
+def w_upper(h, K, mass, mean_off, err, out):
     """The spread of the cells onto the K + 1 lattice points, rounded so that every lattice mass is
-    at least the exact spread's: each cell's mass inflated by SLACK and both ends' shares by
-    SLACK (the computed mass and fraction are within far less of the exact ones).  Pointwise
-    more mass than the exact spread: every δ, a non-negative functional increasing in the
-    measure, can only grow -- for both directions."""
+    at least the exact spread's: each cell's mass inflated by its error bound err_k (and SLACK)
+    and both ends' shares by err_k + SLACK (``lognormal_cells``: err_k bounds the fraction's
+    error too).  Pointwise more mass than the exact spread: every δ, a non-negative functional
+    increasing in the measure, can only grow -- for both directions."""
     for k in range(K + 1):
         out[k] = 0.0
     for k in range(K):
-        m = mass[k] * (1.0 + SLACK)
+        e = err[k] + SLACK
+        m = mass[k] * (1.0 + e)
         if m == 0.0:
             continue
         f = mean_off[k] / (h * mass[k])
-        out[k] += m * min(1.0, 1.0 - f + SLACK)
-        out[k + 1] += m * min(1.0, f + SLACK)
+        out[k] += m * min(1.0, 1.0 - f + e)
+        out[k + 1] += m * min(1.0, f + e)
 
 
 @jit
@@ -99,6 +133,14 @@ def _cell(s, a, c):
     lm = log_ndtr_diff(ba, bc)
     lw = log_ndtr_diff(ba - s, bc - s)
     return (math.exp(lm) if lm != NEG_INF else 0.0), (math.exp(lw) if lw != NEG_INF else 0.0)
+
+
+@jit
+def _cell_err(s, a, c):
+    """Bounds on the relative errors of ``_cell``'s (mass, E[W; .]) (``_diff_err``)."""
+    ba = _beta(a, s)
+    bc = _beta(c, s)
+    return _diff_err(ba, bc), _diff_err(ba - s, bc - s)
 
 
 @jit
@@ -147,12 +189,14 @@ def w_lower(s, h, K, out):
         # any boundary c > b is a partition; eta records how far its mean is from x
         m, e = _cell(s, b, c)
         if m > 0.0:
+            em, ew = _cell_err(s, b, c)
             bary = e / m
-            d = abs(bary - x) + 1e-11 * (x + h)
-            if d <= ETA_MAX * h + 1e-10 * x:
+            # the computed mean e / m is within (em + ew + 2u) of the exact one relatively
+            d = abs(bary - x) + (x + h) * (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
+            if d <= ETA_MAX * h + 1e-10 * x and em < 0.5:
                 if d > eta:
                     eta = d
-                out[j] += m * (1.0 - SLACK)
+                out[j] += m * (1.0 - SLACK - em)
             # else: a cell whose mean the root finding did not pin down is dropped
         b = c
     return eta
