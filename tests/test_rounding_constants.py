@@ -36,22 +36,8 @@ from sgmfast._kernels.pld.losses import _z_of_loss
 from sgmfast.pld import allocation, common, exact, fixed_size, shuffle
 from sgmfast.pld.composition import fft_const
 
-U = 2.0 ** -53  # unit round-off
-DPS = 50
-
-
-@pytest.fixture(autouse=True)
-def _precision():
-    with mpmath.workdps(DPS):
-        yield
-
-
-def _check(name, worst, bound):
-    """Print the measured worst / the stated constant (``pytest -s``) and assert it is <= 1."""
-    worst, bound = float(worst), float(bound)
-    ratio = worst / bound
-    print(f"\n{name}: measured worst {worst:.3g}, stated {bound:.3g}, ratio {ratio:.3g}")
-    assert worst <= bound, f"{name}: measured worst {worst!r} exceeds the stated {bound!r} (ratio {ratio:.3g})"
+from _rounding import DPS, U, _precision  # noqa: F401  (the autouse precision fixture)
+from _rounding import check as _check
 
 
 def _mp_log_mass(a, b):

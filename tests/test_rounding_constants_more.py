@@ -30,22 +30,8 @@ from sgmfast._kernels.pld import fft_power as kf
 from sgmfast._kernels.pld import tilt as kt
 from sgmfast._kernels.pld import tradeoff as ktr
 
-U = 2.0 ** -53  # unit round-off (the kernels' EPS64 is 2 u)
-DPS = 50
-
-
-@pytest.fixture(autouse=True)
-def _precision():
-    with mpmath.workdps(DPS):
-        yield
-
-
-def _check(name, worst, bound):
-    """Print the measured worst / the stated constant (``pytest -s``) and assert it is <= 1."""
-    worst, bound = float(worst), float(bound)
-    ratio = worst / bound
-    print(f"\n{name}: measured worst {worst:.3g}, stated {bound:.3g}, ratio {ratio:.3g}")
-    assert worst <= bound, f"{name}: measured worst {worst!r} exceeds the stated {bound!r} (ratio {ratio:.3g})"
+from _rounding import DPS, U, _precision  # noqa: F401  (the autouse precision fixture)
+from _rounding import check as _check
 
 
 def _mpc(z):
