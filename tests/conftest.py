@@ -1,0 +1,9 @@
+"""Commands the tests start (``python -m sgmfast ...``, ``python -c ...``) import this checkout,
+like the tests themselves (``pythonpath`` in pyproject.toml), whatever folder they run in: one
+copy of the package, one numba kernel cache, no second compilation of every kernel."""
+
+import os
+import pathlib
+
+ROOT = str(pathlib.Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
