@@ -35,6 +35,10 @@ HARD_LIMIT = 1.5
 #: a δ query over many eps gets the budget of up to this many single queries (groups of nearby
 #: eps; the far ones, δ below ~1e-16, cannot be narrowed and would only spend it)
 DELTA_GROUPS_PAID = 8
+#: the accuracy the public functions default to.  A query asking for a finer one first answers at
+#: this one and refines from there, keeping the intersection: a finer accuracy never returns a
+#: wider interval (a finer first grid can outgrow memory or the budget before it certifies much)
+DEFAULT_ACCURACY = 1e-3
 
 
 def _over_budget(meter, before: float, budget: float) -> bool:
@@ -68,6 +72,7 @@ class Engine:
         self.caches = Caches()
         self._rdp = None
         self._tv = None
+        self._coarse = None
         self.last_step = None  # the grid step of the last grid query (curves start there)
 
     @property
@@ -81,6 +86,16 @@ class Engine:
         if self._tv is None:
             self._tv = exact.tv_upper(self.schedule, self.relation)
         return self._tv
+
+    @property
+    def coarse(self) -> "Engine | None":
+        """The same schedule at the default accuracy, when this engine asks for a finer one (and
+        chooses its own grid steps); a query here starts from its answer and never ends wider."""
+        if self.accuracy >= DEFAULT_ACCURACY or self.grid_step is not None:
+            return None
+        if self._coarse is None:
+            self._coarse = Engine(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget)
+        return self._coarse
 
     def job(self, delta_goal: float) -> Job:
         """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
@@ -116,11 +131,12 @@ class Engine:
         g_lo, g_up = exact.near_gaussian_eps(self.near, target)
         if g_up < math.inf and g_up - g_lo <= self.accuracy * g_up:  # nearly full batches: the Gaussian brackets it
             return g_lo, g_up, None
+        c_lo, c_up, c_step = (0.0, math.inf, None) if self.coarse is None else self.coarse._eps_noisy(target, step0)
         try:
-            lo, up, step = self._eps_grid(target, step0)
+            lo, up, step = self._eps_grid(target, c_step or step0)
         except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
             lo, up, step = 0.0, self.rdp.epsilon(target), None
-        lo, up = max(lo, g_lo), min(up, g_up)
+        lo, up = max(lo, g_lo, c_lo), min(up, g_up, c_up)
         if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
             lo = max(lo, self._eps_floor(target))
         return lo, up, step
@@ -165,11 +181,12 @@ class Engine:
             if np.all(g_up - g_lo <= self.accuracy * g_up):  # nearly full batches
                 l, u = g_lo, g_up
             else:
+                c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)
                 try:
                     l, u = self._delta_grid(e)
                 except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
                     l, u = np.zeros(e.size), self.rdp.delta(e)
-                l, u = np.maximum(l, g_lo), np.minimum(u, g_up)
+                l, u = np.maximum(l, np.maximum(g_lo, c_l)), np.minimum(u, np.minimum(g_up, c_u))
                 wide = ~(u - l <= self.accuracy * u)
                 if wide.any():  # a wide answer: the single steps' bound may help
                     l[wide] = np.maximum(l[wide], self._delta_floor(e[wide]))
