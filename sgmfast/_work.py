@@ -14,15 +14,13 @@ import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from ._failures import WorkLimit  # noqa: F401  (past a meter's hard limit: callers keep what they had)
+
 #: work units per CPU second of the composition pipeline on the reference machine (2 cores,
 #: bench/README): budgets are stated in seconds there and kept in units everywhere.
 UNITS_PER_SECOND = 2.5e8
 
 
-class WorkLimit(ValueError):
-    """A metered block went past its hard limit: the work in progress is abandoned (nothing
-    partial is returned; callers keep what they had already certified).  A ValueError, like a
-    grid that would not fit in memory, and handled the same way."""
 
 
 class Meter:

@@ -142,6 +142,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._failures import GridFailure
 from ._validation import (as_float_array, check_accuracy, check_delta, check_epsilon, check_positive,
                           check_positive_int, check_q, check_sigma, check_steps)
 
@@ -765,7 +766,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if method in ("best", "profile"):
         try:
             out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof))
-        except (ValueError, ArithmeticError, MemoryError):
+        except (GridFailure, ArithmeticError, MemoryError):
             pass  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
     return out
 
@@ -798,7 +799,7 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
             # delta(epsilon(d)) <= d: its e1 may lie far above eps); all are upper bounds
             for d in sorted({_decade(out), _decade(0.9 * out)}) if out < 1.0 else ():
                 out = min(out, _profile_delta(s, qq, t, eps, runs, _target_profile(s, qq, t, d, runs, acc, relation)))
-        except (ValueError, ArithmeticError, MemoryError):
+        except (GridFailure, ArithmeticError, MemoryError):
             pass  # (as in epsilon)
     return out
 

@@ -36,3 +36,21 @@ def test_pld_stages_do_not_import_the_public_layer():
         for level, module in _imports(ROOT / "pld" / f"{name}.py"):
             if level == 1:
                 assert module.split(".")[0] not in {"engine", "accountant"}, f"pld/{name}.py imports {module}"
+
+
+def test_internal_failures_are_not_value_errors():
+    # ValueError means bad input (raised at the API boundary); a grid that cannot be built or
+    # finished raises a GridFailure, which the certifiers catch -- an unexpected ValueError from
+    # inside them is a bug and must surface, not become a wider "certified" answer
+    from sgmfast._failures import GridFailure, GridTooLarge, StepUnderflow, WorkLimit
+    from sgmfast.pld.common import too_many_bins
+
+    for cls in (GridFailure, GridTooLarge, StepUnderflow, WorkLimit):
+        assert not issubclass(cls, ValueError)
+    assert isinstance(too_many_bins(10**9), GridTooLarge)
+    for path in [*(ROOT / "pld").glob("*.py"), ROOT / "tuning.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+                reraises = any(isinstance(n, ast.Raise) for n in ast.walk(node))  # (input checks)
+                assert "ValueError" not in names or reraises, f"{path.name}:{node.lineno} swallows a ValueError"

@@ -70,6 +70,7 @@ import scipy.fft
 from scipy.special import ndtri
 
 from .._kernels.pld import allocation as ka
+from .._failures import GridFailure, GridTooLarge
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from .._work import PER_BIN_DISCRETISE, charge
@@ -281,7 +282,7 @@ class Epoch:
         j_hi = math.ceil(hi_l / step) + 1
         n = j_hi - j_lo + 1
         if n > MAX_GRID:
-            raise ValueError("too many loss bins for one epoch")
+            raise GridTooLarge("too many loss bins for one epoch")
         charge(PER_BIN_DISCRETISE * (n + 2 * n_s))  # (the two lattice passes onto the grid)
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
         # upper: the spread's power (its error already added); lower: the cells' power (minus
@@ -528,7 +529,7 @@ def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
 
     try:
         return max(float(accountant.epsilon(sigma, 1.0 / t, steps, delta, accuracy=0.05).upper), 1e-3)
-    except (ValueError, ArithmeticError):  # only a heuristic
+    except (GridFailure, ArithmeticError):  # only a heuristic
         return 1.0
 
 

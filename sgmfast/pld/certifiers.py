@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._failures import GridFailure
 from .common import ADD, REMOVE, REPLACE, Grid, NotApplicable, grid_pool, two_cores
 from .composition import compose_one_stage
 from .queries import delta_bound, eps_bound, scan
@@ -159,7 +160,7 @@ class TiltedFFT:
                 try:
                     g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau)
                     break
-                except (ValueError, FloatingPointError):
+                except (GridFailure, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
                     # where a weaker one fits; a tilt towards an eps beyond the direction's
                     # support (the add direction's loss is at most -log(1 - q) per step) can

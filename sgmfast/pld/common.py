@@ -41,6 +41,7 @@ def bins_limit(n: int):
 
 
 # work, the measure of a query's cost (time limits in machine-independent units)
+from .._failures import GridFailure, GridTooLarge, StepUnderflow  # noqa: E402,F401
 from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F401
 
 
@@ -118,8 +119,8 @@ def log_binom(n, k) -> float:
             + _stirlerr(n) - _stirlerr(m) - _stirlerr(n - m))
 
 
-def too_many_bins(n: int, what: str = "loss grid") -> ValueError:
-    return ValueError(f"the {what} would need {n} bins (> {bins_cap()}); raise accuracy or grid_step")
+def too_many_bins(n: int, what: str = "loss grid") -> GridTooLarge:
+    return GridTooLarge(f"the {what} would need {n} bins (> {bins_cap()}); raise accuracy or grid_step")
 
 
 # --- the one-step cache ------------------------------------------------------------------------
@@ -199,7 +200,7 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
     no interval by a quarter (finer grids no longer pay: round-off has caught up with the
     discretisation), or the next level would end past ``budget`` seconds of work (units of
     ``_work``, counted, never read off a clock: the answer does not depend on the machine's load).
-    An attempt that cannot be built (ValueError, ArithmeticError, MemoryError) ends the
+    An attempt that cannot be built (GridFailure, ArithmeticError, MemoryError) ends the
     refinement: what is certified so far is returned."""
     best_lo, best_up = lo0, up0
     limit = budget * UNITS_PER_SECOND
@@ -212,7 +213,7 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
             before = meter.units
             try:
                 lo, up = attempt(level)
-            except (ValueError, ArithmeticError, MemoryError):
+            except (GridFailure, ArithmeticError, MemoryError):
                 break
             last = meter.units - before
             best_up = np.minimum(best_up, up)

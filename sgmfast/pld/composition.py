@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
+from .._failures import GridFailure
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
 from .common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
@@ -287,7 +288,7 @@ def compose_copies(parts, step: float, eps_c: float, tail: float, pess: bool,
         try:
             return compose_steps([TiltedStep(one, step, th, pess) for one, _ in parts], [c for _, c in parts],
                                  step, th, pess, eps_lo, tail)
-        except (ValueError, ArithmeticError):
+        except (GridFailure, ArithmeticError):
             if th == 0.0:
                 raise
 

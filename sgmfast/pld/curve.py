@@ -38,6 +38,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
+from .._failures import GridFailure
 from .._kernels.pld import fft_power as kf
 from .. import rdp as _rdp
 from .._work import UNITS_PER_SECOND, Meter, metered
@@ -303,7 +304,7 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
     def fast(step):
         try:
             return shared(final, sub, step)
-        except (ArithmeticError, ValueError, MemoryError):
+        except (ArithmeticError, GridFailure, MemoryError):
             return np.zeros(len(todo)), np.full(len(todo), trivial), np.zeros(len(todo), bool)
 
     (lo[last], up[last], step), got = _beside_final(final, shareable and bool(todo), lambda: answer(final),

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .._failures import GridFailure, GridTooLarge, StepUnderflow
 from . import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered
@@ -134,7 +135,7 @@ class Engine:
         c_lo, c_up, c_step = (0.0, math.inf, None) if self.coarse is None else self.coarse._eps_noisy(target, step0)
         try:
             lo, up, step = self._eps_grid(target, c_step or step0)
-        except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
+        except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
             lo, up, step = 0.0, self.rdp.epsilon(target), None
         lo, up = max(lo, g_lo, c_lo), min(up, g_up, c_up)
         if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
@@ -184,7 +185,7 @@ class Engine:
                 c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)
                 try:
                     l, u = self._delta_grid(e)
-                except (ArithmeticError, ValueError, MemoryError):  # no grid at all: RDP
+                except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
                     l, u = np.zeros(e.size), self.rdp.delta(e)
                 l, u = np.maximum(l, np.maximum(g_lo, c_l)), np.minimum(u, np.minimum(g_up, c_u))
                 wide = ~(u - l <= self.accuracy * u)
@@ -232,7 +233,7 @@ class Engine:
             try:
                 with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
                     found.narrow(self._eps_at(job, step, target, est, cap, meter).found_dict())
-            except ValueError:  # the grid would not fit in memory
+            except GridTooLarge:  # the grid would not fit in memory
                 if last_gap is not None:
                     return found.lower, found.upper, good_step  # what is certified so far
                 if self.grid_step is not None or coarser >= 6:
@@ -251,7 +252,7 @@ class Engine:
             est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
             try:
                 step = refine(step, gap, self.accuracy * up)
-            except ValueError:
+            except StepUnderflow:
                 return lo, up, step  # the grid step would underflow: keep the certified interval
 
     def _eps_at(self, job: Job, step: float, target: float, est: float, cap: float = math.inf,
@@ -284,7 +285,7 @@ class Engine:
         est = eps_estimate(self.schedule, target)
         try:
             up = TILT.epsilon_upper(job, step, target, est)
-        except ValueError:
+        except GridFailure:
             up = math.inf
         return min(up, self.rdp.epsilon(target))
 
@@ -330,7 +331,7 @@ class Engine:
                         ok[sel] = self._delta_group(job, steps[key], eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
                                                     cap_shift[sel], meter)
                         fits = True
-                    except ValueError:  # this group's grid would not fit in memory: its caps stand
+                    except GridTooLarge:  # this group's grid would not fit in memory: its caps stand
                         done |= sel
                         ok[sel] = True
             found.narrow(at.found_dict())
@@ -343,7 +344,7 @@ class Engine:
             for key in np.unique(keys[~done]):
                 try:
                     steps[key] = refine(steps[key], 1.0, 0.25)
-                except ValueError:
+                except StepUnderflow:
                     done |= keys == key
 
     def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,

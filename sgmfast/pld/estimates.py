@@ -12,7 +12,7 @@ import math
 from scipy.special import log_ndtr, ndtr
 
 from .._kernels.pld import losses as kl
-from .common import REPLACE
+from .common import REPLACE, StepUnderflow
 
 _MOM_CACHE: dict = {}
 STEP_FACTOR = 0.8  # first grid step relative to the accuracy's (measured, bench/README)
@@ -69,5 +69,5 @@ def refine(step: float, gap: float, goal: float) -> float:
     factor = max(0.25, min(0.5, 0.9 * math.sqrt(goal / gap))) if gap > 0 else 0.5
     new = step * (0.25 if factor < 0.375 else 0.5)
     if new < 1e-12:
-        raise ValueError("cannot reach the requested accuracy: the grid step would drop below 1e-12")
+        raise StepUnderflow("cannot reach the requested accuracy: the grid step would drop below 1e-12")
     return new

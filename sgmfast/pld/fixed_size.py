@@ -61,6 +61,7 @@ import math
 import numpy as np
 from scipy.special import erf
 
+from .._failures import GridTooLarge
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from . import accountant as pld
@@ -120,7 +121,7 @@ def _step0(runs, accuracy: float, eps_c: float) -> float:
     step = initial_step([(0.5 * s, q, t) for s, q, t in runs], accuracy, eps_c)
     try:
         reach = 2e-3 * (max(_reach(0.5 * s, q, 1e-3) for s, q, _ in runs) + 1)
-    except ValueError:  # a loss range beyond any grid: the first attempt fails, the start bounds stay
+    except GridTooLarge:  # a loss range beyond any grid: the first attempt fails, the start bounds stay
         return step
     while reach / step > MAX_STEP_BINS:
         step *= 2.0
@@ -143,7 +144,7 @@ def _levels(runs, step0, compose):
         for _ in range(6):
             try:
                 return compose(parts(base[0]), base[0])
-            except ValueError:
+            except GridTooLarge:
                 base[0] *= 4.0
         return compose(parts(base[0]), base[0])
 

@@ -65,6 +65,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
+from .._failures import GridFailure
 from .._types import Bounds
 from .common import ADD, REMOVE, U
 from .composition import compose_repeated, repeated_delta
@@ -217,7 +218,7 @@ def _lower_eps(sigma: float, t: int, epochs: int, delta: float, relation: str, a
                     break
                 # re-centred on what was found (a bound of 0: the tilt was far above the answer)
                 centre = found if found > 0 else 0.25 * centre
-    except (ArithmeticError, MemoryError, ValueError):  # the bounds found so far stand
+    except (ArithmeticError, MemoryError, GridFailure):  # the bounds found so far stand
         pass
     return float(low)
 
@@ -230,7 +231,7 @@ def _lower_delta(sigma: float, t: int, epochs: int, eps: np.ndarray, relation: s
     try:
         for one in _max_epochs(sigma, t, relation, step):
             low = np.maximum(low, repeated_delta(one, epochs, step, eps, groups, 1e-300, False))
-    except (ArithmeticError, MemoryError, ValueError):
+    except (ArithmeticError, MemoryError, GridFailure):
         pass
     return np.maximum(low, 0.0)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._failures import GridFailure
 from .._kernels.pld import tilt as kt
 from .common import REMOVE, U, Grid, NotApplicable, log_binom
 from .composition import Composite, compose_parts
@@ -89,7 +90,7 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal):
     for pess in (True, False):
         try:
             r = event_grids(sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0)
-        except (ValueError, NotApplicable):
+        except (GridFailure, NotApplicable):
             r = None
         if r is None:
             return None
@@ -154,7 +155,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
                                      f" for sigma={sigma}, q={q}")
                 grids.append(_term(pieces, k, count, pess, fine0, eps_lo, tau, abs_goal))
                 break
-            except (NotApplicable, ValueError):
+            except (NotApplicable, GridFailure):
                 # a strong tilt's window can be too long (to untilt, or for MAX_BINS): any
                 # weaker one is as sound
                 theta = 0.0 if attempt >= 6 else 0.6 * theta

@@ -31,6 +31,7 @@ import math
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .._failures import GridFailure
 from .. import rdp as _rdp
 from .certifiers import _compose
 from .._kernels.pld import tradeoff as kt
@@ -72,7 +73,7 @@ def bounds(sigma: float, q: float, steps: int, alpha: np.ndarray, relation: str,
             l, u = np.empty(alpha.size), np.empty(alpha.size)
             kt.beta_lines(alpha, eps, d_lo, d_up, d_inf, l, u)
             lo, up = np.minimum(lo, l), np.minimum(up, u)
-    except (ArithmeticError, ValueError, MemoryError):  # no grid fits: only the trivial bounds
+    except (ArithmeticError, GridFailure, MemoryError):  # no grid fits: only the trivial bounds
         lo, up = np.zeros(alpha.size), np.ones(alpha.size)
     up = np.minimum(up, 1.0 - alpha)  # (the test that ignores the data)
     return np.minimum(lo, up), up

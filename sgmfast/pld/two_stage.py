@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
+from .._failures import GridTooLarge
 from .._kernels.pld import coarsen as kc
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import tilt as kt
@@ -61,7 +62,7 @@ def plan(schedule, step, add, tau):
     sigma, q, count = schedule[0]
     try:
         j_lo, j_hi = grid_range(sigma, q, add, step, tau)
-    except ValueError:  # too long for one stage
+    except GridTooLarge:  # too long for one stage
         j_lo, j_hi = 0, bins_cap()
     spread = 18.0 * math.sqrt(count * loss_moments(sigma, q, add)[1]) / step
     small_delta = tau * count <= SMALL_TAU  # FFT round-off grows with the power taken
