@@ -138,7 +138,8 @@ class Engine:
         except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
             lo, up, step = 0.0, self.rdp.epsilon(target), None
         lo, up = max(lo, g_lo, c_lo), min(up, g_up, c_up)
-        if not up - lo <= self.accuracy * up:  # a wide answer: the single steps' bound may help
+        if not up - lo <= self.accuracy * up:  # a wide answer: RDP and the single steps' bound may help
+            up = min(up, self.rdp.epsilon(target))
             lo = max(lo, self._eps_floor(target))
         return lo, up, step
 
@@ -206,12 +207,14 @@ class Engine:
     def _start(self, target):
         """(Gaussian estimate, RDP cap, first grid step) of an eps(target) query."""
         est = eps_estimate(self.schedule, target, self.main)
-        cap = self.rdp.epsilon(target)
         # with few steps the Gaussian estimate misses heavy one-step tails (small q, T = 10: 0.02
         # where eps is 0.125, and a first grid 30x finer than the accuracy needs): half RDP's
         # bound is a floor there (not for long runs, whose sums are near Gaussian: a coarser
-        # first grid there only costs a refinement)
+        # first grid there only costs a refinement).  Long runs cap by RDP only when the grids
+        # leave the answer wide (``_eps_noisy``): a first query then does not compile the RDP
+        # kernels too (half of a cold first run's compilation)
         short = sum(c for _, _, c in self.schedule) < MIN_STEPS
+        cap = self.rdp.epsilon(target) if short else math.inf
         est_step = max(est, 0.5 * cap) if short and math.isfinite(cap) else est
         return est, cap, initial_step(self.schedule, self.accuracy, est_step, self.main)
 
