@@ -233,7 +233,19 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     optimistic atom of max(q_s - err, 0) (offset of its conditional u-mean above the bin's lower
     point, rounded down, -1 if empty / its P-mass) as ``discretise.optimistic_step`` reads
     them; mass below the grid is dropped, mass at or above the top point moves down to it (the
-    returned top mass)."""
+    returned top mass).
+
+    Rounding: a bin's P- and Q-masses are sums of c atoms (c up to ~26,000 on the lattices
+    ``pld.allocation`` builds: ~C step), each term within (5 + sigma_s) u of the exact m x / t
+    or m (m, s h, x = s h + shift, r = x / t and m r one rounding each; x's relative error is
+    u (2 + sigma_s), sigma_s = |shift| / x when shift < 0 makes x a difference, else 0), and a
+    recursive sum of c non-negative terms adds (c - 1) u: each sum is within (T + 4) u, T the
+    sum over its atoms of 1 + sigma_s, so e = (T + 4) EPS64 (twice that) covers it with the
+    products that follow, and log(second / first) is within e (both sums' errors, to first
+    order; the rest is inside err_r's 256 u) more than ``_log_offset``'s own rounding.  Masses
+    are rounded out by 1e-12 + e, offsets down by err_r + e.  (The flat 1e-12 and err_r alone
+    did not cover it: c equal terms sum with an error of up to ~c u / 4, all of one sign --
+    offsets 3.7x err_r on 12,301 equal masses a bin; tests/test_rounding_constants_rest.py.)"""
     lt = math.log(t)
     lh = math.log(h + abs(shift))
     em = -math.expm1(-step)
@@ -242,7 +254,11 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
         out_b[i] = 0.0
     first = np.zeros(n)  # per bin: first-measure mass
     second = np.zeros(n)  # and second-measure mass
+    terms = np.zeros(n)  # and its sums' rounding, in EPS64 (sum over the atoms of 1 + sigma_s)
     beyond = 0.0  # upper: +inf mass; lower: top mass
+    t_beyond = 0.0
+    low = 0.0  # upper: the mass below the grid (moved up to j_lo)
+    t_low = 0.0
     for si in range(q.shape[0]):
         m = q[si] + err if upper else max(q[si] - err, 0.0)
         x = si * h + shift
@@ -250,6 +266,7 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
             # S = 0: remove loss -inf (P-mass 0); add loss +inf (Q-mass m)
             if add and upper:
                 beyond += m
+                t_beyond += 1.0
             continue
         r = x / t  # the ratio P/Q at this atom
         ell = math.log(x) - lt
@@ -258,29 +275,37 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
             f, sec = m, m * r
         else:
             f, sec = m * r, m
+        tk = 1.0 - shift / x if shift < 0.0 else 1.0
         j = int(math.floor(ell / step)) - j_lo
         if j < 0:
             if upper:
-                out_a[0] += f
+                low += f
+                t_low += tk
             continue
         if j >= n - 1:
             beyond += f
+            t_beyond += tk
             continue
         first[j] += f
         second[j] += sec
+        terms[j] += tk
+    if upper:
+        out_a[0] += low * (1.0 + 1e-12 + (t_low + 4.0) * EPS64)
     for i in range(n - 1):
         m = first[i]
         if m == 0.0:
             continue
         ell_i = (j_lo + i) * step
-        err_r = 16.0 * EPS64 * (abs(ell_i) + abs(lt) + abs(lh) + 8.0)
+        e = (terms[i] + 4.0) * EPS64
+        err_r = 16.0 * EPS64 * (abs(ell_i) + abs(lt) + abs(lh) + 8.0) + e
         if upper:
             fp = min(1.0, -math.expm1(_log_offset(ell_i, second[i], m, step)) / em + err_r / em)
-            mp = m * (1.0 + 1e-12)
+            mp = m * (1.0 + 1e-12 + e)
             out_a[i] += mp * (1.0 - fp)
             out_a[i + 1] += mp * fp
         else:
             pos = -_log_offset(ell_i, second[i], m, step) - err_r
             out_a[i] = pos if pos > 0.0 else 0.0
-            out_b[i] = m * (1.0 - 1e-12)
-    return beyond * (1.0 + 1e-12) if upper else beyond * (1.0 - 1e-12)
+            out_b[i] = m * (1.0 - 1e-12 - e)
+    e = (t_beyond + 4.0) * EPS64
+    return beyond * (1.0 + 1e-12 + e) if upper else beyond * (1.0 - 1e-12 - e)
