@@ -609,10 +609,12 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     (sigma 2, t 1000, 6894 points; M's relative rounding ~2e-15, raised to the power t), the
     computed bound falling 1.0e-12 below the exact one (the callers' (1 + 1e-9) still covered
     it); the margin now charged is t (w.size + 2 lam x_max + 4) u + 2u (the logs) + 1e-12.
-    Measured worst 0.003 of it; the returned bounds are >= the exact least bound over the lams."""
+    Measured worst 0.003 of it, at every lam the function evaluates (a coarse grid, then a
+    golden-section search); the returned bounds are >= the exact least bound over those lams."""
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an extended-precision long double for the reference")
     from sgmfast._kernels.pld import allocation as ka
+    from sgmfast.pld import allocation as alloc
     from sgmfast.pld.allocation import _chernoff_over, _lattice
     h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
     K = max(2, int(math.ceil(w_max / h)))
@@ -622,27 +624,39 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     w = np.empty(K + 1)
     ka.w_upper(h, K, mass, off, err, w)
     capf = (C - 1) * h
-    best_p, best_q = _chernoff_over(w, h, t, capf)
+    used = []  # every lam _chernoff_over evaluates (its coarse grid, then its golden-section points)
+
+    def spy(w_, x_, t_, cap_, lam_):
+        out = real(w_, x_, t_, cap_, lam_)
+        used.append((lam_, out))
+        return out
+
+    real = alloc._chernoff_logs
+    alloc._chernoff_logs = spy
+    try:
+        best_p, best_q = _chernoff_over(w, h, t, capf)
+    finally:
+        alloc._chernoff_logs = real
+    assert len(used) >= 25
     x = np.arange(w.size) * h
     xl = np.arange(w.size).astype(np.longdouble) * np.longdouble(h)
     wl = w.astype(np.longdouble)
-    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
-    lams = np.concatenate((np.geomspace(1e-6, 1e3, 60) / max(capf, 1e-12), np.geomspace(1e-2, 1e3, 40) / max(sd, h)))
     worst = worst_old = 0.0
     ex_q = ex_p = np.longdouble(1.0)
-    for lam in lams:
-        lam = float(lam)
+    for lam, (lp_up, lq_up) in used:
         with np.errstate(over="ignore", invalid="ignore"):
             e = np.exp(lam * x)
             m, dm = float(w @ e), float(w @ (x * e))
             el = np.exp(np.longdouble(lam) * xl)
             ml, dml = (wl * el).sum(), (wl * xl * el).sum()
         if not (math.isfinite(m) and math.isfinite(dm) and m > 0 and np.isfinite(ml) and np.isfinite(dml)):
+            assert lp_up == lq_up == math.inf  # (no bound taken at a lam whose MGF overflows)
             continue
         lm, lc = math.log(m), lam * capf
         lcl = np.longdouble(lam) * np.longdouble(capf)
         lq_ex = t * np.log(ml) - lcl
         lp_ex = (t - 1) * np.log(ml) + np.log(dml) - np.log(np.longdouble(t)) - lcl
+        assert lq_up >= lq_ex and lp_up >= lp_ex  # each lam's bound is rounded up past the exact one
         ex_q, ex_p = min(ex_q, np.exp(min(lq_ex, 0))), min(ex_p, np.exp(min(lp_ex, 0)))
         r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
         for plain, exact, rnd in ((t * lm - lc, lq_ex, 2 * U * (t * abs(lm) + abs(lc) + 2.0)),

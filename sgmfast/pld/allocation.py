@@ -202,26 +202,55 @@ def _chernoff_over(w, h, t, cap):
     the power t; the logs and the sum 2u of their magnitudes; plus 1e-12.  (A flat 1e-12 relative
     was exceeded: 2.0e-12 at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
     x = np.arange(w.size) * h
-    best_p = best_q = 1.0
     # lam on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large sigma: the best lam is
-    # about (cap - E S) / Var S, far above 1/cap); any lam > 0 gives a valid bound
+    # about (cap - E S) / Var S, far above 1/cap); any lam > 0 gives a valid bound.  Both logs
+    # are convex in lam (log M and log M' are logs of positive sums of exponentials), so a coarse
+    # grid finds each one's basin and a golden-section search in log lam narrows it (a lam that
+    # is not the best only loosens the bound, never unsounds it)
     sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
-    lams = np.concatenate((np.geomspace(1e-6, 1e3, 60) / max(cap, 1e-12), np.geomspace(1e-2, 1e3, 40) / max(sd, h)))
-    for lam in lams:
-        with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 = NaN: that lam is skipped)
-            e = np.exp(lam * x)
-            m = float(w @ e)
-            dm = float(w @ (x * e))
-        if not (math.isfinite(m) and math.isfinite(dm) and m > 0):
-            continue
-        lm, lc = math.log(m), lam * cap
-        r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
-        lq = t * lm - lc + t * r + 2 * U * (t * abs(lm) + abs(lc) + 2.0)
-        lp = ((t - 1) * lm + math.log(dm) - math.log(t) - lc + t * r
-              + 2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0)) if dm > 0 else -math.inf
-        best_q = min(best_q, math.exp(min(lq, 0.0)) * (1 + 1e-12))
-        best_p = min(best_p, math.exp(min(lp, 0.0)) * (1 + 1e-12))
-    return best_p, best_q
+    lo_l, hi_l = math.log(min(1e-6 / max(cap, 1e-12), 1e-2 / max(sd, h))), math.log(max(1e3 / max(cap, 1e-12), 1e3 / max(sd, h)))
+    seen: dict = {}
+
+    def logs(ll):
+        if ll not in seen:
+            seen[ll] = _chernoff_logs(w, x, t, cap, math.exp(ll))
+        return seen[ll]
+
+    grid = np.linspace(lo_l, hi_l, 25)
+    best = [1.0, 1.0]  # (P-mass, Q-mass)
+    for which in (0, 1):
+        vals = [logs(float(ll))[which] for ll in grid]
+        i = int(np.argmin(vals))
+        a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
+        g = 0.5 * (math.sqrt(5.0) - 1.0)
+        c, d = b - g * (b - a), a + g * (b - a)
+        for _ in range(12):
+            if logs(c)[which] <= logs(d)[which]:
+                b, d = d, c
+                c = b - g * (b - a)
+            else:
+                a, c = c, d
+                d = a + g * (b - a)
+        v = min(vals[i], logs(c)[which], logs(d)[which])
+        best[which] = min(1.0, math.exp(min(v, 0.0)) * (1 + 1e-12))
+    return best[0], best[1]
+
+
+def _chernoff_logs(w, x, t, cap, lam):
+    """(log P-bound, log Q-bound) of ``_chernoff_over`` at one lam, rounded up (+inf where the
+    MGF overflows: no bound at that lam)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 = NaN: that lam is skipped)
+        e = np.exp(lam * x)
+        m = float(w @ e)
+        dm = float(w @ (x * e))
+    if not (math.isfinite(m) and math.isfinite(dm) and m > 0):
+        return math.inf, math.inf
+    lm, lc = math.log(m), lam * cap
+    r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
+    lq = t * lm - lc + t * r + 2 * U * (t * abs(lm) + abs(lc) + 2.0)
+    lp = ((t - 1) * lm + math.log(dm) - math.log(t) - lc + t * r
+          + 2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0)) if dm > 0 else -math.inf
+    return lp, lq
 
 
 class Epoch:
