@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from sgmfast import tuning
+from sgmfast.tuning import _profile_bound as profile_bound
 
 TABLE = Path(__file__).parent / "reference" / "tuning_best_of_k.csv"
 
@@ -108,18 +109,18 @@ CELL_CASES = [
 
 @pytest.mark.parametrize("runs,e1,d1", CELL_CASES, ids=lambda x: getattr(x, "kind", None) or f"{x:g}")
 def test_cells_round_to_the_safe_side(runs, e1, d1):
-    s = tuning._CELLS
-    hi = tuning._exp_up(*runs._log_dpgf_gap(s[:-1]))
+    s = profile_bound._CELLS
+    hi = profile_bound._exp_up(*runs._log_dpgf_gap(s[:-1]))
     gap = np.minimum(-math.expm1(-e1) + math.exp(-e1) * (s[1:] + d1), math.exp(e1) * s[1:] + d1)
-    gap = np.minimum(gap * (1.0 + tuning._GAP), 1.0)
-    lo = tuning._exp_down(*runs._log_dpgf_gap(gap))
+    gap = np.minimum(gap * (1.0 + profile_bound._GAP), 1.0)
+    lo = profile_bound._exp_down(*runs._log_dpgf_gap(gap))
     with mp.workdps(50):
         for i in range(s.size - 1):
             assert hi[i] >= _dpgf_exact(runs, mp.mpf(float(s[i]))), i  # phi' at u_i, rounded up
             g = _gap_exact(e1, d1, mp.mpf(float(s[i + 1])))
             assert gap[i] >= g, i  # 1 - l at u_{i+1}, rounded up
             assert lo[i] <= _dpgf_exact(runs, g), i  # phi'(l(u_{i+1})), rounded down
-    assert tuning._mean_up(runs) >= runs.mean * (1 - 1e-15)
+    assert profile_bound._mean_up(runs) >= runs.mean * (1 - 1e-15)
 
 
 @pytest.mark.parametrize("runs,e1,d1,e2", [
@@ -131,8 +132,8 @@ def test_cells_round_to_the_safe_side(runs, e1, d1):
     (tuning.poisson(5.0), 0.0, 1e-13, 0.0),
 ])
 def test_riemann_sum_not_below_its_exact_value(runs, e1, d1, e2):
-    s = tuning._CELLS
-    got = float(tuning._excess(runs, e1, d1, np.array([e2]))[0])
+    s = profile_bound._CELLS
+    got = float(profile_bound._excess(runs, e1, d1, np.array([e2]))[0])
     with mp.workdps(50):
         exact = mp.mpf(0)
         for i in range(s.size - 1):

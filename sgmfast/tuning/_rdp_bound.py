@@ -1,0 +1,102 @@
+"""The RDP bound of a random search (Papernot & Steinke 2022, Theorems 2 and 6): module notes of
+:mod:`sgmfast.tuning`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._rounding import _REL
+from .runs import RunCount
+
+
+
+#: Rényi orders of the ``"rdp"`` bound (lambda and lambda_hat of Papernot & Steinke)
+ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 120)
+#: Factors on (order - 1) around a centre order (``_orders``)
+_SPREAD = np.geomspace(1.0 / 30.0, 30.0, 60)
+#: Orders always tried (cheap ones: log A costs little below ~64)
+_LOW = 1.0 + np.geomspace(1e-3, 63.0, 24)
+#: Orders added between the neighbours of the best order (and of the best lambda_hat)
+_FINE = 40
+
+
+def _tuned_rdp(lam, base, runs: RunCount, prof) -> np.ndarray:
+    """RDP of the search at orders ``lam`` (increasing) from one run's RDP ``base`` there (inf
+    where no theorem applies), made non-decreasing."""
+    if runs.kind == "tnb":
+        eta, g = runs.shape, runs.gamma
+        c = (1.0 + eta) * float(np.min((1.0 - 1.0 / lam) * base + math.log(1.0 / g) / lam))  # Theorem 2
+        out = base + c + math.log(runs.mean) / (lam - 1.0)
+    elif runs.kind == "poisson":
+        eps_hat = np.log1p(1.0 / (lam - 1.0)) * (1.0 - _REL)  # Theorem 6: e^eps_hat <= 1 + 1/(lambda - 1)
+        d_hat = prof().delta_at(eps_hat)
+        out = base + runs.mu * d_hat + math.log(runs.mu) / (lam - 1.0)
+    else:
+        return np.full(lam.shape, math.inf)
+    out = out * (1.0 + _REL) + 1e-300
+    return np.minimum.accumulate(out[::-1])[::-1]  # D_lambda is non-decreasing in lambda
+
+
+def _rdp_best(sigma, q, steps, runs, prof, target, mode):
+    """Best (value, order) of the converted tuned RDP (mode 0: eps at log delta ``target``, 1: log
+    delta at eps ``target``): ``ORDERS``, then a finer grid around the best order and around the
+    best lambda_hat of Theorem 2 (every order is a valid choice; the grid only costs tightness)."""
+    from .. import rdp
+    from .._kernels import rdp as _k
+
+    if runs.kind == "binomial":
+        return math.inf, math.nan
+    lam = _orders(sigma, q, steps, runs, target, mode)
+    base = rdp.rdp(sigma, q, steps, lam)
+    curve = _tuned_rdp(lam, base, runs, prof)
+    _, a = _k.best_of_orders(curve, lam, target, mode)
+    extra = [_around(lam, float(a))] if math.isfinite(a) else []
+    if runs.kind == "tnb":
+        j = int(np.argmin((1.0 - 1.0 / lam) * base + math.log(1.0 / runs.gamma) / lam))
+        extra.append(_around(lam, float(lam[j])))
+    if extra:
+        new = np.concatenate(extra)
+        lam = np.concatenate([lam, new])
+        base = np.concatenate([base, rdp.rdp(sigma, q, steps, new)])
+        order = np.argsort(lam)
+        lam, base = lam[order], base[order]
+        curve = _tuned_rdp(lam, base, runs, prof)
+    v, a = _k.best_of_orders(curve, lam, target, mode)
+    return float(v), float(a)
+
+
+def _orders(sigma, q, steps, runs, target, mode):
+    """The orders to try: ``ORDERS`` scaled around the run's own best order for the target and,
+    for Theorem 2, around its best order at delta = gamma (where lambda_hat's term is smallest).
+    log A at large orders is slow for small sigma (seconds each at sigma = 0.01), so the grid
+    stays near where the optimum can be."""
+    from .. import rdp
+
+    if mode == 0:
+        centres = [rdp.epsilon(sigma, q, steps, math.exp(target), return_order=True)[1]]
+    else:
+        centres = [rdp.delta(sigma, q, steps, target, return_order=True)[1]]
+    if runs.kind == "tnb":
+        centres.append(rdp.epsilon(sigma, q, steps, min(runs.gamma, 0.5), return_order=True)[1])
+    grids = [1.0 + (c - 1.0) * _SPREAD for c in centres if math.isfinite(c) and c > 1.0]
+    lam = np.unique(np.concatenate(grids + [_LOW]))
+    lam = lam[(lam >= ORDERS[0]) & (lam <= ORDERS[-1])]
+    return lam
+
+
+def _around(lam, a):
+    """_FINE orders strictly between the grid neighbours of order a."""
+    j = int(np.searchsorted(lam, a))
+    lo, hi = lam[max(j - 1, 0)], lam[min(j + 1, lam.size - 1)]
+    return np.geomspace(lo - 1.0, hi - 1.0, _FINE + 2)[1:-1] + 1.0
+
+
+def _rdp_epsilon(sigma, q, steps, dlt, runs, prof) -> float:
+    return _rdp_best(sigma, q, steps, runs, prof, math.log(dlt), 0)[0]
+
+
+def _rdp_delta(sigma, q, steps, eps, runs, prof) -> float:
+    v = _rdp_best(sigma, q, steps, runs, prof, eps, 1)[0]
+    return 1.0 if not v < 0.0 else math.exp(v)
