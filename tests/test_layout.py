@@ -48,7 +48,7 @@ def test_internal_failures_are_not_value_errors():
     for cls in (GridFailure, GridTooLarge, StepUnderflow, WorkLimit):
         assert not issubclass(cls, ValueError)
     assert isinstance(too_many_bins(10**9), GridTooLarge)
-    for path in [*(ROOT / "pld").glob("*.py"), ROOT / "tuning.py"]:
+    for path in [*(ROOT / "pld").glob("*.py"), *(ROOT / "tuning").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ExceptHandler) and node.type is not None:
                 names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
