@@ -243,6 +243,8 @@ class Engine:
                     return 0.0, self.rdp.epsilon(target), step  # no grid fits: RDP (the caller adds the floor)
                 step, coarser = 4.0 * step, coarser + 1  # an accuracy that fits: wider, still certified
                 continue
+            if not math.isfinite(found.upper) and not math.isfinite(cap):
+                cap = self.rdp.epsilon(target)  # (a long run's grids found no upper bound: RDP's)
             found.cap(cap)
             lo, up = found.lower, found.upper
             gap = up - lo
