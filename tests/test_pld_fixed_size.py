@@ -225,7 +225,7 @@ def test_large_epsilon_is_resolved(sigma, g, steps, delta):
 def test_curves_under_a_sampler_agree_with_single_queries(sampler, q):
     """pld.epsilon_curve / delta_curve(sampler=...): each checkpoint certified like one query
     (intervals overlap the single calls'), non-decreasing in the steps."""
-    ck = np.array([100, 250, 300, 700])
+    ck = np.array([100, 300, 700])
     c = pld.epsilon_curve(1.3, q, ck, 1e-5, sampler=sampler)
     assert np.all(np.diff(c.lower) >= 0) and np.all(np.diff(c.upper) >= 0) and np.all(c.lower <= c.upper)
     for k, t in enumerate(ck):

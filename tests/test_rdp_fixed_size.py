@@ -75,7 +75,7 @@ def test_noiseless_points_beside_noisy_ones():
     assert d[0] == pytest.approx(1 - 0.9 ** 10, rel=1e-12) and d[1] == rdp.delta(1.0, 0.1, 10, 1.0)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(sigma=st.floats(0.05, 100.0), g=st.floats(1e-7, 1.0), steps=st.integers(1, 10 ** 6),
        delta=st.floats(1e-12, 0.5))
 def test_total_domain_between_the_attained_pair_and_the_gaussian(sigma, g, steps, delta):
