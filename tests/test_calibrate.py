@@ -231,9 +231,9 @@ def test_rdp_sigma_for_fixed_size_batches_is_private_and_minimal(eps, q, steps):
 
 @pytest.mark.parametrize("x0", [-3.0, 0.0, 0.5, 4.0])
 def test_root_log_finds_the_least_private_sigma_in_few_evaluations(x0):
-    """The sampler search (``noise._root_log``) on a closed form: value = e^{-2x} + inf below
+    """The sampler search (``roots._root_log``) on a closed form: value = e^{-2x} + inf below
     x = -1 (a certifier that gives up), target 0.3; root x* = -log(0.3) / 2."""
-    from sgmfast.calibrate.noise import _root_log
+    from sgmfast.calibrate.roots import _root_log
 
     calls = []
 

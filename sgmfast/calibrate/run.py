@@ -15,7 +15,8 @@ from .._validation import (check_accuracy, check_delta, check_epsilon, check_pos
                            check_steps)
 from .noise import (PLD_TOL, RDP_TOL, STEPS_MAX, _PldUpper, _broadcast, _check_accountant, _check_target_epsilon,
                     check_sampler,
-                    _int_boundary, _public_eps, _rdp_solve, _search_log, _verified)
+                    _public_eps, _rdp_solve, _verified)
+from .roots import _int_boundary, _search_log
 
 def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
     """Largest sampling rate q in [0, 1] whose certified epsilon is <= ``epsilon``.

@@ -312,7 +312,8 @@ def calibrate_sigma(epsilon, delta, q, steps, runs: RunCount, *, method: str = "
     >>> tuning.epsilon(s, 256 / 60000, 14062, 1e-5, runs) <= 8.0
     True
     """
-    from ..calibrate.noise import _search_log, calibrate_sigma as one_run
+    from ..calibrate.noise import calibrate_sigma as one_run
+    from ..calibrate.roots import _search_log
 
     eps = float(check_epsilon(epsilon))
     dlt = float(check_delta(delta))
