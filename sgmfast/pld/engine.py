@@ -48,7 +48,140 @@ def _over_budget(meter, before: float, budget: float) -> bool:
     return meter.units + 2.0 * (meter.units - before) > HARD_LIMIT * budget * UNITS_PER_SECOND
 
 
-class Engine:
+class _DeltaPlan:
+    """The δ(eps) half of the ``Engine``'s plan (the same certifiers and budget as eps(δ), over an
+    array of eps: nearby eps share a grid; each group refines its own grid step)."""
+
+    def _delta_floor(self, eps: np.ndarray) -> np.ndarray:
+        lo = np.zeros(eps.size)
+        for f in self._one_step_forms():
+            lo = np.maximum(lo, exact.delta_bounds(f, eps)[0])
+        return lo
+
+    def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of δ at each eps."""
+        lo, up = self._delta_noisy(eps)
+        if self.p_hi > 0.0:
+            lo = np.maximum(lo, self.p_lo)
+            up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
+        # below 2.2e-308 floats are subnormal and carry only a few bits: pad by a few of their
+        # ulps (nothing changes for normal values)
+        lo = np.maximum(lo - 1e-322, 0.0)
+        up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
+        return monotone(eps, lo, up)
+
+    def _delta_noisy(self, eps: np.ndarray):
+        lo, up = np.zeros(eps.size), np.zeros(eps.size)
+        finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
+        if not self.schedule or not finite.any():
+            return lo, up
+        e = eps[finite]
+        if self.form is not None:
+            lo[finite], up[finite] = exact.delta_bounds(self.form, e)
+        else:
+            g_lo, g_up = exact.near_gaussian_delta(self.near, e)
+            if np.all(g_up - g_lo <= self.accuracy * g_up):  # nearly full batches
+                l, u = g_lo, g_up
+            else:
+                c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)
+                try:
+                    l, u = self._delta_grid(e)
+                except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
+                    l, u = np.zeros(e.size), self.rdp.delta(e)
+                l, u = np.maximum(l, np.maximum(g_lo, c_l)), np.minimum(u, np.minimum(g_up, c_u))
+                wide = ~(u - l <= self.accuracy * u)
+                if wide.any():  # a wide answer: the single steps' bound may help
+                    l[wide] = np.maximum(l[wide], self._delta_floor(e[wide]))
+            lo[finite], up[finite] = l, u
+        # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
+        up[finite] = np.maximum(up[finite], exact.TINY)
+        return lo, up
+
+    # --- δ(eps) ----------------------------------------------------------------------------
+    def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
+        h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
+        ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
+        # the budget grows with the number of groups of nearby eps (a group costs about one
+        # single query), up to DELTA_GROUPS_PAID of them
+        budget = self.budget * min(np.unique(np.round(eps, 1)).size, DELTA_GROUPS_PAID)
+        with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
+            return self._delta_loop(eps, meter, budget)
+
+    def first_delta_step(self, eps: float, est: float | None = None) -> float:
+        """The grid step a δ query's group of nearby eps (largest ``eps``) starts from."""
+        est = eps_estimate(self.schedule, 1e-6, self.main) if est is None else est
+        return self.grid_step or initial_step(self.schedule, self.accuracy, max(eps, est), self.main)
+
+    def _delta_loop(self, eps, meter, budget):
+        job = self.job(1e-16)
+        est = eps_estimate(self.schedule, 1e-6, self.main)
+        h = self.accuracy * np.maximum(eps, 1e-2)
+        keys = np.round(eps, 1)
+        # each group of nearby eps refines its own grid step from the step a single query at its
+        # largest eps would start with (one step for all made the eps = 0 group's fine grid the
+        # start of every group, and the budget ran out before the far ones were reached)
+        steps = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
+        cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
+        found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
+        done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
+        first = True
+        while True:
+            before = meter.units
+            at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
+            ok = done.copy()
+            fits = False
+            with bins_limit(FIRST_BINS if first else MAX_BINS):
+                for key in np.unique(keys[~done]):
+                    sel = (keys == key) & ~done
+                    self.last_step = steps[key]
+                    try:
+                        ok[sel] = self._delta_group(job, steps[key], eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
+                                                    cap_shift[sel], meter)
+                        fits = True
+                    except GridTooLarge:  # this group's grid would not fit in memory: its caps stand
+                        done |= sel
+                        ok[sel] = True
+            found.narrow(at.found_dict())
+            if not fits:
+                return found.lower, found.upper  # no group fits: what is certified
+            done |= ok  # groups already narrow enough are not composed again on a finer grid
+            if self.grid_step is not None or ok.all() or _over_budget(meter, before, budget):
+                return found.lower, found.upper  # (a finer grid costs about twice this one)
+            first = False
+            for key in np.unique(keys[~done]):
+                try:
+                    steps[key] = refine(steps[key], 1.0, 0.25)
+                except StepUnderflow:
+                    done |= keys == key
+
+    def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
+                     cap_shift, meter=None):
+        """The plan for a group of nearby eps on one grid step, tilted towards its smallest eps:
+        the tilted composition, then the tail-event sum where the interval is still wide, all
+        capped by RDP.  Writes the intervals into ``into[sel]``; returns whether each is
+        resolved (lower(e) >= upper(e + h), or the interval is below 1e-300 wide)."""
+        eps_c = float(e.min())
+        at = Certified(job.directions, np.zeros(e.size), np.ones(e.size)).narrow(TILT.delta(job, step, e, eps_c))
+        shifted = Certified(job.directions, np.zeros(e.size), np.ones(e.size))
+        shifted.narrow(TILT.delta(job, step, e_shift, eps_c))
+        at.cap(cap)
+        shifted.cap(cap_shift)
+        lo, up, up_shift = at.lower, at.upper, shifted.upper
+        if not ((lo >= up_shift) | (up - lo <= 1e-300)).all() and not self._spent(meter):
+            # δ set by a few far-tail steps: sum over their number
+            goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
+            ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)
+            if ev is not None:
+                at.narrow(ev[0])
+                shifted.narrow({REMOVE: (0.0, ev[1])})
+        into.put(sel, at)
+        lo, up = at.lower, at.upper
+        return (lo >= shifted.upper) | (up - lo <= 1e-300)
+
+
+
+class Engine(_DeltaPlan):
     """Certified eps(δ) and δ(eps) for one schedule [(sigma, q, count)]; the composed grids and
     saddle points are cached across queries.
 
@@ -152,51 +285,6 @@ class Engine:
         one of its steps (post-processing)."""
         return max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
 
-    def _delta_floor(self, eps: np.ndarray) -> np.ndarray:
-        lo = np.zeros(eps.size)
-        for f in self._one_step_forms():
-            lo = np.maximum(lo, exact.delta_bounds(f, eps)[0])
-        return lo
-
-    def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of δ at each eps."""
-        lo, up = self._delta_noisy(eps)
-        if self.p_hi > 0.0:
-            lo = np.maximum(lo, self.p_lo)
-            up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
-        # below 2.2e-308 floats are subnormal and carry only a few bits: pad by a few of their
-        # ulps (nothing changes for normal values)
-        lo = np.maximum(lo - 1e-322, 0.0)
-        up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
-        return monotone(eps, lo, up)
-
-    def _delta_noisy(self, eps: np.ndarray):
-        lo, up = np.zeros(eps.size), np.zeros(eps.size)
-        finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
-        if not self.schedule or not finite.any():
-            return lo, up
-        e = eps[finite]
-        if self.form is not None:
-            lo[finite], up[finite] = exact.delta_bounds(self.form, e)
-        else:
-            g_lo, g_up = exact.near_gaussian_delta(self.near, e)
-            if np.all(g_up - g_lo <= self.accuracy * g_up):  # nearly full batches
-                l, u = g_lo, g_up
-            else:
-                c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)
-                try:
-                    l, u = self._delta_grid(e)
-                except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
-                    l, u = np.zeros(e.size), self.rdp.delta(e)
-                l, u = np.maximum(l, np.maximum(g_lo, c_l)), np.minimum(u, np.minimum(g_up, c_u))
-                wide = ~(u - l <= self.accuracy * u)
-                if wide.any():  # a wide answer: the single steps' bound may help
-                    l[wide] = np.maximum(l[wide], self._delta_floor(e[wide]))
-            lo[finite], up[finite] = l, u
-        # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
-        up[finite] = np.maximum(up[finite], exact.TINY)
-        return lo, up
-
     # --- eps(δ) ----------------------------------------------------------------------------
     def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
         """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
@@ -293,89 +381,6 @@ class Engine:
         except GridFailure:
             up = math.inf
         return min(up, self.rdp.epsilon(target))
-
-    # --- δ(eps) ----------------------------------------------------------------------------
-    def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
-        h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
-        ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
-        # the budget grows with the number of groups of nearby eps (a group costs about one
-        # single query), up to DELTA_GROUPS_PAID of them
-        budget = self.budget * min(np.unique(np.round(eps, 1)).size, DELTA_GROUPS_PAID)
-        with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
-            return self._delta_loop(eps, meter, budget)
-
-    def first_delta_step(self, eps: float, est: float | None = None) -> float:
-        """The grid step a δ query's group of nearby eps (largest ``eps``) starts from."""
-        est = eps_estimate(self.schedule, 1e-6, self.main) if est is None else est
-        return self.grid_step or initial_step(self.schedule, self.accuracy, max(eps, est), self.main)
-
-    def _delta_loop(self, eps, meter, budget):
-        job = self.job(1e-16)
-        est = eps_estimate(self.schedule, 1e-6, self.main)
-        h = self.accuracy * np.maximum(eps, 1e-2)
-        keys = np.round(eps, 1)
-        # each group of nearby eps refines its own grid step from the step a single query at its
-        # largest eps would start with (one step for all made the eps = 0 group's fine grid the
-        # start of every group, and the budget ran out before the far ones were reached)
-        steps = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
-        cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
-        found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
-        done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
-        first = True
-        while True:
-            before = meter.units
-            at = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size))
-            ok = done.copy()
-            fits = False
-            with bins_limit(FIRST_BINS if first else MAX_BINS):
-                for key in np.unique(keys[~done]):
-                    sel = (keys == key) & ~done
-                    self.last_step = steps[key]
-                    try:
-                        ok[sel] = self._delta_group(job, steps[key], eps[sel], eps[sel] + h[sel], at, sel, cap[sel],
-                                                    cap_shift[sel], meter)
-                        fits = True
-                    except GridTooLarge:  # this group's grid would not fit in memory: its caps stand
-                        done |= sel
-                        ok[sel] = True
-            found.narrow(at.found_dict())
-            if not fits:
-                return found.lower, found.upper  # no group fits: what is certified
-            done |= ok  # groups already narrow enough are not composed again on a finer grid
-            if self.grid_step is not None or ok.all() or _over_budget(meter, before, budget):
-                return found.lower, found.upper  # (a finer grid costs about twice this one)
-            first = False
-            for key in np.unique(keys[~done]):
-                try:
-                    steps[key] = refine(steps[key], 1.0, 0.25)
-                except StepUnderflow:
-                    done |= keys == key
-
-    def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
-                     cap_shift, meter=None):
-        """The plan for a group of nearby eps on one grid step, tilted towards its smallest eps:
-        the tilted composition, then the tail-event sum where the interval is still wide, all
-        capped by RDP.  Writes the intervals into ``into[sel]``; returns whether each is
-        resolved (lower(e) >= upper(e + h), or the interval is below 1e-300 wide)."""
-        eps_c = float(e.min())
-        at = Certified(job.directions, np.zeros(e.size), np.ones(e.size)).narrow(TILT.delta(job, step, e, eps_c))
-        shifted = Certified(job.directions, np.zeros(e.size), np.ones(e.size))
-        shifted.narrow(TILT.delta(job, step, e_shift, eps_c))
-        at.cap(cap)
-        shifted.cap(cap_shift)
-        lo, up, up_shift = at.lower, at.upper, shifted.upper
-        if not ((lo >= up_shift) | (up - lo <= 1e-300)).all() and not self._spent(meter):
-            # δ set by a few far-tail steps: sum over their number
-            goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
-            ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)
-            if ev is not None:
-                at.narrow(ev[0])
-                shifted.narrow({REMOVE: (0.0, ev[1])})
-        into.put(sel, at)
-        lo, up = at.lower, at.upper
-        return (lo >= shifted.upper) | (up - lo <= 1e-300)
-
 
 def monotone(x: np.ndarray, lo: np.ndarray, up: np.ndarray):
     """Bounds on a non-increasing function at the points x -- δ(eps), or eps(δ) -- made
