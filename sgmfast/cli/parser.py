@@ -38,7 +38,18 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sgmfast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    _epsilon_command(sub)
+    _calibrate_command(sub)
+    _batch_size_command(sub)
+    _curve_command(sub)
+    _risk_commands(sub)
+    _tune_command(sub)
+    _figures_command(sub)
+    return parser
 
+
+def _epsilon_command(sub) -> None:
+    """epsilon: the certified epsilon of a run."""
     pe = sub.add_parser("epsilon", help="epsilon of T steps at a given delta")
     _add_privacy_args(pe)
     pe.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
@@ -57,6 +68,10 @@ def _build_parser() -> argparse.ArgumentParser:
                          "a fixed size, as DataLoader(shuffle=True) (PLD, zero-out or replace-one; sound but "
                          "loose: no amplification is proved); fixed-size: batches of exactly q n examples drawn "
                          "without replacement every step (replace-one; PLD or RDP)")
+
+
+def _calibrate_command(sub) -> None:
+    """calibrate: sigma, batch size or epochs for a budget."""
     pc = sub.add_parser("calibrate", help="smallest sigma (or largest batch size / epochs) meeting a budget")
     pc.add_argument("--epsilon", type=float, required=True, help="target epsilon (>= 0)")
     pc.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
@@ -73,6 +88,10 @@ def _build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--accountant", choices=("pld", "rdp"), default="pld",
                     help="pld: the tight, certified accountant (default; 0.05-0.2 s); rdp: up to ~4 %% more noise")
     pc.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (relative width of the ε interval)")
+
+
+def _batch_size_command(sub) -> None:
+    """batch-size: the candidates compared."""
     pb = sub.add_parser("batch-size", help="compare batch sizes: sigma, sigma/q and gradient variance per candidate")
     pb.add_argument("--dataset-size", type=int, required=True, help="number of examples N")
     pb.add_argument("--epsilon", type=float, required=True, help="target epsilon of the whole run")
@@ -91,6 +110,10 @@ def _build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--sampler", choices=SAMPLERS, default="poisson",
                     help="how batches are drawn (as for 'epsilon'; balls-in-bins and shuffle: N // B whole "
                          "batches per epoch, --accountant pld)")
+
+
+def _curve_command(sub) -> None:
+    """curve: epsilon at checkpoints."""
     pv = sub.add_parser(
         "curve", help="epsilon after each checkpoint of a run, as CSV (and a plot with --out)",
         description="Prints CSV: step,epoch,epsilon_lower,epsilon_upper (epoch = step * q; upper bounds "
@@ -115,6 +138,10 @@ def _build_parser() -> argparse.ArgumentParser:
     pv.add_argument("--out", metavar="FILE",
                     help="also draw the curve into FILE (PNG, or any format matplotlib knows by the extension; "
                          "needs matplotlib)")
+
+
+def _risk_commands(sub) -> None:
+    """tradeoff and calibrate-risk: membership-attack risk."""
     pt = sub.add_parser(
         "tradeoff", help="membership-attack risk: the certified trade-off curve beta(alpha) as CSV (plot with --out)",
         description="Prints CSV: fpr,beta_lower,beta_upper,tpr_lower,tpr_upper -- the best membership-inference "
@@ -137,6 +164,10 @@ def _build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy (default 1e-3)")
     pr.add_argument("--relation", choices=("add-remove", "replace-one"), default="add-remove",
                     help="neighbouring relation")
+
+
+def _tune_command(sub) -> None:
+    """tune: a random search."""
     pu = sub.add_parser("tune", help="epsilon of a random search: K runs (K random), the best one released",
                         description="Prints the epsilon of the whole search (an upper bound: the smaller of "
                                     "Papernot & Steinke's RDP bound and sgmfast's privacy-profile bound, or the one "
@@ -149,6 +180,10 @@ def _build_parser() -> argparse.ArgumentParser:
     pu.add_argument("--n", type=int, help="binomial only: number of trials")
     pu.add_argument("--p", type=float, help="binomial only: success probability")
     pu.add_argument("--method", choices=("best", "rdp", "profile"), default="best", help="which bound (default best)")
+
+
+def _figures_command(sub) -> None:
+    """warm-up and figures."""
     sub.add_parser("warm-up", help="compile every kernel now (numba caches them on disk: later first uses are fast)")
     pf = sub.add_parser("figures", help="Figures 1 and 2 of Räisä et al. (ICML 2024) as PNG and CSV")
     pf.add_argument("--out", default="figures", help="output directory (default ./figures)")
@@ -161,4 +196,3 @@ def _build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--n-eps", type=int, default=1000, help="Figure 2 epsilon grid size (default 1000)")
     pf.add_argument("--accuracy", type=float, default=1e-3, help="PLD accuracy of the Figure 1 calibrations")
     pf.add_argument("--csv-only", action="store_true", help="write the data only (no matplotlib needed)")
-    return parser
