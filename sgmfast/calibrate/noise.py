@@ -251,29 +251,35 @@ def calibrate_sigma(epsilon, delta, q, steps, *, accountant: str = "pld", accura
     for i in np.flatnonzero(gauss):
         sig[i] = _exact_sigma(e[i], d[i], t[i])
     if reg.any():
-        idx = np.flatnonzero(reg)
-        er, dr, qr, tr = e[idx], d[idx], qq[idx], t[idx]
-        guesses = _sigma_guess(er, dr, qr, tr)
-        s_rdp, _got, status = _rdp_solve(_kc.KIND_SIGMA, er, dr, qr, np.zeros_like(er), tr, SIGMA_MIN, SIGMA_MAX,
-                                         guesses, progress=progress if accountant == "rdp" else False)
-        s_rdp = np.where(status == _kc.OK, s_rdp, np.nan)
-        if accountant == "rdp":
-            for j, i in enumerate(idx):
-                sig[i] = _rdp_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j])
-        else:
-            with Progress(idx.size, "calibrating (pld)", progress, min_total=20) as bar:
-                block = -1
-                for j, i in enumerate(idx):
-                    if i // CHUNK_PLD != block:  # (warm starts restart with every executor chunk)
-                        block = i // CHUNK_PLD
-                        ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
-                        upper = _PldUpper(acc)  # and its grid
-                    upper.restart()
-                    sig[i] = _pld_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j], upper, ratio, acc)
-                    if math.isfinite(s_rdp[j]) and sig[i] > 0:
-                        ratio = sig[i] / s_rdp[j]
-                    bar.update()
+        _regular_sigmas(sig, np.flatnonzero(reg), e, d, qq, t, accountant, acc, progress)
     return float(sig[0]) if shape == () else sig.reshape(shape)
+
+
+def _regular_sigmas(sig, idx, e, d, qq, t, accountant, acc, progress) -> None:
+    """``calibrate_sigma`` at the points ``idx`` that need a search (into ``sig``): RDP by the
+    Numba solver; PLD refined from it point by point, warm-started by the previous point's
+    PLD/RDP ratio and grid (restarted with every executor chunk)."""
+    er, dr, qr, tr = e[idx], d[idx], qq[idx], t[idx]
+    guesses = _sigma_guess(er, dr, qr, tr)
+    s_rdp, _got, status = _rdp_solve(_kc.KIND_SIGMA, er, dr, qr, np.zeros_like(er), tr, SIGMA_MIN, SIGMA_MAX,
+                                     guesses, progress=progress if accountant == "rdp" else False)
+    s_rdp = np.where(status == _kc.OK, s_rdp, np.nan)
+    if accountant == "rdp":
+        for j, i in enumerate(idx):
+            sig[i] = _rdp_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j])
+        return
+    with Progress(idx.size, "calibrating (pld)", progress, min_total=20) as bar:
+        block = -1
+        for j, i in enumerate(idx):
+            if i // CHUNK_PLD != block:  # (warm starts restart with every executor chunk)
+                block = i // CHUNK_PLD
+                ratio = None  # warm start: the PLD/RDP sigma ratio of the previous point
+                upper = _PldUpper(acc)  # and its grid
+            upper.restart()
+            sig[i] = _pld_sigma_point(e[i], d[i], qq[i], t[i], s_rdp[j], upper, ratio, acc)
+            if math.isfinite(s_rdp[j]) and sig[i] > 0:
+                ratio = sig[i] / s_rdp[j]
+            bar.update()
 
 
 #: sigma under a sampler over the Poisson PLD sigma of a reference run (below): where the search
