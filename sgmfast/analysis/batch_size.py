@@ -195,10 +195,10 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     cn = float(check_positive(clipping_norm, "clipping_norm"))
     if accountant not in ("pld", "rdp"):
         raise ValueError(f"accountant must be one of ('pld', 'rdp'); got {accountant!r}")
-    from ..calibrate.noise import check_sampler
+    from ..calibrate.noise import _check_sampler
     from ..pld.samplers import run_of_batch
 
-    check_sampler(sampler, accountant)
+    _check_sampler(sampler, accountant)
     if (grad_sq_sum is None) == (grad_norm is None):
         raise ValueError("give exactly one of grad_sq_sum and grad_norm")
     if grad_sq_sum is not None:

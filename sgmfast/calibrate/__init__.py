@@ -30,7 +30,7 @@ and the searches every calibration shares; ``run`` -- the run's shape at a given
 
 # tolerances and limits stay readable here (tests and users check answers against them)
 from .noise import (PLD_TOL, Q_MIN, RDP_TOL, SIGMA_MAX, SIGMA_MIN, STEPS_MAX,  # noqa: F401
-                    calibrate_sigma, calibrate_sigma_to_risk, check_sampler, gaussian_sigma)
+                    calibrate_sigma, calibrate_sigma_to_risk, gaussian_sigma)
 from .run import calibrate_batch_size, calibrate_epochs, calibrate_q, calibrate_steps
 
 __all__ = [

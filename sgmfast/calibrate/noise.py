@@ -287,7 +287,7 @@ def _regular_sigmas(sig, idx, e, d, qq, t, accountant, acc, progress) -> None:
 _SAMPLER_START = {"balls_in_bins": 1.0, "fixed_size": 1.15}
 
 
-def check_sampler(sampler: str, accountant: str) -> str:
+def _check_sampler(sampler: str, accountant: str) -> str:
     """``sampler`` if known and ``accountant`` has a bound for it (RDP: Poisson and fixed-size
     batches), else a ValueError naming what is wrong."""
     from ..pld.samplers import resolve
@@ -308,7 +308,7 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     permutation shuffle (its bound), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
     with a first step of 2 % and secant steps from there (``_root_log``)."""
-    check_sampler(sampler, accountant)
+    _check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):
         if qq[i] == 0.0 or t[i] == 0.0 or math.isinf(e[i]):
@@ -398,7 +398,7 @@ class _PldUpper:
         return self.meter.units >= self.budget * UNITS_PER_SECOND
 
     def __call__(self, sigma, q, steps, delta):
-        from ..pld.accountant import epsilon_hinted, epsilon_upper_at
+        from ..pld.accountant import _epsilon_hinted, epsilon_upper_at
 
         if self.last is not None and any(not 0.5 < a / b < 2.0 for a, b in zip((sigma, q, steps), self.last)
                                          if b > 0):
@@ -412,7 +412,7 @@ class _PldUpper:
         with metered(self.meter):
             if self.settled:
                 return float(epsilon_upper_at(sigma, q, steps, delta, self.accuracy, self.step, budget))
-            lo, up, step = epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)
+            lo, up, step = _epsilon_hinted(sigma, q, steps, delta, self.accuracy, self.step, budget)
         if step is not None:
             ratio = (up - lo) / (self.accuracy * up) if up > 0 else 1.0
             factor = 1.0

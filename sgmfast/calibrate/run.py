@@ -13,9 +13,8 @@ from .._executor import CHUNK_PLD, CHUNK_RDP, check_executor, chunked
 from .._kernels import calibrate as _kc
 from .._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
                            check_steps)
-from .noise import (PLD_TOL, RDP_TOL, STEPS_MAX, _PldUpper, _broadcast, _check_accountant, _check_target_epsilon,
-                    check_sampler,
-                    _public_eps, _rdp_solve, _verified)
+from .noise import (PLD_TOL, RDP_TOL, STEPS_MAX, _broadcast, _check_accountant, _check_sampler, _check_target_epsilon,
+                    _PldUpper, _public_eps, _rdp_solve, _verified)
 from .roots import _int_boundary, _search_log
 
 def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):
@@ -100,7 +99,7 @@ def calibrate_batch_size(epsilon, delta, sigma, dataset_size, *, steps=None, epo
         check_steps(steps)
     elif not 0.0 < float(check_epsilon(epochs, "epochs")) < math.inf:
         raise ValueError(f"epochs must be finite and > 0; got {float(epochs):g}")
-    check_sampler(sampler, accountant)
+    _check_sampler(sampler, accountant)
     kwargs = dict(steps=steps, epochs=epochs, accountant=accountant, accuracy=acc, sampler=sampler)
     _check_target_epsilon(epsilon), check_delta(delta), check_sigma(sigma)
     out = _vectorised("_batch_size_point", (epsilon, delta, sigma), (n,), kwargs, accountant, executor)

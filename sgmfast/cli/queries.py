@@ -69,11 +69,12 @@ def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
 
 def _cmd_calibrate(args) -> None:
     from .. import calibrate as cal
+    from ..calibrate.noise import _check_sampler
 
     sampler = args.sampler.replace("-", "_")
     if args.sampler != "poisson" and args.solve_for == "epochs":
         raise ValueError(f"--sampler {args.sampler} calibrates with --solve-for sigma or batch-size")
-    cal.check_sampler(sampler, args.accountant)
+    _check_sampler(sampler, args.accountant)
     if args.solve_for == "sigma":
         if args.sigma is not None:
             raise ValueError("--sigma is what --solve-for sigma computes; leave it out")

@@ -73,10 +73,10 @@ class _Mechanism:
 
 def _check_config(sampler: str, relation: Optional[str], engine: str) -> tuple[str, str]:
     """(sampler, relation) validated for ``engine``: a ValueError naming what is wrong."""
-    from ..calibrate.noise import check_sampler
+    from ..calibrate.noise import _check_sampler
     from ..pld.samplers import resolve
 
-    check_sampler(sampler, engine)
+    _check_sampler(sampler, engine)
     relation = resolve(sampler, relation)
     if engine == "rdp" and sampler == "poisson" and relation != "add_remove":
         raise ValueError("accountant 'rdp' accounts for sampler 'poisson' under relation 'add_remove' only; "

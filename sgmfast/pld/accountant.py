@@ -44,7 +44,7 @@ def _delta_group(engine, eps):
     return engine.delta(np.asarray(eps, dtype=np.float64))  # (already monotone over the array)
 
 
-def epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
+def _epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
     """(lower, upper, last grid step or None) of ``steps`` SGM steps, the first grid step being
     ``step0`` if given: for calibration loops, where neighbouring sigmas need about the same
     grid.  Arguments must already be validated."""

@@ -145,7 +145,7 @@ def _directions(engine: Engine, eps: np.ndarray, goal: float, e_end: float):
                 np.minimum((p_hi + (1 - p_lo) * noisy(d, eps + up_shift, True)) * (1 + 4 * U), 1.0), p_lo
 
 
-def profile_upper(sigma: float, q: float, steps: int, eps: np.ndarray, relation: str, accuracy: float,
+def _profile_upper(sigma: float, q: float, steps: int, eps: np.ndarray, relation: str, accuracy: float,
                   goal: float) -> np.ndarray:
     """Certified upper bounds on δ(eps) (the larger of the two directions) at each eps of an
     increasing grid, to about ``goal`` absolute, from one untilted composition per direction: the

@@ -100,11 +100,11 @@ class _Profile:
     made non-increasing (the true profile is), so that delta_Q(x) <= d[j] for every x >= e[j]."""
 
     def __init__(self, sigma, q, steps, e_max, goal, accuracy, relation):
-        from ..pld.tradeoff import profile_upper
+        from ..pld.tradeoff import _profile_upper
 
         self.relation = relation
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
-        d = profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
+        d = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
 
     def delta_at(self, x):
