@@ -334,7 +334,7 @@ def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
     changing sample rate or an unsupported engine is a clear ValueError."""
     from sgmfast.integrations.opacus import SGMFastAccountant, get_noise_multiplier
 
-    q, t = 1 / 50, 150
+    q, t = 1 / 50, 100
     acc = SGMFastAccountant(sampler="balls_in_bins")
     assert acc.get_epsilon(1e-5) == 0.0
     for _ in range(t):

@@ -83,7 +83,7 @@ def test_no_steps_reveal_nothing():
     assert np.allclose(b.lower, 1 - ALPHA) and np.allclose(b.upper, 1 - ALPHA)
 
 
-@settings(deadline=None, max_examples=10, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
 @given(sigma=st.floats(0.5, 3.0), log_q=st.floats(-3.0, -0.3), steps=st.integers(1, 3000),
        eps=st.floats(0.0, 4.0))
 def test_lower_curve_certifies_at_least_the_profile(sigma, log_q, steps, eps):
