@@ -32,6 +32,7 @@ from sgmfast._kernels.pld import tradeoff as ktr
 
 from _rounding import DPS, U, _precision  # noqa: F401  (the autouse precision fixture)
 from _rounding import check as _check
+from _rounding import checkpoints
 
 
 def _mpc(z):
@@ -527,20 +528,6 @@ def test_block_spectrum_rounding():
 
 # --- fft_power.power_checkpoints: the checkpoints' rounding and their M_k bounds ------------------
 
-def _checkpoints(spectra, rows, row_of, log_cut=math.log(1e-30)):
-    m, h = spectra.shape
-    nk = row_of.size
-    ntot = np.cumsum(rows[row_of].sum(axis=1)).astype(float)
-    dec = np.ones(nk, dtype=np.int64)
-    acc, lsum, labs = np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h)
-    out = np.zeros((nk, h), dtype=np.complex128)
-    err, z2, wsum = np.zeros(nk), np.zeros(nk), np.zeros((nk, m))
-    band = np.full(nk, -1, dtype=np.int64)
-    kf.power_checkpoints(spectra, np.zeros(m), rows, row_of, ntot, dec, 2 * (h - 1) if h > 1 else 1, 0, 0, h,
-                         acc, lsum, labs, out, err, z2, wsum, log_cut, nk, band)
-    return out, err, wsum, ntot
-
-
 def test_power_checkpoints_rounding_and_bounds():
     """``power_checkpoints``: checkpoint k's composed spectrum z_k = prod_i s_i^C_ki (C the
     cumulative counts of the increment rows) errs by <= ((1 + 3u)^N_k - 1) M_k per frequency (the
@@ -556,7 +543,7 @@ def test_power_checkpoints_rounding_and_bounds():
     spectra[1, h // 2:] *= 0.9  # decaying frequencies: cut at later checkpoints
     rows = np.array([[3, 0], [0, 5], [1, 1], [4096, 17]], dtype=np.int64)
     row_of = rng.integers(0, 4, 60).astype(np.int64)
-    out, err, _, ntot = _checkpoints(spectra, rows, row_of)
+    out, err, _, ntot = checkpoints(spectra, rows, row_of)
     cum = np.cumsum(rows[row_of], axis=0)
     worst = 0.0
     for k in range(row_of.size):
@@ -577,7 +564,7 @@ def test_power_checkpoints_rounding_and_bounds():
         sp = (np.exp(logr) * np.exp(1j * rng.uniform(-np.pi, np.pi, 2))).reshape(2, 1).astype(np.complex128)
         rows1 = (10.0 ** rng.uniform(0, 5, (3, 2))).astype(np.int64)
         row_of1 = rng.integers(0, 3, 40).astype(np.int64)
-        _, _, wsum, _ = _checkpoints(sp, rows1, row_of1, log_cut=-700.0)
+        _, _, wsum, _ = checkpoints(sp, rows1, row_of1, log_cut=-700.0)
         r = [mpmath.mpf(float(abs(sp[i, 0]))) for i in range(2)]
         c = np.cumsum(rows1[row_of1], axis=0)
         for k in range(row_of1.size):

@@ -44,6 +44,7 @@ from sgmfast._kernels.pld import fft_power as kf
 
 from _rounding import U, _precision  # noqa: F401  (the autouse precision fixture)
 from _rounding import check as _check
+from _rounding import checkpoints
 
 
 def _frac_sum(vals, weights=None):
@@ -566,14 +567,7 @@ def test_checkpoint_cut_decisions():
         e2 = np.array([1e-14, 3e-14])
         rows = rng.integers(0, 300 * (trial + 1), (nd, m)).astype(np.int64)
         row_of = rng.integers(0, nd, nk).astype(np.int64)
-        ntot = np.cumsum(rows[row_of].sum(axis=1)).astype(float)
-        dec = np.ones(nk, dtype=np.int64)
-        acc, lsum, labs = np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h)
-        out = np.zeros((nk, h), dtype=np.complex128)
-        err, z2, wsum = np.zeros(nk), np.zeros(nk), np.zeros((nk, m))
-        band = np.full(nk, -1, dtype=np.int64)
-        kf.power_checkpoints(sp, e2, rows, row_of, ntot, dec, 2 * (h - 1), 0, 0, h, acc, lsum, labs, out, err, z2,
-                             wsum, log_cut, nk, band)
+        out, err, wsum, ntot = checkpoints(sp, rows, row_of, log_cut, e2)
         c_all = 2.0 * (m + nk + 4) * EPS64
         for fi in range(h):
             r = [abs(float(sp[i, fi].real)) + float(e2[i]) for i in range(m)]
