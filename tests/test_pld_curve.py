@@ -171,9 +171,9 @@ def test_long_rdp_history_curve_is_an_upper_bound():
 
 def test_curve_in_several_batches(monkeypatch):
     """Many checkpoints: the spectra go in batches (BATCH_BYTES), the products carried over."""
-    from sgmfast.pld import curve
+    from sgmfast.pld import curve_grids
 
-    monkeypatch.setattr(curve, "BATCH_BYTES", 1 << 20)
+    monkeypatch.setattr(curve_grids, "BATCH_BYTES", 1 << 20)
     steps = np.arange(1, 31) * 234
     b = pld.epsilon_curve(1.1, 256 / 60000, steps, 1e-5)
     _consistent(b, [pld.epsilon(1.1, 256 / 60000, int(t), 1e-5) for t in steps])
