@@ -276,7 +276,7 @@ def _optimise(qs, sigmas, counts, target, mode, orders):
     return _k.optimise_order(qs, sigmas, counts * (1.0 + REL_MARGIN), target, mode, True, ORDER_XTOL)
 
 
-def schedule_value(qs, sigmas, counts, target: float, mode: int) -> float:
+def _schedule_value(qs, sigmas, counts, target: float, mode: int) -> float:
     """RDP's eps at log δ = target (mode 0) or its log δ at eps = target (mode 1) for a schedule
     of noisy steps given as arrays (no validation: for the PLD engine's caps)."""
     return float(_k.optimise_order(qs, sigmas, counts * (1.0 + REL_MARGIN), target, mode, True, ORDER_XTOL)[0])

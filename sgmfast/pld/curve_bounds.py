@@ -55,7 +55,7 @@ RDP_SHARE = 0.1
 def _rdp_bounds(run: Run, targets, mode: int, budget, memo: dict) -> np.ndarray:
     """RDP's upper bounds at each checkpoint of ``run`` (rows) and target (columns; mode as
     ``_rdp_caps``): the caps at fixed orders for all, then the optimised order (``rdp``'s own
-    search, ``schedule_value``) at as many as what is left of ``budget`` pays for, in ``_spread``
+    search, ``_schedule_value``) at as many as what is left of ``budget`` pays for, in ``_spread``
     order (``memo`` keeps both for a second pass on another grid step).  Each is an upper bound:
     the smaller stands."""
     out = np.full((run.counts.shape[0], len(targets)), math.inf)
@@ -74,7 +74,7 @@ def _rdp_bounds(run: Run, targets, mode: int, budget, memo: dict) -> np.ndarray:
                     if budget.left() < units:
                         continue  # (the ones a first pass paid for still count)
                     charge(units)
-                    v = _rdp.schedule_value(qs[sel], ss[sel], c[sel].astype(np.float64), x, mode)
+                    v = _rdp._schedule_value(qs[sel], ss[sel], c[sel].astype(np.float64), x, mode)
                     memo[key] = v if mode == 0 else _rdp._delta_of(v)
                 out[k, j] = min(out[k, j], memo[key])
     return out
