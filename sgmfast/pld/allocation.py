@@ -75,6 +75,7 @@ from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from .._work import PER_BIN_DISCRETISE, charge
 from .common import ADD, REMOVE, STEP_CACHE, U, cache_put, charge_fft, refine_levels
+from .engine import Engine
 from .composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
 from .onestep import OneStep
 from .queries import eps_bound
@@ -493,12 +494,9 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
     if k > 1 and e_hi:  # (module notes)
-        from . import accountant
-
         up = np.asarray(delta(sigma, t // k, k * e_hi * (t // k), eps, accuracy=accuracy).upper,
                         dtype=np.float64).reshape(-1)
-        lo = np.asarray(accountant.delta(sigma * math.sqrt(t) / k, 1.0, e_lo, eps).lower, dtype=np.float64).reshape(-1) \
-            if e_lo else np.zeros(eps.size)
+        lo = _gauss_delta(sigma * math.sqrt(t) / k, e_lo, eps)[0] if e_lo else np.zeros(eps.size)
         lo = np.minimum(lo, up)
         return Bounds(float(lo[0]), float(up[0])) if scalar else Bounds(lo, up)
 
@@ -508,12 +506,9 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
 
     if e_hi == 0:
         return out(np.zeros(eps.size), np.zeros(eps.size))
-    from . import accountant
-
-    gauss = np.asarray(accountant.delta(sigma, 1.0, e_hi, eps).upper, dtype=np.float64).reshape(-1)
+    gauss = _gauss_delta(sigma, e_hi, eps)[1]
     if t == 1:
-        g_lo = np.asarray(accountant.delta(sigma, 1.0, e_lo, eps).lower, dtype=np.float64).reshape(-1) if e_lo \
-            else np.zeros(eps.size)
+        g_lo = _gauss_delta(sigma, e_lo, eps)[0] if e_lo else np.zeros(eps.size)
         return out(g_lo, gauss)
     # tail cut: first from a δ scale of 1e-10, then from the upper δ found (1e-4 accuracy of it)
     tail = [1e-14 / e_hi]
@@ -535,8 +530,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo0 = np.asarray(accountant.delta(sigma * math.sqrt(t), 1.0, e_lo, eps).lower, dtype=np.float64).reshape(-1) \
-        if e_lo else np.zeros(eps.size)  # (the sum statistic: ``_sum_statistic_eps``)
+    lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
     return out(lo, up)
@@ -554,10 +548,8 @@ def _levels(sigma, t, accuracy, tail, evaluate):
 
 def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
     """A rough eps of the Poisson-sampled run at rate 1/t (only where the tilt centres)."""
-    from . import accountant
-
     try:
-        return max(float(accountant.epsilon(sigma, 1.0 / t, steps, delta, accuracy=0.05).upper), 1e-3)
+        return max(float(Engine([(sigma, 1.0 / t, steps)], 0.05).epsilon(delta)[1]), 1e-3)
     except (GridFailure, ArithmeticError):  # only a heuristic
         return 1.0
 
@@ -566,9 +558,7 @@ def accountant_eps_lower(noise: float, epochs: int, delta: float) -> float:
     """The certified lower eps of ``epochs`` Gaussian mechanisms with noise ``noise`` (0 for none)."""
     if not epochs:
         return 0.0
-    from . import accountant
-
-    return float(accountant.epsilon(noise, 1.0, epochs, delta).lower)
+    return float(Engine([(noise, 1.0, epochs)], 1e-3).epsilon(delta)[0])
 
 
 def _sum_statistic_eps(sigma: float, t: int, epochs: int, delta: float) -> float:
@@ -584,7 +574,12 @@ def _gauss_eps(sigma: float, epochs: int, delta: float, lower: bool = False) -> 
     """eps of the Gaussian mechanism composed ``epochs`` times (mu = sqrt(E)/sigma): every epoch
     of random allocation is a mixture of Gaussian mechanisms, so this bounds it above (joint
     convexity); for t = 1 it is exact."""
-    from . import accountant
+    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).epsilon(delta)[:2]
+    return float(lo if lower else up)
 
-    b = accountant.epsilon(sigma, 1.0, epochs, delta)
-    return float(b.lower if lower else b.upper)
+
+def _gauss_delta(sigma: float, epochs: int, eps: np.ndarray):
+    """(lower, upper) δ at ``eps`` of the Gaussian mechanism composed ``epochs`` times (the
+    closed form, through the engine's exact path; no public-API round trip)."""
+    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).delta(np.asarray(eps, dtype=np.float64).reshape(-1))
+    return np.asarray(lo, dtype=np.float64), np.asarray(up, dtype=np.float64)

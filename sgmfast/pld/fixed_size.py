@@ -64,12 +64,13 @@ from scipy.special import erf
 from .._failures import GridTooLarge
 from .._types import Bounds
 from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from . import accountant as pld
 from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
+from .engine import Engine
 from .composition import compose_copies, copies_delta, eps_groups, recentred
 from .estimates import initial_step
 from .onestep import OneStep, discretise, grid_range
 from .queries import eps_bound
+from .schedules import make_engine
 
 #: Seconds a query may spend refining its grid before it returns what it has (always certified).
 BUDGET = 3.0
@@ -215,10 +216,16 @@ def _start(runs, accuracy: float = 1e-3):
     lower bounds are lower bounds here) and the noise multiplier of one Gaussian step equal to
     the runs' Gaussians with sensitivity 2 composed (mu^2 = sum T (2 / sigma)^2), which bounds
     every step from above and is the mechanism itself where every q = 1."""
-    acc = pld.PLDAccountant(accuracy=accuracy)
+    merged: dict = {}  # (equal steps merged, as an accountant records them)
     for s, q, t in runs:
-        acc.step(0.5 * s, q, t)
-    return acc, 1.0 / math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
+        merged[(0.5 * s, q)] = merged.get((0.5 * s, q), 0) + t
+    engine = make_engine([(s, q, t) for (s, q), t in merged.items()], accuracy)
+    return engine, 1.0 / math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
+
+
+def _gauss(s_gauss: float) -> Engine:
+    """The one Gaussian step that bounds the runs from above (``_start``): a closed form."""
+    return Engine([(s_gauss, 1.0, 1)], 1e-3)
 
 
 def _active(runs):
@@ -243,10 +250,10 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
         up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy).upper
         return Bounds(min(_epsilon(noisy, delta, accuracy).lower, up), up)
     attained, s_gauss = _start(runs)
-    gauss = pld.epsilon(s_gauss, 1.0, 1, delta)
+    gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return gauss
-    lo0 = float(attained.epsilon(delta).lower)
+    lo0 = float(attained.epsilon(delta)[0])
     centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
@@ -286,11 +293,11 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
         lo, up = _delta(noisy, eps, accuracy) if noisy else (np.zeros(eps.size), np.zeros(eps.size))
         return np.maximum(lo, p_lo), np.minimum(1.0, np.where(up > 0.0, (p_up + (1.0 - p_up) * up) * (1 + _ULPS8), p_up))
     attained, s_gauss = _start(runs)
-    gauss = pld.delta(s_gauss, 1.0, 1, eps)
+    gauss = Bounds(*_gauss(s_gauss).delta(eps))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return flat(gauss.lower), flat(gauss.upper)
-    lo0 = flat(attained.delta(eps).lower)
-    eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6).upper), 1e-3)  # (only where to tilt to)
+    lo0 = flat(attained.delta(eps)[0])
+    eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6)[1]), 1e-3)  # (only where to tilt to)
     groups = eps_groups(eps)
 
     def compose(parts, step):
