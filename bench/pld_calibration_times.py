@@ -5,7 +5,7 @@ Run: ``python bench/pld_calibration_times.py``.
 import time
 
 from sgmfast import calibrate as cal
-from sgmfast.pld import accountant
+from sgmfast.pld import api as accountant
 
 for (e, d, q, T) in [(8, 1e-5, 256 / 60000, 14062), (3, 1e-5, 0.001, 100000), (1.0, 1e-5, 0.01, 1000)]:
     cal.calibrate_sigma(e, d, q, T, accountant="pld")

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from sgmfast import pld
-from sgmfast.pld import allocation, common
+from sgmfast.pld.samplers import balls_in_bins as allocation
+from sgmfast.pld import common
 
 REF = Path(__file__).parent.parent / "tests" / "reference" / "allocation_pld_accounting.csv"
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sgmfast.pld import common, fixed_size
+from sgmfast.pld import common
+from sgmfast.pld.samplers import fixed_size
 
 REF = Path(__file__).parent.parent / "tests" / "reference" / "dp_accounting_wor.csv"
 N = 60000

@@ -454,7 +454,7 @@ def test_tune_prints_what_the_api_computes(capsys):
 
 
 def test_epsilon_shuffled_batches_prints_the_api_bounds(capsys):
-    from sgmfast.pld import allocation
+    from sgmfast.pld.samplers import balls_in_bins as allocation
 
     code, out, err = _run(["epsilon", "--sigma", "1.2", "--batch-size", "100", "--dataset-size", "2000",
                            "--epochs", "5", "--delta", "1e-5", "--sampler", "balls-in-bins"], capsys)
@@ -477,7 +477,7 @@ def test_epsilon_shuffled_bad_input_exit_2(extra, needle, capsys):
 
 
 def test_epsilon_fixed_size_batches_prints_the_api_bounds(capsys):
-    from sgmfast.pld import fixed_size
+    from sgmfast.pld.samplers import fixed_size
 
     code, out, err = _run(["epsilon", "--sigma", "1.2", "--batch-size", "100", "--dataset-size", "2000",
                            "--epochs", "5", "--delta", "1e-5", "--sampler", "fixed-size"], capsys)

@@ -21,7 +21,7 @@ from sgmfast import pld, rdp
 from sgmfast._kernels.pld import fft_power as kf
 from sgmfast._kernels.rdp import orders as rdp_orders
 from sgmfast._work import UNITS_PER_SECOND, metered
-from sgmfast.pld import composition
+from sgmfast.pld.grid import composition
 from sgmfast.pld import curve as pld_curve
 from sgmfast.pld import curve_grids
 from sgmfast.pld.engine import BUDGET, HARD_LIMIT

@@ -5,9 +5,9 @@ import importlib
 
 import pytest
 
-MODULES = ["sgmfast.rdp", "sgmfast.pld.accountant", "sgmfast.calibrate", "sgmfast.calibrate.noise", "sgmfast.calibrate.run", "sgmfast.analysis",
+MODULES = ["sgmfast.rdp", "sgmfast.pld.api", "sgmfast.calibrate", "sgmfast.calibrate.noise", "sgmfast.calibrate.run", "sgmfast.analysis",
            "sgmfast.analysis.onestep", "sgmfast.analysis.conjecture", "sgmfast.analysis.effective_noise",
-           "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification", "sgmfast.pld.allocation"]
+           "sgmfast.analysis.batch_size", "sgmfast.analysis.amplification", "sgmfast.pld.samplers.balls_in_bins"]
 
 
 @pytest.mark.parametrize("name", MODULES)

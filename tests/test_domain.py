@@ -71,7 +71,7 @@ def test_nearly_full_batches_are_bracketed_by_the_gaussian(sigma, steps, gap, ep
 def test_gaussian_floor_is_for_add_remove_only():
     # P^T >= q^T P_G^T bounds δ from below only where Q is the Gaussian's own N(0)^T (remove);
     # replace-one's Q is a mixture, so no floor is taken from it
-    from sgmfast.pld import exact
+    from sgmfast.pld.certifiers import exact
 
     lo, _ = exact.near_gaussian_delta(exact.near_gaussian([(1.0, 0.99, 3)], "replace_one"), np.array([0.2]))
     assert lo[0] == 0.0

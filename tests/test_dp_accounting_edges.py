@@ -181,7 +181,7 @@ def test_delta_at_epsilon_zero(name, rel, engine):
         if engine == "pld":  # dp_accounting's (pessimistic) PLD: the same value
             assert got == pytest.approx(float(theirs[0].get_delta(0.0)), rel=1e-4)
     else:  # fixed_size: dp_accounting's RDP is its only accountant for it; both our engines are sharper
-        from sgmfast.pld import fixed_size
+        from sgmfast.pld.samplers import fixed_size
 
         assert got <= float(theirs[0].get_delta(0.0))
         assert got >= fixed_size.delta_runs([(2.0, 0.01, 100)], 0.0).lower

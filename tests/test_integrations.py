@@ -255,7 +255,7 @@ def test_dp_accounting_fixed_size_batches_under_replace_one(dpa):
     import csv
     from pathlib import Path
 
-    from sgmfast.pld import fixed_size
+    from sgmfast.pld.samplers import fixed_size
 
     ev = dpa.SampledWithoutReplacementDpEvent(60000, 256, dpa.GaussianDpEvent(0.55))
     acc = _replace_one(dpa).compose(dpa.SelfComposedDpEvent(ev, 14000)).compose(ev, 40)
@@ -316,7 +316,7 @@ def test_dp_accounting_replace_one_rdp_engine_composes_mixed_fixed_size_runs(dpa
     assert ours.get_delta(e) <= 1e-6 * (1 + 1e-9)
     assert ours.get_delta(0.99 * e) > 1e-6
     pld_acc = _replace_one(dpa).compose(events)  # the PLD engine: the same runs, certified
-    from sgmfast.pld import fixed_size
+    from sgmfast.pld.samplers import fixed_size
 
     runs = [(1.0, 128 / 60000, 500), (1.2, 256 / 60000, 5000)]
     b = pld_acc.get_epsilon_bounds(1e-6)
@@ -369,7 +369,7 @@ def test_opacus_accountant_under_shuffled_and_fixed_size_batches(opacus):
     assert rdp.epsilon(1.3, 0.01, 300, 1e-5, sampler="fixed_size") <= fs.get_epsilon(1e-5) \
         <= rdp.epsilon(1.0, 0.01, 300, 1e-5, sampler="fixed_size")
 
-    from sgmfast.pld import fixed_size
+    from sgmfast.pld.samplers import fixed_size
 
     fp = SGMFastAccountant(sampler="fixed_size")
     for i in range(300):

@@ -28,14 +28,100 @@ def test_kernels_import_nothing_from_the_rest_of_the_package():
             assert level <= depth + 1, f"{path}: imports {'.' * level}{module} from outside _kernels"
 
 
-def test_pld_stages_do_not_import_the_public_layer():
-    # stages and certifiers below the engine never reach up to the API or the engine
-    below = {"common", "onestep", "tilting", "windows", "composition", "two_stage", "tail_events", "queries",
-             "exact", "estimates", "certifiers"}
-    for name in below:
-        for level, module in _imports(ROOT / "pld" / f"{name}.py"):
-            if level == 1:
-                assert module.split(".")[0] not in {"engine", "accountant"}, f"pld/{name}.py imports {module}"
+#: the PLD package's floors, bottom up: a module imports only lower floors (and, on its own floor,
+#: modules of its own sub-package); the same table heads ``sgmfast/pld/__init__.py``
+PLD_FLOORS = {
+    "common": 0,  # limits, direction codes, the composed-grid type, caches
+    "grid": 1,  # the numerical stages: one step, tilt, windows, composition, two stages, tail events, queries
+    "certifiers": 2,  # the certifier contract and one module per method (tilted FFT, tail events, RDP cap, exact)
+    "engine": 3,  # the plan and the work budget
+    "schedules": 4,  # many distinct steps: the sandwich over engines
+    "samplers.balls_in_bins": 5, "samplers.shuffle": 5, "samplers.fixed_size": 5,  # non-Poisson samplers
+    "tradeoff": 5, "curve_grids": 5, "curve_bounds": 6, "curve": 7,  # products built on the engine
+    "samplers": 8,  # the sampler table: sampler -> relations -> certifier
+    "api": 9,  # validation, broadcasting, PLDAccountant
+}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _edges():
+    """Explicit imports between sgmfast modules (module level and inside functions): ``from P import
+    n`` is an edge to P.n when that is a module, else to P."""
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    edges = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    src = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                for alias in node.names:
+                    targets.append(f"{src}.{alias.name}" if f"{src}.{alias.name}" in modules else src)
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            edges[name].update(t for t in targets if t in modules and t != name)
+    return edges
+
+
+def _floor(module: str):
+    rel = module.removeprefix("sgmfast.pld.")
+    if rel in PLD_FLOORS:
+        return rel, PLD_FLOORS[rel]
+    head = rel.split(".")[0]
+    return head, PLD_FLOORS.get(head)
+
+
+def test_no_import_cycle_anywhere_in_the_package():
+    edges = _edges()
+    state: dict = {}
+
+    def visit(m, path):
+        state[m] = 1
+        for n in sorted(edges[m]):
+            assert state.get(n) != 1, "import cycle: " + " -> ".join(path + [m, n])
+            if n not in state:
+                visit(n, path + [m])
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [])
+
+
+def test_pld_modules_import_only_lower_floors():
+    # certifiers never import the API, the samplers or the engine; the grid stages never import a
+    # certifier; nothing below the API imports it
+    edges = _edges()
+    for module, deps in edges.items():
+        if not module.startswith("sgmfast.pld.") or module == "sgmfast.pld":
+            continue
+        group, floor = _floor(module)
+        assert floor is not None, f"{module}: not in PLD_FLOORS (add it to the table and pld/__init__.py)"
+        for dep in deps:
+            if not dep.startswith("sgmfast.pld"):
+                continue
+            assert dep != "sgmfast.pld", f"{module} imports the public package"
+            dep_group, dep_floor = _floor(dep)
+            same_package = dep_floor == floor and dep_group.split(".")[0] == group.split(".")[0]
+            assert dep_floor < floor or same_package, f"{module} (floor {floor}) imports {dep} (floor {dep_floor})"
+
+
+def test_the_stage_table_lists_every_pld_module():
+    doc = (ROOT / "pld" / "__init__.py").read_text()
+    for path in (ROOT / "pld").rglob("*.py"):
+        if path.name != "__init__.py":
+            dotted = ".".join(path.relative_to(ROOT / "pld").with_suffix("").parts)
+            assert f"``{dotted}``" in doc or f"``{path.stem}``" in doc, \
+                f"pld/__init__.py's table does not name {path.relative_to(ROOT)}"
 
 
 def test_internal_failures_are_not_value_errors():
@@ -48,7 +134,7 @@ def test_internal_failures_are_not_value_errors():
     for cls in (GridFailure, GridTooLarge, StepUnderflow, WorkLimit):
         assert not issubclass(cls, ValueError)
     assert isinstance(too_many_bins(10**9), GridTooLarge)
-    for path in [*(ROOT / "pld").glob("*.py"), *(ROOT / "tuning").glob("*.py")]:
+    for path in [*(ROOT / "pld").rglob("*.py"), *(ROOT / "tuning").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ExceptHandler) and node.type is not None:
                 names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sgmfast import pld, rdp
 from sgmfast._kernels.pld import bins as K
-from sgmfast.pld import onestep, tilting
+from sgmfast.pld.grid import onestep, tilting
 from sgmfast.pld.engine import Engine
 from sgmfast._types import Bounds, Step
 

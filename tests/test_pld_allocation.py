@@ -1,4 +1,4 @@
-"""Shuffled batches (random allocation, k = 1): ``sgmfast.pld.allocation``.
+"""Shuffled batches (random allocation, k = 1): ``sgmfast.pld.samplers.balls_in_bins``.
 
 References independent of the code under test:
 * t = 2, one epoch: δ(eps) as a one-dimensional integral of the lognormal call/put closed forms
@@ -20,7 +20,7 @@ from scipy import integrate
 from scipy.stats import norm
 
 from sgmfast import pld
-from sgmfast.pld import allocation
+from sgmfast.pld.samplers import balls_in_bins as allocation
 
 REF = Path(__file__).parent / "reference" / "allocation_pld_accounting.csv"
 

@@ -1,4 +1,4 @@
-"""The tail-event decomposition of the PLD composition (``sgmfast.pld.tail_events``).
+"""The tail-event decomposition of the PLD composition (``sgmfast.pld.grid.tail_events``).
 
 P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k} for a one-step PLD split into a core C and a far
 tail R.  Each term is composed by itself, so the checks are: the sum of the terms equals the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sgmfast import pld
-from sgmfast.pld import onestep, queries, tail_events
+from sgmfast.pld.grid import onestep, queries, tail_events
 from sgmfast.pld.common import Grid
 
 

@@ -1,4 +1,4 @@
-"""Fixed-size batches without replacement (replace-one): ``sgmfast.pld.fixed_size``.
+"""Fixed-size batches without replacement (replace-one): ``sgmfast.pld.samplers.fixed_size``.
 
 References independent of the code under test:
 * the symmetrised pair's δ(ε) for one and two steps from its definition, in mpmath
@@ -22,7 +22,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from sgmfast import pld
-from sgmfast.pld import fixed_size
+from sgmfast.pld.samplers import fixed_size
 
 REF = Path(__file__).parent / "reference"
 
@@ -145,7 +145,7 @@ def test_total_domain_certified_between_known_bounds(sigma, g, steps, delta):
 
 # --- one way to say which sampler -------------------------------------------------------------
 def test_pld_entry_points_take_the_sampler():
-    from sgmfast.pld import allocation
+    from sgmfast.pld.samplers import balls_in_bins as allocation
 
     args = (1.1, 1 / 50, 500, 1e-5)
     assert pld.epsilon(*args, sampler="fixed_size") == fixed_size.epsilon(*args)

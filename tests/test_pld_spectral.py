@@ -1,4 +1,4 @@
-"""Curves' queries read off composed spectra (``sgmfast.pld.spectral``).
+"""Curves' queries read off composed spectra (``sgmfast.pld.grid.spectral``).
 
 The kernel's window sums are checked against the same sums taken in mpmath over the exact
 inverse transform of the same float spectrum (independent of the kernel's geometric series),
@@ -19,8 +19,8 @@ from hypothesis import given, settings, strategies as st
 from sgmfast import pld
 from sgmfast._kernels.pld import spectral as ks
 from sgmfast.pld import common as pld_common
-from sgmfast.pld import spectral
-from sgmfast.pld.queries import delta_bound, eps_bound
+from sgmfast.pld.grid import spectral
+from sgmfast.pld.grid.queries import delta_bound, eps_bound
 
 
 def _window_sums_mp(z, n, j0, big_j, theta_step, step):

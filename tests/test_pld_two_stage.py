@@ -10,7 +10,8 @@ import pytest
 from sgmfast import pld
 from sgmfast._kernels.pld import coarsen as KC
 from sgmfast._kernels.pld import fft_power as KF
-from sgmfast.pld import common, estimates, onestep, two_stage
+from sgmfast.pld import common
+from sgmfast.pld.grid import estimates, onestep, two_stage
 from sgmfast.pld.engine import Engine
 
 

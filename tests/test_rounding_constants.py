@@ -33,8 +33,10 @@ from sgmfast._kernels import logmath
 from sgmfast._kernels.pld import bins as kb
 from sgmfast._kernels.pld import query as kq
 from sgmfast._kernels.pld.losses import _z_of_loss
-from sgmfast.pld import allocation, common, exact, fixed_size, shuffle
-from sgmfast.pld.composition import fft_const
+from sgmfast.pld.samplers import balls_in_bins as allocation, fixed_size, shuffle
+from sgmfast.pld import common
+from sgmfast.pld.certifiers import exact
+from sgmfast.pld.grid.composition import fft_const
 
 from _rounding import DPS, U, _precision  # noqa: F401  (the autouse precision fixture)
 from _rounding import check as _check

@@ -325,7 +325,7 @@ def test_discretise_edges_within_8u_err0(sigma, q):
     of 8 EPS64 err0 (sigma 0.3, q 0.9)."""
     from sgmfast._kernels.pld.losses import replace_z
     from sgmfast._kernels.pld.losses import _z_of_loss as z_of_loss
-    from sgmfast.pld.onestep import grid_range
+    from sgmfast.pld.grid.onestep import grid_range
     worst = 0.0
     for add in (0, 1, 2):
         if add == 2 and q >= 1.0:
@@ -379,7 +379,7 @@ def _mp_cell(s, h, k):
 
 def _alloc_slack_ratios():
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.allocation import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
     rng = np.random.default_rng(297)
     worst_m = worst_f = 0.0
     where = None
@@ -601,8 +601,8 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an extended-precision long double for the reference")
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld import allocation as alloc
-    from sgmfast.pld.allocation import _chernoff_over, _lattice
+    from sgmfast.pld.samplers import balls_in_bins as alloc
+    from sgmfast.pld.samplers.balls_in_bins import _chernoff_over, _lattice
     h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
     K = max(2, int(math.ceil(w_max / h)))
     C = max(K + 1, int(math.ceil(cap / h)) + 1)
@@ -669,7 +669,7 @@ def test_tilted_power_rho_and_scale(sigma, t, acc, tail, lev):
     lattices ``_lattice`` chooses, both tilts +-lam0, against mpmath at sampled entries.
     Measured worst 0.20 of rho; the factor 3e-4 of its charge."""
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.allocation import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
     rng = np.random.default_rng(302)
     h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
     K = max(2, int(math.ceil(w_max / h)))
@@ -730,7 +730,7 @@ def test_w_lower_mean_rounding():
     mean errors from ``_cell_err``; this test checks the measured error against that.
     """
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.allocation import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
     rng = np.random.default_rng(303)
     worst, where = 0.0, None
     with mpmath.workdps(60):
@@ -820,7 +820,7 @@ def test_allocation_tail_masses_within_1e9():
     for x = W_max of the lattices ``_lattice`` chooses and random x far into both tails (the
     standardised argument from -10 to 37), s from 0.2 to 5.  Measured worst 2e-4 of 1e-9."""
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.allocation import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
     rng = np.random.default_rng(305)
     pts = []
     for sigma, t, acc, tail, lev in ALLOC_LATTICES:

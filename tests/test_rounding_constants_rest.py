@@ -161,7 +161,7 @@ def test_w_lower_eta_bounds_the_cell_means():
     99,024 of 133,064 cells, 1.0% of W's mass; sigma 0.6, t 4: 1.8e-6 of it; sigma 1, t 10:
     1.3e-9) -- the per-cell rounding term (x + h)(em + ew) outgrows 1e-10 x on fine lattices:
     tightness, not soundness."""
-    from sgmfast.pld.allocation import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
     worst = 0.0
     with mpmath.workdps(60):
         for sigma, t, acc, tail, lev, K in W_LOWER_SHORT:
@@ -689,7 +689,7 @@ def test_minorant_deflation():
     epoch) and synthetic ones (hull-heavy: masses over 60 decades, f at 0 and 1): the worst
     (P_nu - P_mu)_+ / (1e-12 P_nu) over all kinks and the mass: 3.1e-4; the deflated masses pass
     everywhere."""
-    from sgmfast.pld.onestep import one_step
+    from sgmfast.pld.grid.onestep import one_step
     cases = []
     for sigma, q, add, step in [(1.1, 256 / 60000, 0, 4e-3), (0.8, 0.01, 1, 4e-3)]:
         one = one_step(sigma, q, add, step)
@@ -766,7 +766,7 @@ def _contract_merges(step, n, frac, amass, opt):
 
 
 def _contract_inputs():
-    from sgmfast.pld.onestep import one_step
+    from sgmfast.pld.grid.onestep import one_step
     cases = []
     for sigma, q, add, step in [(3.0, 0.5, 0, 1e-3), (1.1, 256 / 60000, 1, 4e-3)]:
         one = one_step(sigma, q, add, step)

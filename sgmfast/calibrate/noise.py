@@ -398,7 +398,7 @@ class _PldUpper:
         return self.meter.units >= self.budget * UNITS_PER_SECOND
 
     def __call__(self, sigma, q, steps, delta):
-        from ..pld.accountant import _epsilon_hinted, epsilon_upper_at
+        from ..pld.api import _epsilon_hinted, epsilon_upper_at
 
         if self.last is not None and any(not 0.5 < a / b < 2.0 for a, b in zip((sigma, q, steps), self.last)
                                          if b > 0):

@@ -198,7 +198,7 @@ def _vectorised(name, arrays, extra, kwargs, accountant, executor):
 
 def _chunk_points(*arrays, point="", extra=(), **kwargs):
     """One executor task of :func:`_vectorised`: the named point function over a chunk."""
-    fn = globals()[point]
+    fn = _POINTS[point]
     return np.array([float(fn(*[float(a[i]) for a in arrays], *extra, **kwargs)) for i in range(arrays[0].shape[0])])
 
 
@@ -254,3 +254,7 @@ def calibrate_epochs(epsilon, delta, sigma, q, *, accountant: str = "pld", accur
         return math.inf if t == math.inf else t * float(check_q(q))
     fin = np.isfinite(t)
     return np.where(fin, np.where(fin, t, 0.0) * np.broadcast_to(check_q(q), t.shape), math.inf)
+
+
+#: the point functions ``_vectorised`` runs (by name, so that executor tasks pickle)
+_POINTS = {"_q_point": _q_point, "_batch_size_point": _batch_size_point, "_steps_point": _steps_point}

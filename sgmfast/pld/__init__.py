@@ -3,43 +3,37 @@
 Public API: :func:`epsilon`, :func:`delta`, :func:`epsilon_curve`, :func:`delta_curve`,
 :func:`tradeoff`, :func:`attack_tpr`, :func:`advantage`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
 
-The pipeline, one module per stage (kernels in ``sgmfast._kernels.pld``, same names):
+The package in floors, bottom up; a module imports only lower floors (``tests/test_layout.py``
+holds the same table and checks every import).  Kernels: ``sgmfast._kernels.pld``, same names.
 
-======================  ======================================================================
-stage                   module
-======================  ======================================================================
-1. one step             ``onestep`` -- one SGM step on the loss grid ell_j = j * step, twice:
-                        pessimistic (connect-the-dots) and optimistic (convex-order minorant)
-2. tilt                 ``tilting`` -- the saddle-point tilt e^{theta * loss} towards eps
-3. composition          ``composition`` -- the T-fold composition in one FFT power, with its
-                        round-off bounds; ``windows`` -- the FFT window and the Chernoff
-                        bounds on the mass outside it
-4. two stages           ``two_stage`` -- long runs: blocks of ~sqrt(T) steps on the fine
-                        grid, the blocks composed on a coarse grid
-5. tail events          ``tail_events`` -- small δ: δ as a sum over the number of far-tail steps
-queries                 ``queries`` -- δ(eps), eps(δ) read off composed grids
-curves                  ``curve`` -- every checkpoint of a run from one set of spectra;
-                        ``spectral`` -- their queries read off the composed spectrum's band
-trade-off curves        ``tradeoff`` -- f-DP β(α), both bounds, from the certified profile
-exact paths             ``exact`` -- closed forms that need no grid (q = 1)
-balls-in-bins batches   ``allocation`` -- random allocation (k = 1): one epoch's PLD from a
-                        lattice law of its likelihood ratio, then stages 2-3 (public:
-                        ``allocation.epsilon``, ``allocation.delta``)
-permutation shuffle     ``shuffle`` -- fixed-size batches of a shuffled epoch: sound, loose;
-                        the Gaussian mechanism per epoch above, an explicit pair below
-fixed-size batches      ``fixed_size`` -- sampling without replacement, replace-one: the
-                        symmetrised dominating pair built from stage 1's pieces, then 2-3
-which sampler           ``samplers`` -- ``sampler=`` of ``epsilon``/``delta``: poisson,
-                        balls_in_bins, shuffle, fixed_size, each with its own relation
-certifiers              ``certifiers`` -- each method as a certifier that returns certified
-                        intervals or says it does not apply; its soundness argument beside it
-engine                  ``engine`` -- the plan: which certifiers, in which order, intersect,
-                        refine the grid until the accuracy is met
-public API              ``accountant`` -- validation, the exact shortcuts, ``PLDAccountant``
-======================  ======================================================================
-
-Heuristics that choose the grid step and guess eps (never a bound) are in ``estimates``; what
-the stages share (limits, direction codes, the composed-grid type, caches) in ``common``.
+=====  ==========================  ==================================================================
+floor  module                      what it holds
+=====  ==========================  ==================================================================
+0      ``common``                  limits, direction codes, the composed-grid type, caches
+1      ``grid``                    the numerical stages: ``onestep`` (1. one step, both roundings),
+                                   ``tilting`` (2. the saddle-point tilt), ``composition`` (3. the
+                                   T-fold FFT power and its round-off), ``windows`` (its window and
+                                   Chernoff tails), ``two_stage`` (4. long runs), ``tail_events``
+                                   (5. small δ), ``queries`` (δ(eps), eps(δ) off a grid),
+                                   ``spectral`` (the same off a spectrum's band), ``estimates``
+                                   (heuristic grid steps and eps guesses, never a bound)
+2      ``certifiers``              the contract (``contract``: ``Job`` in, ``Certified`` out) and
+                                   one module per method: ``tilted`` (stages 1-4), ``tail``
+                                   (stage 5), ``rdp_cap`` (the RDP upper bound), ``exact`` (closed
+                                   forms: q = 1, sigma = 0)
+3      ``engine``                  the plan: which certifiers, in which order, intersected, the grid
+                                   refined until the accuracy is met, all on one work meter
+4      ``schedules``               many distinct (sigma, q): a certified sandwich of engines
+5      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
+5      ``samplers.shuffle``        the permutation shuffle: sound, loose
+5      ``samplers.fixed_size``     sampling without replacement, replace-one
+5      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
+5-7    ``curve_grids``,            privacy curves: the shared spectra (``curve_grids``), the closed
+       ``curve_bounds``,           forms and RDP caps they fall back on (``curve_bounds``), the plan
+       ``curve``                   and public calls (``curve``)
+8      ``samplers``                the sampler table: sampler -> relations -> certifier
+9      ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``
+=====  ==========================  ==================================================================
 
 Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:
 P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped; Zhu, Dong & Wang, AISTATS
@@ -49,10 +43,22 @@ contributions of norm <= 1 on either side of the replacement, so the batch sum m
 2; symmetric, so one direction suffices; no RDP cap applies to it).
 """
 
-from .accountant import (PLDAccountant, advantage, attack_tpr, delta, delta_curve, epsilon, epsilon_curve,
+from .api import (PLDAccountant, advantage, attack_tpr, delta, delta_curve, epsilon, epsilon_curve,
                          tradeoff)
 from .common import MAX_BINS
 from .samplers import LooseBoundWarning
+
+#: the samplers' own calls, under the names the README uses (loaded on first use)
+_SAMPLER_MODULES = {"allocation": "balls_in_bins", "balls_in_bins": "balls_in_bins", "fixed_size": "fixed_size",
+                    "shuffle": "shuffle"}
+
+
+def __getattr__(name):
+    if name in _SAMPLER_MODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.samplers.{_SAMPLER_MODULES[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["LooseBoundWarning", "epsilon", "delta", "epsilon_curve", "delta_curve", "tradeoff", "attack_tpr", "advantage",
            "PLDAccountant", "MAX_BINS"]

@@ -53,13 +53,13 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, charge, metered
-from . import exact
+from .certifiers import exact
 from .common import ADD, REMOVE, REPLACE, bins_limit, final_pool, grid_pool, two_cores
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import make_engine
-from .two_stage import MIN_STEPS
-from .spectral import read_delta, read_eps
+from .grid.two_stage import MIN_STEPS
+from .grid.spectral import read_delta, read_eps
 
 # the shared spectra and the fallback bounds live in their own modules
 from .curve_grids import (LOG_CUT, PAIR_BINS, POWER_PER_FREQ, POWER_PER_ROW, READ_PER_BIN, SHARED_BINS,  # noqa: F401

@@ -13,7 +13,7 @@ from .._kernels.rdp import orders as _orders
 from .._kernels.rdp.log_a import QUAD_CHEAP
 from .. import rdp as _rdp
 from .._work import charge, metered
-from . import exact
+from .certifiers import exact
 from .curve_grids import Run, _spread
 
 

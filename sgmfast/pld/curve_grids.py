@@ -17,12 +17,12 @@ from .._failures import GridTooLarge
 from .._kernels.pld import fft_power as kf
 from .._work import charge
 from .common import SPLIT_MIN, split_pool, two_cores
-from .composition import ArrayPart, TiltedStep, composite, part_spectra
-from .onestep import one_step
+from .grid.composition import ArrayPart, TiltedStep, composite, part_spectra
+from .grid.onestep import one_step
 from .schedules import MAX_PARTS
-from .estimates import loss_moments
-from .spectral import SpectralGrid, unrolled
-from .windows import CHERNOFF_K, choose_window, log_mgf_table, widen
+from .grid.estimates import loss_moments
+from .grid.spectral import SpectralGrid, unrolled
+from .grid.windows import CHERNOFF_K, choose_window, log_mgf_table, widen
 
 #: memory for the composed spectra of a batch of checkpoints (complex, bytes); for transforms
 #: longer than PAIR_BINS (built beside the final checkpoint's engine, whose own grids are large)

@@ -14,12 +14,12 @@ import math
 import numpy as np
 
 from .._failures import GridFailure, GridTooLarge, StepUnderflow
-from . import exact
+from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered
-from .estimates import eps_estimate, initial_step, refine
-from .tilting import VAR_GROWTH, VAR_GROWTH_SMALL
-from .two_stage import MIN_STEPS, SMALL_TAU
+from .grid.estimates import eps_estimate, initial_step, refine
+from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
+from .grid.two_stage import MIN_STEPS, SMALL_TAU
 
 TILT = TiltedFFT()
 TILT_BRACKET = TiltedFFT(VAR_GROWTH, bracket=True)
@@ -317,7 +317,7 @@ class Engine(_DeltaPlan):
         step = self.grid_step or step0 or first
         found = Certified(job.directions, 0.0, math.inf)
         last_gap = None
-        coarser = 0
+        coarser, good_step = 0, step
         while True:
             before = meter.units
             self.last_step = step

@@ -35,11 +35,11 @@ from .._failures import GridFailure
 from .. import rdp as _rdp
 from .certifiers import _compose
 from .._kernels.pld import tradeoff as kt
-from . import exact
+from .certifiers import exact
 from .common import ADD, FIRST_BINS, REMOVE, REPLACE, U, bins_limit
 from .engine import Engine
-from .estimates import eps_estimate, initial_step
-from .queries import delta_bound
+from .grid.estimates import eps_estimate, initial_step
+from .grid.queries import delta_bound
 
 #: eps grid points on [-E, E] (the upper bound's cells: its gap is about e^{2E / POINTS})
 POINTS = 20001

@@ -266,6 +266,9 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     return out
 
 
+_epsilon = epsilon  # (``calibrate_sigma``'s argument ``epsilon`` hides the function)
+
+
 def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", accuracy: float = 1e-3,
           relation: str = "add_remove") -> float:
     """An upper bound on the delta at ``epsilon`` of a random search (parameters, and what the
@@ -327,7 +330,7 @@ def calibrate_sigma(epsilon, delta, q, steps, runs: RunCount, *, method: str = "
         return epsilon_of(math.exp(x)) <= eps
 
     def epsilon_of(s):
-        return globals()["epsilon"](s, qq, t, dlt, runs, method=method, accuracy=accuracy, relation=relation)
+        return _epsilon(s, qq, t, dlt, runs, method=method, accuracy=accuracy, relation=relation)
 
     # The search needs more noise than one run: start there; doubling steps, then bisection.
     x = _search_log(ok, math.log(max(float(one_run(eps, dlt, qq, t, accountant="rdp")), 1e-6)), True, tol)

@@ -4,7 +4,7 @@ without replacement, replace-one), one step and two steps composed, from its def
 
 Writes (next to this script) fixed_size_delta.csv.
 
-The pair (sgmfast/pld/fixed_size.py, docs/fixed_size_batches.md), with s = sigma / 2,
+The pair (sgmfast/pld/samplers/fixed_size.py, docs/fixed_size_batches.md), with s = sigma / 2,
 P = (1-g) N(0, s^2) + g N(1, s^2), Q = N(0, s^2), l(x) = log(P/Q)(x) = log(1 - g + g e^{(x - 1/2)/s^2}):
   component "pos": x > 1/2 weighted by P, loss  l(x)
   component "neg": x > 1/2 weighted by Q, loss -l(x)

@@ -1,6 +1,6 @@
 """Reference table: δ(ε) of two fixed-size steps with different noise or batch fractions
 (sampling without replacement, replace-one), the composition of two different symmetrised pairs,
-from the definition.  The independent check of ``sgmfast.pld.fixed_size.delta_runs``.
+from the definition.  The independent check of ``sgmfast.pld.samplers.fixed_size.delta_runs``.
 
 Writes (next to this script) fixed_size_mixed.csv.
 

@@ -3,7 +3,7 @@ by mpmath quadrature, independent of sgmfast's kernels.
 
 For sigma, g = b / n and order a, with s = sigma / 2, Q = N(0, s^2), P = (1 - g) Q + g N(1, s^2):
 
-* ``rdp_sym``: the exact RDP of the symmetrised one-step pair (sgmfast.pld.fixed_size notes),
+* ``rdp_sym``: the exact RDP of the symmetrised one-step pair (sgmfast.pld.samplers.fixed_size notes),
   log(M) / (a - 1) with M = int_{x > 1/2} (P^a Q^(1-a) + Q^a P^(1-a)) dx + c and
   c = 1 - P(x > 1/2) - Q(x > 1/2);
 * ``rdp_bound``: the bound sgmfast uses (``_kernels/rdp/fixed_size.py``),

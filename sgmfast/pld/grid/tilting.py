@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from .._kernels.pld import tilt as kt
-from .._work import PER_BIN_MOMENTS, charge
+from ..._kernels.pld import tilt as kt
+from ..._work import PER_BIN_MOMENTS, charge
 from .onestep import hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 

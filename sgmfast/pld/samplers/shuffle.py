@@ -65,12 +65,12 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from .._failures import GridFailure
-from .._types import Bounds
-from .common import ADD, REMOVE, U
-from .composition import compose_repeated, repeated_delta
-from . import exact
-from .queries import delta_bound, eps_bound
+from ..._failures import GridFailure
+from ..._types import Bounds
+from ..common import ADD, REMOVE, U
+from ..grid.composition import compose_repeated, repeated_delta
+from ..certifiers import exact
+from ..grid.queries import delta_bound, eps_bound
 
 __all__ = ["RELATIONS", "epsilon", "delta", "upper_epsilon", "wide"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._kernels.pld import query as kq
-from .._work import PER_TERM_DIRECT, charge
-from .common import Grid
+from ..._kernels.pld import query as kq
+from ..._work import PER_TERM_DIRECT, charge
+from ..common import Grid
 
 
 def _sums(g: Grid):

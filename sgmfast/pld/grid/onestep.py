@@ -24,11 +24,11 @@ import math
 import numpy as np
 from scipy.special import ndtri
 
-from .._kernels.pld import bins as kb
-from .._kernels.pld import discretise as kd
-from .._kernels.pld import losses as kl
-from .._work import PER_BIN_DISCRETISE, charge
-from .common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
+from ..._kernels.pld import bins as kb
+from ..._kernels.pld import discretise as kd
+from ..._kernels.pld import losses as kl
+from ..._work import PER_BIN_DISCRETISE, charge
+from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, split_pool,
                      too_many_bins, two_cores)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations

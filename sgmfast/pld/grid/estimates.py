@@ -11,8 +11,8 @@ import math
 
 from scipy.special import log_ndtr, ndtr
 
-from .._kernels.pld import losses as kl
-from .common import REPLACE, StepUnderflow
+from ..._kernels.pld import losses as kl
+from ..common import REPLACE, StepUnderflow
 
 _MOM_CACHE: dict = {}
 STEP_FACTOR = 0.8  # first grid step relative to the accuracy's (measured, bench/README)

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._failures import GridFailure
-from .._kernels.pld import tilt as kt
-from .common import REMOVE, U, Grid, NotApplicable, log_binom
+from ..._failures import GridFailure
+from ..._kernels.pld import tilt as kt
+from ..common import REMOVE, U, Grid, NotApplicable, log_binom
 from .composition import Composite, compose_parts
 from .onestep import hybrid_step, one_step
 from .queries import sum_delta

@@ -24,8 +24,8 @@ from functools import partial
 
 import numpy as np
 
-from .._kernels.pld import windows as kw
-from .common import bins_cap, fast_len, too_many_bins
+from ..._kernels.pld import windows as kw
+from ..common import bins_cap, fast_len, too_many_bins
 
 #: Chernoff parameters: lambda = +-2^(k/2) / sd for k in this range (sd of the composed tilted
 #: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid

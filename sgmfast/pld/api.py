@@ -7,7 +7,6 @@ Arguments are validated here, before any work; closed forms are answered here wi
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -117,7 +116,7 @@ def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo
 
 
 def _task(name, args, kwargs):
-    b = globals()[name](*args, **kwargs)
+    b = _TASKS[name](*args, **kwargs)
     return np.asarray(b.lower), np.asarray(b.upper)
 
 
@@ -231,6 +230,10 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=N
         return _with_met(_samplers.call("delta", sampler, s, qq, t, e, acc, relation), acc, e)
     return _with_met(_broadcast_call(_delta_group, s, qq, t, e, acc, _check_grid_step(grid_step), relation, executor,
                                      "delta"), acc, e)
+
+
+#: what an executor task may run (by name, so that tasks pickle)
+_TASKS = {"epsilon": epsilon, "delta": delta}
 
 
 def _scalar(value, name):

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .._kernels.pld import exact as kx
-from .common import U
+from ..._kernels.pld import exact as kx
+from ..common import U
 
 TINY = 5e-324  # the smallest positive float: an upper bound for a δ that is positive but underflows
 

@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from .._types import Bounds
+from ..._types import Bounds
 
 SAMPLERS = ("poisson", "balls_in_bins", "shuffle", "fixed_size")
 #: samplers whose q is 1/t for t whole batches per epoch
@@ -101,7 +101,7 @@ def run_of_batch(sampler: str, batch: int, n: int, steps=None, epochs=None) -> t
 
 def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -> Bounds:
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
-    from . import allocation, fixed_size, shuffle
+    from . import balls_in_bins as allocation, fixed_size, shuffle
 
     if sampler == "fixed_size":
         return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)

@@ -69,16 +69,16 @@ import numpy as np
 import scipy.fft
 from scipy.special import ndtri
 
-from .._kernels.pld import allocation as ka
-from .._failures import GridFailure, GridTooLarge
-from .._types import Bounds
-from .._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
-from .._work import PER_BIN_DISCRETISE, charge
-from .common import ADD, REMOVE, STEP_CACHE, U, cache_put, charge_fft, refine_levels
-from .engine import Engine
-from .composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
-from .onestep import OneStep
-from .queries import eps_bound
+from ..._kernels.pld import allocation as ka
+from ..._failures import GridFailure, GridTooLarge
+from ..._types import Bounds
+from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
+from ..._work import PER_BIN_DISCRETISE, charge
+from ..common import ADD, REMOVE, STEP_CACHE, U, cache_put, charge_fft, refine_levels
+from ..engine import Engine
+from ..grid.composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
+from ..grid.onestep import OneStep
+from ..grid.queries import eps_bound
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
 #: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
-from .._failures import GridTooLarge
-from .._kernels.pld import coarsen as kc
-from .._kernels.pld import fft_power as kf
-from .._kernels.pld import tilt as kt
-from .common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, fast_len, log_binom
+from ..._failures import GridTooLarge
+from ..._kernels.pld import coarsen as kc
+from ..._kernels.pld import fft_power as kf
+from ..._kernels.pld import tilt as kt
+from ..common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, fast_len, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step

@@ -61,16 +61,16 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from .._failures import GridTooLarge
-from .._types import Bounds
-from .._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from .common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
-from .engine import Engine
-from .composition import compose_copies, copies_delta, eps_groups, recentred
-from .estimates import initial_step
-from .onestep import OneStep, discretise, grid_range
-from .queries import eps_bound
-from .schedules import make_engine
+from ..._failures import GridTooLarge
+from ..._types import Bounds
+from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
+from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
+from ..engine import Engine
+from ..grid.composition import compose_copies, copies_delta, eps_groups, recentred
+from ..grid.estimates import initial_step
+from ..grid.onestep import OneStep, discretise, grid_range
+from ..grid.queries import eps_bound
+from ..schedules import make_engine
 
 #: Seconds a query may spend refining its grid before it returns what it has (always certified).
 BUDGET = 3.0

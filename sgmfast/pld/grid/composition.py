@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft
 
-from .._failures import GridFailure
-from .._kernels.pld import fft_power as kf
-from .._kernels.pld import tilt as kt
-from .common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
+from ..._failures import GridFailure
+from ..._kernels.pld import fft_power as kf
+from ..._kernels.pld import tilt as kt
+from ..common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
 from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window

@@ -26,8 +26,8 @@ import math
 import numpy as np
 import scipy.fft
 
-from .._kernels.pld import spectral as ks
-from .common import WORKERS, Grid, charge_fft
+from ..._kernels.pld import spectral as ks
+from ..common import WORKERS, Grid, charge_fft
 from .composition import Composite, charges, grid_of
 from .queries import delta_bound, eps_bound
 
