@@ -31,6 +31,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from . import _samplers
+from ._accountant import Accountant
 from ._kernels import rdp as _k
 from ._types import Step
 from ._validation import (
@@ -68,7 +70,7 @@ _U = 2.0 ** -53
 #: steps of 0.05, the integers to 256, and a few beyond.
 FIXED_SIZE_ORDERS = np.unique(np.concatenate((1.0 + np.arange(1, 181) / 20.0, np.arange(11.0, 257.0),
                                               [320.0, 400.0, 512.0, 768.0, 1024.0])))
-RDP_SAMPLERS = ("poisson", "fixed_size")
+RDP_SAMPLERS = _samplers.samplers_of("rdp")
 
 
 def _check_sampler(sampler: str) -> str:
@@ -455,7 +457,7 @@ CURVE_SEGMENTS = 256
 CURVE_MAX_ORDER = 512
 
 
-class RDPAccountant:
+class RDPAccountant(Accountant):
     """Records SGM steps and reports (epsilon, delta) by RDP; an upper bound.
 
     Steps with different (sigma, q) — a warm-up at another batch size, a noise schedule —
@@ -476,9 +478,14 @@ class RDPAccountant:
     2.1013
     """
 
+    engine = "rdp"
+
     def __init__(self, orders=None):
         self._orders = None if orders is None else check_orders(orders)
         self._history: list[Step] = []
+
+    def _options(self) -> dict:
+        return {"orders": None if self._orders is None else self._orders.tolist()}
 
     def __repr__(self) -> str:
         return f"RDPAccountant(steps={len(self)}, segments={len(self._history)})"

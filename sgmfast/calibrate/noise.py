@@ -12,6 +12,7 @@ import numpy as np
 from .._kernels import calibrate as _kc
 from .._executor import CHUNK_PLD, CHUNK_RDP, check_executor, chunked
 from .._progress import Progress
+from .._samplers import ENGINES
 from .._work import UNITS_PER_SECOND, Meter, metered
 from .._validation import (as_float_array, check_accuracy, check_delta, check_epsilon, check_positive,
                           check_q, check_steps)
@@ -34,7 +35,7 @@ PLD_TOL = 1e-4
 #: returned (verified, less tight than the tolerance).
 CAL_BUDGET = 1.0
 
-_ACCOUNTANTS = ("pld", "rdp")
+_ACCOUNTANTS = ENGINES
 
 
 def _check_accountant(accountant: str) -> str:
@@ -49,7 +50,8 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
 
 
 def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
-    """The epsilon the public accountant reports: what every returned value is verified with."""
+    """The epsilon the public accountant reports: what every returned value is verified with
+    (Poisson: the engine's accountant, through the contract of ``sgmfast._accountant``)."""
     if sampler == "shuffle":  # (its upper bound alone: the lower one is not needed here)
         from ..pld import samplers, shuffle
 
@@ -64,13 +66,15 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson")
 
         return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy,
                                  sampler=sampler).upper)
-    if accountant == "rdp":
-        from .. import rdp
+    return _make_accountant(accountant, accuracy).step(float(sigma), float(q), steps).epsilon_upper(float(delta))
 
-        return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta)))
-    from .. import pld
 
-    return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy).upper)
+def _make_accountant(engine: str, accuracy: float):
+    """A fresh accountant of ``engine`` ("pld" at ``accuracy``, or "rdp")."""
+    from ..pld import PLDAccountant
+    from ..rdp import RDPAccountant
+
+    return {"pld": lambda: PLDAccountant(accuracy=accuracy), "rdp": RDPAccountant}[engine]()
 
 
 def _verified(accountant, eps, value, check, up: bool, tol):
@@ -290,12 +294,9 @@ _SAMPLER_START = {"balls_in_bins": 1.0, "fixed_size": 1.15}
 def _check_sampler(sampler: str, accountant: str) -> str:
     """``sampler`` if known and ``accountant`` has a bound for it (RDP: Poisson and fixed-size
     batches), else a ValueError naming what is wrong."""
-    from ..pld.samplers import resolve
+    from .._samplers import check_engine
 
-    resolve(sampler, None)  # a ValueError naming it if unknown
-    if sampler in ("balls_in_bins", "shuffle") and accountant != "pld":
-        raise ValueError(f"accountant must be 'pld' for sampler {sampler!r} (the RDP engine has no bound for it)")
-    return sampler
+    return check_engine(sampler, accountant).name
 
 
 def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):

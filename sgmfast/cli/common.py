@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import math
 
+from .._samplers import TABLE
+
 
 EXIT_USAGE = 2
 
 #: samplers (command-line spelling) whose epoch is 1/q whole batches
-EPOCH_SAMPLERS = ("balls-in-bins", "shuffle")
+EPOCH_SAMPLERS = tuple(s.cli for s in TABLE.values() if s.per_epoch)
 
 
 #: ``curve --steps T`` without ``--every``/``--points``: this many evenly spaced checkpoints
@@ -91,10 +93,10 @@ def _resolve_q_steps(args) -> tuple[float, float]:
 def _relation(args, sampler: str) -> str:
     """The relation of --relation (or the sampler's own), a one-line error naming the ones the
     sampler is analysed under when it is not one of them."""
-    from ..pld.samplers import allowed, resolve
+    from .._samplers import resolve
 
     try:
         return resolve(sampler, None if args.relation is None else args.relation.replace("-", "_"))
     except ValueError:
-        own = " or ".join(r.replace("_", "-") for r in allowed(sampler))
+        own = " or ".join(r.replace("_", "-") for r in TABLE[sampler].relations["pld"])
         raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None

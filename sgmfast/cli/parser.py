@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
+from .._samplers import TABLE
 from .common import CURVE_POINTS, TRADEOFF_POINTS, _Parser
 
-#: the samplers and relations as the command line spells them (``pld.samplers`` has the table)
-SAMPLERS = ("poisson", "balls-in-bins", "shuffle", "fixed-size")
+#: the samplers and relations as the command line spells them (``sgmfast._samplers`` has the table)
+SAMPLERS = tuple(s.cli for s in TABLE.values())
 RELATIONS = ("add-remove", "zero-out", "replace-one")
 
 

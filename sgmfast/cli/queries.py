@@ -15,7 +15,9 @@ def _cmd_epsilon(args) -> None:
     if args.accountant == "rdp":
         from .. import rdp
 
-        own = {"poisson": "add_remove", "fixed_size": "replace_one"}.get(sampler)
+        from .._samplers import TABLE
+
+        own = TABLE[sampler].relations.get("rdp", (None,))[0]
         if own is None or relation not in (None, own):
             raise ValueError("--accountant rdp accounts for --sampler poisson (add-remove) and fixed-size "
                              f"(replace-one); use --accountant pld for --sampler {args.sampler} with "

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from .._samplers import ENGINES
 from .._types import Bounds, Step
-
-ENGINES = ("pld", "rdp")
 
 
 def check_engine(engine: str) -> str:

@@ -46,7 +46,7 @@ from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
 
 from .._types import Bounds, Step
 from .._validation import check_delta, check_epsilon, check_q, check_sigma
-from ._common import ENGINES, ScheduleCache, check_engine, fixed_size_bounds
+from ._common import ScheduleCache, check_engine, fixed_size_bounds
 
 __all__ = ["SGMFastAccountant", "get_noise_multiplier", "MECHANISM", "mechanism_name"]
 
@@ -73,15 +73,9 @@ class _Mechanism:
 
 def _check_config(sampler: str, relation: Optional[str], engine: str) -> tuple[str, str]:
     """(sampler, relation) validated for ``engine``: a ValueError naming what is wrong."""
-    from ..calibrate.noise import _check_sampler
-    from ..pld.samplers import resolve
+    from .._samplers import resolve
 
-    _check_sampler(sampler, engine)
-    relation = resolve(sampler, relation)
-    if engine == "rdp" and sampler == "poisson" and relation != "add_remove":
-        raise ValueError("accountant 'rdp' accounts for sampler 'poisson' under relation 'add_remove' only; "
-                         "use accountant='pld'")
-    return sampler, relation
+    return sampler, resolve(sampler, relation, engine)
 
 
 class SGMFastAccountant(IAccountant):
@@ -300,15 +294,11 @@ def _register() -> None:
     """Every valid (sampler, relation, engine) under its mechanism name, so that Opacus's
     ``create_accountant`` (``get_noise_multiplier``, ``make_private_with_epsilon``) rebuilds the
     accountant it is asked about."""
-    from ..pld.samplers import SAMPLERS, allowed
+    from .._samplers import TABLE
 
-    for sampler in SAMPLERS:
-        for relation in allowed(sampler):
-            for engine in ENGINES:
-                try:
-                    _check_config(sampler, relation, engine)
-                except ValueError:
-                    continue
+    for sampler, row in TABLE.items():
+        for engine, relations in row.relations.items():
+            for relation in relations:
                 name = mechanism_name(sampler, relation, engine)
                 if name not in _ACCOUNTANTS:
                     factory = SGMFastAccountant if name == MECHANISM else functools.partial(
@@ -322,7 +312,7 @@ def _run_sampler(kwargs) -> str:
         return "poisson"
     loader = kwargs.get("data_loader")
     own = getattr(getattr(loader, "batch_sampler", None), "sampler", None)
-    from ..pld.samplers import SAMPLERS
+    from .._samplers import SAMPLERS
 
     return own if isinstance(own, str) and own in SAMPLERS else "shuffle"
 

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 
 from .._executor import CHUNK_PLD, check_executor
+from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS
@@ -444,7 +445,7 @@ def advantage(sigma, q, steps, *, accuracy=1e-3, relation="add_remove") -> Bound
     return delta(sigma, q, steps, 0.0, accuracy=accuracy, relation=relation)
 
 
-class PLDAccountant:
+class PLDAccountant(Accountant):
     """Accountant for a schedule of SGM steps, with certified (lower, upper) answers.
 
     Parameters
@@ -464,6 +465,8 @@ class PLDAccountant:
     True
     """
 
+    engine = "pld"
+
     def __init__(self, *, accuracy=1e-3, relation="add_remove", grid_step=None):
         _check_relation(relation)
         self.accuracy = check_accuracy(accuracy)
@@ -471,6 +474,9 @@ class PLDAccountant:
         self.grid_step = _check_grid_step(grid_step)
         self.history: list[Step] = []
         self._engine = None
+
+    def _options(self) -> dict:
+        return {"accuracy": self.accuracy, "relation": self.relation, "grid_step": self.grid_step}
 
     def __repr__(self) -> str:
         return f"PLDAccountant(steps={sum(st.count for st in self.history)}, segments={len(self.history)})"

@@ -30,15 +30,8 @@ import numpy as np
 
 from ..._types import Bounds
 
-SAMPLERS = ("poisson", "balls_in_bins", "shuffle", "fixed_size")
-#: samplers whose q is 1/t for t whole batches per epoch
-EPOCH_SAMPLERS = ("balls_in_bins", "shuffle")
-_RELATION = {"poisson": "add_remove", "balls_in_bins": "add_remove", "shuffle": "zero_out",
-             "fixed_size": "replace_one"}
-_ALLOWED = {"poisson": ("add_remove", "replace_one"), "balls_in_bins": ("add_remove",),
-            "shuffle": ("zero_out", "replace_one"), "fixed_size": ("replace_one",)}
-#: what the numbers of a sampler are: tight (certified to ``accuracy``) or only sound
-TIGHT = {"poisson": True, "balls_in_bins": True, "shuffle": False, "fixed_size": True}
+from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
+
 #: said with every answer for the permutation shuffle (API warning, CLI note)
 SHUFFLE_NOTE = ("sampler 'shuffle' (a permutation cut into fixed-size batches) has no tight analysis: "
                 "its upper bound is the Gaussian mechanism of each epoch (no amplification) and its lower "
@@ -47,22 +40,9 @@ SHUFFLE_NOTE = ("sampler 'shuffle' (a permutation cut into fixed-size batches) h
                 "sampler='poisson' or 'balls_in_bins'")
 
 
-def resolve(sampler: str, relation: str | None) -> str:
-    """The relation to use for ``sampler`` (``relation`` or the sampler's own); a ValueError
-    naming the parameter for an unknown sampler or a relation it is not analysed under."""
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}; got {sampler!r}")
-    if relation is None:
-        return _RELATION[sampler]
-    if relation not in _ALLOWED[sampler]:
-        raise ValueError(f"relation {relation!r} is not available for sampler {sampler!r} (allowed: "
-                         f"{_ALLOWED[sampler]})")
-    return relation
-
-
 def allowed(sampler: str) -> tuple:
-    """The relations ``sampler`` is analysed under (its own first)."""
-    return _ALLOWED[sampler]
+    """The relations ``sampler`` is analysed under by the PLD engine (its own first)."""
+    return TABLE[sampler].relations["pld"]
 
 
 def poisson_only(**options) -> None:
@@ -126,7 +106,7 @@ class LooseBoundWarning(UserWarning):
 
 def warn_if_loose(sampler: str, bounds: Bounds) -> None:
     """A ``LooseBoundWarning`` when a sampler without a tight analysis returns a wide interval."""
-    if not TIGHT[sampler]:
+    if not TABLE[sampler].tight:
         from .shuffle import wide
 
         if wide(bounds):
