@@ -134,7 +134,7 @@ FUNCS = {
     "calibrate.calibrate_steps": ["epsilon", "delta", "sigma", "q"],
     "calibrate.calibrate_batch_size": ["epsilon", "delta", "sigma", "dataset_size"],
     "calibrate.gaussian_sigma": ["epsilon", "delta", "steps"],
-    "analysis.one_step_delta": ["epsilon", "q", "sigma"],
+    "analysis.one_step_delta": ["sigma", "q", "epsilon"],
     "analysis.one_step_sigma": ["epsilon", "delta", "q"],
 }
 ACCOUNTANTS = ("rdp.RDPAccountant", "pld.PLDAccountant", "dp_accounting")
@@ -338,7 +338,7 @@ WARMUP = [
     {"entry": "calibrate.calibrate_steps", "args": [2.0, 1e-5, 1.0, 0.01], "kwargs": {"accountant": "rdp"}},
     {"entry": "calibrate.calibrate_batch_size", "args": [2.0, 1e-5, 1.0, 1000], "kwargs": {"steps": 100}},
     {"entry": "calibrate.gaussian_sigma", "args": [1.0, 1e-5, 10]},
-    {"entry": "analysis.one_step_delta", "args": [1.0, 0.01, 0.8]},
+    {"entry": "analysis.one_step_delta", "args": [0.8, 0.01, 1.0]},
     {"entry": "analysis.one_step_sigma", "args": [1.0, 1e-5, 0.01]},
     {"entry": "cli", "argv": ["epsilon", "--sigma", "1.0", "--q", "0.01", "--steps", "100", "--delta", "1e-5"]},
     {"entry": "dp_accounting", "init": {}, "segments": [[1.0, 0.01, 100]], "query": "epsilon", "x": 1e-5},
@@ -708,7 +708,7 @@ def sample_case(r: random.Random, entry: str, TB=EDGE) -> dict:
         elif entry == "calibrate.gaussian_sigma":
             args = [e_t, d_t, pick(r, TB["cal_steps"])]
         elif entry == "analysis.one_step_delta":
-            args = [pick(r, TB["eps"]), pick(r, TB["q"]), pick(r, TB["sigma"])]
+            args = [pick(r, TB["sigma"]), pick(r, TB["q"]), pick(r, TB["eps"])]
             if r.random() < 0.5:
                 kw["direction"] = r.choice(["both", "remove", "add"])
             if r.random() < 0.3:
@@ -1437,7 +1437,7 @@ def check_calibration(case, res, refs, runner):
 
 def check_one_step_delta(case, res, refs):
     spec = case.spec
-    eps, q, sigma = (float(val(x)) for x in spec["args"])
+    sigma, q, eps = (float(val(x)) for x in spec["args"])
     kw = spec.get("kwargs", {})
     direction = {"both": "max", "remove": "remove", "add": "add"}[kw.get("direction", "both")]
     log = kw.get("log", False)

@@ -67,24 +67,24 @@ def test_reference_table_provenance():
 def test_one_step_delta_matches_mpmath_quadrature(row, direction):
     q, s, e = float(row["q"]), float(row["sigma"]), float(row["epsilon"])
     ref = mpmath.mpf(row[f"delta_{direction}"])
-    got = analysis.one_step_delta(e, q, s, direction=direction, log=True)
+    got = analysis.one_step_delta(s, q, e, direction=direction, log=True)
     if ref == 0:
         assert got == -math.inf
         return
     log_ref = float(mpmath.log(ref))
     assert abs(got - log_ref) <= REF_RTOL, f"row {row['row_id']}: {got} vs {log_ref}"
     if log_ref > math.log(1e-300):  # representable: compare delta itself too
-        assert analysis.one_step_delta(e, q, s, direction=direction) == pytest.approx(
+        assert analysis.one_step_delta(s, q, e, direction=direction) == pytest.approx(
             float(ref), rel=REF_RTOL)
 
 
 def test_both_is_the_larger_direction():
     q, s, e = np.meshgrid([1e-3, 0.1, 0.9, 1.0], [0.5, 1.0, 3.0], [0.0, 0.05, 1.0, 3.0])
-    both = analysis.one_step_delta(e, q, s)
+    both = analysis.one_step_delta(s, q, e)
     assert both.shape == q.shape
     np.testing.assert_array_equal(
-        both, np.maximum(analysis.one_step_delta(e, q, s, direction="remove"),
-                         analysis.one_step_delta(e, q, s, direction="add")))
+        both, np.maximum(analysis.one_step_delta(s, q, e, direction="remove"),
+                         analysis.one_step_delta(s, q, e, direction="add")))
 
 
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 4.0, 30.0])
@@ -92,33 +92,33 @@ def test_both_is_the_larger_direction():
 def test_q1_is_the_gaussian_mechanism(sigma, eps):
     expected = math.exp(gaussian_log_delta(eps, sigma))
     for direction in ("remove", "add"):
-        assert analysis.one_step_delta(eps, 1.0, sigma, direction=direction) == pytest.approx(
+        assert analysis.one_step_delta(sigma, 1.0, eps, direction=direction) == pytest.approx(
             expected, rel=1e-12)
 
 
 def test_add_is_zero_beyond_minus_log_one_minus_q():
     q = 0.2
     edge = -math.log1p(-q)
-    assert analysis.one_step_delta(edge * 1.001, q, 1.0, direction="add") == 0.0
-    assert analysis.one_step_delta(edge * 0.999, q, 1.0, direction="add") > 0.0
+    assert analysis.one_step_delta(1.0, q, edge * 1.001, direction="add") == 0.0
+    assert analysis.one_step_delta(1.0, q, edge * 0.999, direction="add") > 0.0
 
 
 @HYP
 @given(q=st.floats(1e-6, 1.0), s=st.floats(0.2, 50.0), e=st.floats(0.0, 10.0),
        ds=st.floats(1.001, 2.0), de=st.floats(0.001, 1.0))
 def test_delta_bounded_and_monotone(q, s, e, ds, de):
-    d = analysis.one_step_delta(e, q, s)
+    d = analysis.one_step_delta(s, q, e)
     assert 0.0 <= d <= q * (1 + 1e-12)
-    assert analysis.one_step_delta(e, q, s * ds) <= d * (1 + 1e-12)
-    assert analysis.one_step_delta(e + de, q, s) <= d * (1 + 1e-12)
+    assert analysis.one_step_delta(s * ds, q, e) <= d * (1 + 1e-12)
+    assert analysis.one_step_delta(s, q, e + de) <= d * (1 + 1e-12)
 
 
 @HYP
 @given(q=st.floats(1e-6, 1.0), s=st.floats(0.2, 50.0), e=st.floats(1e-6, 10.0))
 def test_remove_dominates_add_for_positive_eps(q, s, e):
     # Observed, not assumed by the code: the "both" default never depends on it.
-    lr = analysis.one_step_delta(e, q, s, direction="remove", log=True)
-    la = analysis.one_step_delta(e, q, s, direction="add", log=True)
+    lr = analysis.one_step_delta(s, q, e, direction="remove", log=True)
+    la = analysis.one_step_delta(s, q, e, direction="add", log=True)
     assert la <= lr + 1e-12 * abs(lr)
 
 
@@ -135,7 +135,7 @@ def test_sigma_round_trip(eps, delta, q):
     assert s > 0
     # private by the certified bound (checked against mpmath in tests/test_domain.py); the
     # log-space evaluation here agrees with it to ~1e-10 at large sigma
-    got = analysis.one_step_delta(eps, q, s)
+    got = analysis.one_step_delta(s, q, eps)
     assert got <= delta * (1 + 1e-9)
     assert got == pytest.approx(delta, rel=ROUNDTRIP_RTOL)
 
@@ -152,7 +152,7 @@ def test_sigma_vectorised_and_q1_matches_gaussian_sigma():
                                          (50.0, 1e-5, 1.0)])
 def test_sigma_round_trip_extremes(eps, delta, q):
     s = analysis.one_step_sigma(eps, delta, q)
-    got = analysis.one_step_delta(eps, q, s, log=True)
+    got = analysis.one_step_delta(s, q, eps, log=True)
     assert got <= math.log(delta) and got == pytest.approx(math.log(delta), abs=1e-9)
 
 
@@ -190,7 +190,7 @@ def _mp_exact():
 def test_one_step_delta_at_float_range_edges(eps, q, sigma, direction):
     mp = _mp_exact()
     ref = mp.one_step_delta(q, sigma, eps, {"both": "max"}.get(direction, direction))
-    got = analysis.one_step_delta(eps, q, sigma, direction=direction, log=True)
+    got = analysis.one_step_delta(sigma, q, eps, direction=direction, log=True)
     assert got <= math.log(q)
     if ref == 0:
         assert got == -math.inf
@@ -211,8 +211,8 @@ def test_sigma_at_eps_zero_is_private_at_huge_sigma(delta, q):
 
 
 def test_noiseless_delta_at_infinite_eps_is_the_revealed_mass():
-    assert analysis.one_step_delta(math.inf, 0.25, 0.0) == 0.25  # P(loss = +inf) = q
-    assert analysis.one_step_delta(math.inf, 0.25, 1.0) == 0.0
+    assert analysis.one_step_delta(0.0, 0.25, math.inf) == 0.25  # P(loss = +inf) = q
+    assert analysis.one_step_delta(1.0, 0.25, math.inf) == 0.0
 
 
 def test_sigma_is_zero_when_delta_reaches_q():
@@ -318,11 +318,11 @@ def test_figure_2_full_grid_below_zero():
 
 
 def test_variance_decomposition():
-    sub, noise, tot = analysis.variance_decomposition(0.25, 2.0, 8.0, clipping_norm=0.5)
+    sub, noise, tot = analysis.variance_decomposition(2.0, 0.25, 8.0, clipping_norm=0.5)
     assert sub == pytest.approx((1 - 0.25) / 0.25 * 8.0)
     assert noise == pytest.approx((2.0 * 0.5 / 0.25) ** 2)
     assert tot == pytest.approx(sub + noise)
-    subs, _, _ = analysis.variance_decomposition(np.array([0.01, 0.1, 1.0]), 1.0, 5.0)
+    subs, _, _ = analysis.variance_decomposition(1.0, np.array([0.01, 0.1, 1.0]), 5.0)
     assert np.all(np.diff(subs) < 0) and subs[-1] == 0.0
 
 
@@ -403,8 +403,8 @@ def test_noise_scale_bound_is_tight():
 
 @pytest.mark.parametrize("call,match", [
     (lambda: analysis.one_step_delta(1.0, 1.5, 1.0), r"q \(sampling rate\).*1\.5"),
-    (lambda: analysis.one_step_delta(1.0, 0.1, -1.0), "sigma"),
-    (lambda: analysis.one_step_delta(-1.0, 0.1, 1.0), "epsilon"),
+    (lambda: analysis.one_step_delta(-1.0, 0.1, 1.0), "sigma"),
+    (lambda: analysis.one_step_delta(1.0, 0.1, -1.0), "epsilon"),
     (lambda: analysis.one_step_delta(1.0, 0.1, 1.0, direction="up"), "direction"),
     (lambda: analysis.one_step_sigma(1.0, 0.0, 0.1), "delta"),
     (lambda: analysis.one_step_sigma(float("nan"), 1e-5, 0.1), "epsilon"),
@@ -412,7 +412,7 @@ def test_noise_scale_bound_is_tight():
     (lambda: analysis.one_step_derivatives(0.0, 1e-5, 0.1), "epsilon"),
     (lambda: analysis.max_a_minus_b(1e-5, -1.0), "c must"),
     (lambda: analysis.figure2_data(1e-5, 4.0, n_eps=0), "n_eps"),
-    (lambda: analysis.variance_decomposition(0.1, 1.0, -1.0), "grad_sq_sum"),
+    (lambda: analysis.variance_decomposition(1.0, 0.1, -1.0), "grad_sq_sum"),
     (lambda: analysis.plan_batch_size(0, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1), "dataset_size"),
     (lambda: analysis.plan_batch_size(100, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, steps=5), "epochs"),
     (lambda: analysis.plan_batch_size(100, 1.0, 1e-5, epochs=1), "grad_sq_sum"),
@@ -465,7 +465,7 @@ def test_one_step_delta_matches_second_independent_table():
         q, s, e = float(r["q"]), float(r["sigma"]), float(r["epsilon"])
         for direction, col in (("remove", "delta_remove"), ("add", "delta_add")):
             ref = float(r[col])
-            got = float(analysis.one_step_delta(e, q, s, direction=direction))
+            got = float(analysis.one_step_delta(s, q, e, direction=direction))
             if ref == 0.0:
                 assert got == 0.0, (r["row_id"], direction)
             else:
@@ -551,7 +551,7 @@ def test_one_step_delta_lies_in_the_pld_bounds_at_one_step(q, sigma):
     within 1e-4 relative of each other (tests/test_pld.py checks the mpmath table on a fixed grid)."""
     from sgmfast import pld
     eps = np.array([0.0, 0.1, 0.5, 1.0, 2.0])
-    exact = analysis.one_step_delta(eps, q, sigma)
+    exact = analysis.one_step_delta(sigma, q, eps)
     b = pld.delta(sigma, q, 1, eps)
     assert np.all(b.lower <= exact * (1 + 1e-12) + 1e-300)
     assert np.all(exact <= b.upper * (1 + 1e-12) + 1e-300)

@@ -21,7 +21,7 @@ from .._validation import (
 )
 
 
-def variance_decomposition(q, sigma, grad_sq_sum, clipping_norm=1.0):
+def variance_decomposition(sigma, q, grad_sq_sum, clipping_norm=1.0):
     """Per-coordinate variance of the DP-SGD gradient, Eq. (25) of Räisä et al. (ICML 2024).
 
     The gradient estimate is G = (G_q + C sigma eta)/q, with G_q the sum of the clipped
@@ -32,10 +32,10 @@ def variance_decomposition(q, sigma, grad_sq_sum, clipping_norm=1.0):
 
     Parameters
     ----------
-    q : float or array_like
-        Sampling rate in (0, 1].
     sigma : float or array_like
         Noise multiplier (> 0).
+    q : float or array_like
+        Sampling rate in (0, 1].
     grad_sq_sum : float or array_like
         sum over the dataset of the squared (clipped) per-example gradient coordinate (>= 0).
     clipping_norm : float
@@ -48,7 +48,7 @@ def variance_decomposition(q, sigma, grad_sq_sum, clipping_norm=1.0):
     Examples
     --------
     >>> from sgmfast.analysis import variance_decomposition
-    >>> variance_decomposition(0.5, 2.0, 10.0)
+    >>> variance_decomposition(2.0, 0.5, 10.0)   # (sigma, q, grad_sq_sum)
     (10.0, 16.0, 26.0)
     """
     qq = check_q(q)
@@ -241,7 +241,7 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
                 sigmas.append(_plan_sigma(eps, dl, q, t, accountant, sampler))
                 bar.update()
     for (b, q, t), sigma in zip(plan, sigmas):
-        sub, noise, tot = variance_decomposition(q, sigma, g2, cn)
+        sub, noise, tot = variance_decomposition(sigma, q, g2, cn)
         if sampler != "poisson" and n > 1:  # without replacement (docstring)
             sub *= n / (n - 1)
             tot = sub + noise

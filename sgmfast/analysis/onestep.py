@@ -38,7 +38,7 @@ def _out(arr: np.ndarray, shape):
 
 
 
-def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = False):
+def one_step_delta(sigma, q, epsilon, direction: str = "both", *, log: bool = False):
     """Exact delta(epsilon) of one step of the Poisson-subsampled Gaussian mechanism.
 
     With mu0 = N(0, sigma^2) and mu = (1 - q) N(0, sigma^2) + q N(1, sigma^2) (sensitivity 1),
@@ -58,12 +58,12 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
 
     Parameters
     ----------
-    epsilon : float or array_like
-        epsilon >= 0 (nats).
-    q : float or array_like
-        Poisson sampling rate in [0, 1].
     sigma : float or array_like
         Noise multiplier in [0, +inf] (0: no noise -- delta = q for remove; +inf: delta = 0).
+    q : float or array_like
+        Poisson sampling rate in [0, 1].
+    epsilon : float or array_like
+        epsilon >= 0 (nats).
     direction : {"both", "remove", "add"}
     log : bool
         Return log delta instead of delta (-inf where delta = 0).
@@ -76,11 +76,11 @@ def one_step_delta(epsilon, q, sigma, direction: str = "both", *, log: bool = Fa
     Examples
     --------
     >>> from sgmfast.analysis import one_step_delta
-    >>> print(f"{one_step_delta(1.0, 0.1, 1.0):.10e}")
+    >>> print(f"{one_step_delta(1.0, 0.1, 1.0):.10e}")   # (sigma, q, epsilon)
     2.0712148602e-04
     >>> one_step_delta(1.0, 0.1, 1.0, direction="add")   # eps > -log(1 - q): no add term
     0.0
-    >>> round(one_step_delta(8.0, 1e-6, 10.0, log=True), 3)   # delta ~ 1e-10342
+    >>> round(one_step_delta(10.0, 1e-6, 8.0, log=True), 3)   # delta ~ 1e-10342
     -23811.994
     """
     d = _direction(direction)
@@ -193,7 +193,7 @@ def one_step_sigma(epsilon, delta, q, direction: str = "both"):
     >>> s = one_step_sigma(1.0, 1e-5, 0.01)
     >>> round(s, 4)
     0.6738
-    >>> abs(one_step_delta(1.0, 0.01, s) / 1e-5 - 1) < 1e-9
+    >>> abs(one_step_delta(s, 0.01, 1.0) / 1e-5 - 1) < 1e-9
     True
     """
     d = _direction(direction)
