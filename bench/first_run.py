@@ -6,6 +6,12 @@ of every kernel it compiles (numba's "numba:compile" events).
 runs the command in a fresh process whose package copy has no ``__pycache__`` (a ``git archive``
 of HEAD in a temporary folder, so the checkout's cache stays as it is), prints the wall time and
 the kernels by compile time.  Used for bench/README's "First run" section (issue #32 item 1).
+
+    python bench/first_run.py --manifest
+
+runs each command of ``COMMANDS`` that way (with the two-process start turned off) and writes
+``sgmfast/_kernels/first_run.json``: its top-level kernel compiles in order, with their argument
+types, which ``sgmfast._prewarm`` compiles backwards in a second process on a first run.
 """
 
 from __future__ import annotations
@@ -38,7 +44,63 @@ for name, t in sorted(spent.items(), key=lambda x: -x[1])[:25]:
 """
 
 
+RECORD = r"""
+import json, sys
+from numba.core import event
+out, depth = [], [0]
+class Listener(event.Listener):
+    def on_start(self, ev):
+        if depth[0] == 0:
+            f = ev.data["dispatcher"].py_func
+            out.append([f.__module__, f.__qualname__, [repr(a) for a in ev.data["args"]]])
+        depth[0] += 1
+    def on_end(self, ev):
+        depth[0] -= 1
+event.register("numba:compile", Listener())
+from sgmfast.cli import _run
+_run(sys.argv[1:])
+print(json.dumps(out))
+"""
+
+#: (command line, its manifest key): what a first run most often is
+COMMANDS = [
+    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "epsilon/pld/poisson"),
+    (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.00427", "--steps", "14062"], "calibrate/pld/poisson"),
+    (["curve", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "curve/pld/poisson"),
+    (["tradeoff", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062"], "tradeoff/pld/poisson"),
+    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14040", "--delta", "1e-5",
+      "--sampler", "balls-in-bins"], "epsilon/pld/balls_in_bins"),
+    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5",
+      "--accountant", "rdp"], "epsilon/rdp/poisson"),
+]
+
+
+def _cold_copy(tmp):
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "sgmfast"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+    return dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba-cache"))
+
+
+def manifest():
+    import json
+
+    out = {}
+    for argv, key in COMMANDS:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(_cold_copy(tmp), SGMFAST_PREWARM="0")
+            run = subprocess.run([sys.executable, "-c", RECORD, *argv], env=env, cwd=tmp, capture_output=True,
+                                 text=True, check=True)
+            out[key] = json.loads(run.stdout.strip().splitlines()[-1])
+            print(f"{key}: {len(out[key])} kernels", file=sys.stderr)
+    path = ROOT / "sgmfast" / "_kernels" / "first_run.json"
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
 def main(argv):
+    if argv == ["--manifest"]:
+        return manifest()
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "sgmfast"], capture_output=True,
                                  check=True).stdout

@@ -40,14 +40,22 @@ FIRST_RUN = ("sgmfast: compiling the numerical kernels for this machine (first r
 def _command(args) -> None:
     """Run a parsed command; a loose-bound warning of the API becomes one ``note:`` line after
     the answer on stdout (the interval printed is certified, only wide), other warnings pass."""
+    from .. import _prewarm
     from .._kernels import cache_is_cold
 
+    helper = None
     if cache_is_cold():
         print(FIRST_RUN, file=sys.stderr, flush=True)
+        # a second process compiles the same kernels from the other end (``sgmfast._prewarm``)
+        helper = _prewarm.start(_prewarm.key(args.command, getattr(args, "accountant", None) or "pld",
+                                             getattr(args, "sampler", None) or "poisson"))
     module, name = _COMMANDS[args.command]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        getattr(importlib.import_module(f".{module}", __name__), name)(args)
+        try:
+            getattr(importlib.import_module(f".{module}", __name__), name)(args)
+        finally:
+            _prewarm.stop(helper)
     notes = []
     for w in caught:
         if w.category.__name__ == "LooseBoundWarning":

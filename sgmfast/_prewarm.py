@@ -1,0 +1,74 @@
+"""A first run compiles on two cores: while a command compiles its kernels in the order it needs
+them, a second process compiles the same kernels from the last one backwards into numba's
+on-disk cache, and the command loads each one it reaches that is there already.
+
+Which kernels, with which argument types, in which order: ``_kernels/first_run.json``, written by
+``python bench/first_run.py --manifest`` (each recorded command run on an empty cache, numba's
+compile events in order; the top-level kernels kept).  A stale or missing entry costs only
+time: the command compiles whatever is not in the cache, as it always did, so the answers do
+not depend on the helper (it writes the same cache numba would).
+
+The helper starts only on an empty cache (``_kernels.cache_is_cold``), is stopped when the
+command ends, and is off with ``SGMFAST_PREWARM=0``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+MANIFEST = pathlib.Path(__file__).parent / "_kernels" / "first_run.json"
+
+
+def key(command: str, accountant: str = "pld", sampler: str = "poisson") -> str:
+    """The manifest's key of a command line (its compile path depends on these)."""
+    return f"{command}/{accountant}/{sampler.replace('-', '_')}"
+
+
+def start(name: str):
+    """The helper process compiling ``name``'s kernels backwards, or None (no entry, turned off)."""
+    if os.environ.get("SGMFAST_PREWARM", "1") == "0":
+        return None
+    try:
+        if name not in json.loads(MANIFEST.read_text()):
+            return None
+    except (OSError, ValueError):
+        return None
+    return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", name], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(proc) -> None:
+    """End the helper (what it saved stays in the cache; numba writes each file whole)."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def compile_backwards(name: str) -> int:
+    """Compile the manifest's kernels of ``name``, last first; the number compiled."""
+    import importlib
+
+    from numba.core import types
+
+    done = 0
+    for module, qualname, args in reversed(json.loads(MANIFEST.read_text()).get(name, [])):
+        try:
+            disp = importlib.import_module(module)
+            for part in qualname.split("."):
+                disp = getattr(disp, part)
+            disp.compile(tuple(eval(a, {"__builtins__": {}}, dict(vars(types))) for a in args))
+            done += 1
+        except Exception:  # a stale entry: the command compiles it itself
+            continue
+    return done
+
+
+if __name__ == "__main__":
+    compile_backwards(sys.argv[1])
