@@ -68,10 +68,8 @@ COMMANDS = [
     (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.00427", "--steps", "14062"], "calibrate/pld/poisson"),
     (["curve", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "curve/pld/poisson"),
     (["tradeoff", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062"], "tradeoff/pld/poisson"),
-    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14040", "--delta", "1e-5",
+    (["epsilon", "--sigma", "1.1", "--q", repr(1 / 234), "--steps", "14040", "--delta", "1e-5",
       "--sampler", "balls-in-bins"], "epsilon/pld/balls_in_bins"),
-    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5",
-      "--accountant", "rdp"], "epsilon/rdp/poisson"),
 ]
 
 
