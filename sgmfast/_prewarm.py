@@ -51,6 +51,21 @@ def stop(proc) -> None:
             proc.kill()
 
 
+def find(module, qualname: str):
+    """The kernel of ``module`` whose Python function is ``qualname`` (by attribute, or among the
+    module's kernels: a serial twin's function has its own name), or an AttributeError."""
+    obj = module
+    try:
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except AttributeError:
+        for value in vars(module).values():
+            if getattr(getattr(value, "py_func", None), "__qualname__", None) == qualname:
+                return value
+        raise
+
+
 def compile_backwards(name: str) -> int:
     """Compile the manifest's kernels of ``name``, last first; the number compiled."""
     import importlib
@@ -60,9 +75,7 @@ def compile_backwards(name: str) -> int:
     done = 0
     for module, qualname, args in reversed(json.loads(MANIFEST.read_text()).get(name, [])):
         try:
-            disp = importlib.import_module(module)
-            for part in qualname.split("."):
-                disp = getattr(disp, part)
+            disp = find(importlib.import_module(module), qualname)
             disp.compile(tuple(eval(a, {"__builtins__": {}}, dict(vars(types))) for a in args))
             done += 1
         except Exception:  # a stale entry: the command compiles it itself

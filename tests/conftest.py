@@ -7,3 +7,7 @@ import pathlib
 
 ROOT = str(pathlib.Path(__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+
+# a command started on an empty kernel cache would start a second compiling process
+# (sgmfast._prewarm): not in tests, whose own processes already keep the cores busy
+os.environ.setdefault("SGMFAST_PREWARM", "0")

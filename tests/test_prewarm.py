@@ -1,0 +1,47 @@
+"""The first run's second compiling process (``sgmfast._prewarm``): its manifest names real kernels
+with argument types numba reads back, a stale entry is skipped, and it can be turned off."""
+
+import json
+
+import numba
+from numba.core import types
+
+from sgmfast import _prewarm
+
+
+def _entries():
+    return [(key, e) for key, entries in json.loads(_prewarm.MANIFEST.read_text()).items() for e in entries]
+
+
+def test_the_manifest_names_kernels_and_types_numba_reads():
+    import importlib
+
+    assert {"epsilon/pld/poisson", "calibrate/pld/poisson", "curve/pld/poisson"} <= {k for k, _ in _entries()}
+    for key, (module, qualname, args) in _entries():
+        disp = _prewarm.find(importlib.import_module(module), qualname)
+        assert isinstance(disp, numba.core.registry.CPUDispatcher), f"{key}: {module}.{qualname}"
+        sig = tuple(eval(a, {"__builtins__": {}}, dict(vars(types))) for a in args)
+        assert all(isinstance(t, types.Type) for t in sig)
+
+
+def test_compile_backwards_skips_stale_entries(tmp_path, monkeypatch):
+    manifest = tmp_path / "first_run.json"
+    manifest.write_text(json.dumps({"k": [["sgmfast._kernels.pld.windows", "edge", _edge_args()],
+                                          ["sgmfast._kernels.pld.windows", "no_such_kernel", []],
+                                          ["sgmfast._kernels.pld.windows", "edge", ["NoSuchType"]]]}))
+    monkeypatch.setattr(_prewarm, "MANIFEST", manifest)
+    assert _prewarm.compile_backwards("k") == 1
+    assert _prewarm.start("not-a-key") is None
+
+
+def test_turned_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("SGMFAST_PREWARM", "0")
+    assert _prewarm.start("epsilon/pld/poisson") is None
+    assert _prewarm.key("epsilon", "pld", "balls-in-bins") == "epsilon/pld/balls_in_bins"
+
+
+def _edge_args():
+    for _, (module, qualname, args) in _entries():
+        if qualname == "edge":
+            return args
+    raise AssertionError("the manifest has no windows.edge")
