@@ -4,7 +4,7 @@ Public API: :func:`epsilon`, :func:`delta`, :func:`epsilon_curve`, :func:`delta_
 :func:`tradeoff`, :func:`attack_tpr`, :func:`advantage`, :class:`PLDAccountant` and the limit ``MAX_BINS``.
 
 The package in floors, bottom up; a module imports only lower floors (``tests/test_layout.py``
-holds the same table and checks every import).  Kernels: ``sgmfast._kernels.pld``, same names.
+reads this table and checks every import against it).  Kernels: ``sgmfast._kernels.pld``, same names.
 
 =====  ==========================  ==================================================================
 floor  module                      what it holds
@@ -28,9 +28,9 @@ floor  module                      what it holds
 5      ``samplers.shuffle``        the permutation shuffle: sound, loose
 5      ``samplers.fixed_size``     sampling without replacement, replace-one
 5      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
-5-7    ``curve_grids``,            privacy curves: the shared spectra (``curve_grids``), the closed
-       ``curve_bounds``,           forms and RDP caps they fall back on (``curve_bounds``), the plan
-       ``curve``                   and public calls (``curve``)
+5      ``curve_grids``             privacy curves: the spectra all checkpoints share
+6      ``curve_bounds``            the closed forms and RDP caps a curve falls back on
+7      ``curve``                   the curve's plan, budgets and public calls
 8      ``samplers``                the sampler table: sampler -> relations -> certifier
 9      ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``
 =====  ==========================  ==================================================================
