@@ -14,7 +14,7 @@ from .._executor import CHUNK_PLD, check_executor
 from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
-from .common import RELATIONS
+from .common import RELATIONS, broadcast_groups
 from . import curve as _curve
 from . import samplers as _samplers
 from . import tradeoff as _tradeoff
@@ -79,14 +79,9 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     so its caches are shared and the answers are monotone in the query (no point's bound
     contradicts another's).  With an ``executor``, whole groups go to its tasks (so the answers
     are the serial call's)."""
-    arrays = np.broadcast_arrays(sigma, q, steps, x)
-    shape = arrays[0].shape
-    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    groups: dict = {}
-    for i, key in enumerate(zip(flat[0].tolist(), flat[1].tolist(), flat[2].tolist())):
-        groups.setdefault(key, []).append(i)
     if check_executor(executor) is not None and len(groups) > 1:
         _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up)
     else:

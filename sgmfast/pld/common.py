@@ -227,3 +227,14 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
                 break
             width = new_width
     return best_lo, best_up
+
+
+def broadcast_groups(sigma, q, steps, x):
+    """(shape, flat arrays, groups) of broadcast inputs: ``groups`` maps each distinct
+    (sigma, q, steps) to the flat indices that share it (one engine answers them together)."""
+    arrays = np.broadcast_arrays(sigma, q, steps, x)
+    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    groups: dict = {}
+    for i, key in enumerate(zip(flat[0].tolist(), flat[1].tolist(), flat[2].tolist())):
+        groups.setdefault(key, []).append(i)
+    return arrays[0].shape, flat, groups

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 from ..._types import Bounds
+from ..common import broadcast_groups
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
 
@@ -117,14 +118,9 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
     """``kind`` ("epsilon" or "delta") of a non-Poisson sampler, broadcast over validated inputs:
     one call per (sigma, q, steps), with all its epsilons at once for ``delta`` (one composition
     serves them), one per δ for ``epsilon``."""
-    arrays = np.broadcast_arrays(sigma, q, steps, x)
-    shape = arrays[0].shape
-    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    groups: dict = {}
-    for i, key in enumerate(zip(*(f.tolist() for f in flat[:3]))):
-        groups.setdefault(key, []).append(i)
     for (s, qq, t), idx in groups.items():
         if kind == "delta":
             b = _one(kind, sampler, relation, s, qq, int(t), flat[3][idx], accuracy)
