@@ -188,6 +188,18 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     16384
     """
     n = check_positive_int(dataset_size, "dataset_size")
+    eps, dl, cn = _checked_target(epsilon, delta, clipping_norm, accountant, sampler)
+    g2 = _grad_sq_sum(n, cn, grad_sq_sum, grad_norm, dim)
+    plan = _candidate_runs(n, candidates, steps, epochs, sampler)
+    sigmas = _plan_sigmas(plan, eps, dl, accountant, sampler, progress, executor)
+    rows = [_plan_row(b, q, t, sigma, n, g2, cn, sampler) for (b, q, t), sigma in zip(plan, sigmas)]
+    best = min(rows, key=lambda r: r.total_var)
+    return BatchSizePlan(tuple(rows), best, eps, dl, accountant, sampler)
+
+
+def _checked_target(epsilon, delta, clipping_norm, accountant, sampler) -> tuple:
+    """(epsilon, delta, C) of :func:`plan_batch_size` as floats, checked with its accountant and
+    sampler (a ValueError naming what is wrong)."""
     eps = float(check_epsilon(epsilon))
     if eps <= 0:
         raise ValueError(f"epsilon must be > 0; got {eps!r}")
@@ -196,21 +208,33 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
     if accountant not in ("pld", "rdp"):
         raise ValueError(f"accountant must be one of ('pld', 'rdp'); got {accountant!r}")
     from ..calibrate.noise import _check_sampler
-    from ..pld.samplers import run_of_batch
 
     _check_sampler(sampler, accountant)
+    return eps, dl, cn
+
+
+def _grad_sq_sum(n: int, cn: float, grad_sq_sum, grad_norm, dim) -> float:
+    """sum_i g_ij^2 for :func:`plan_batch_size`: ``grad_sq_sum`` as given, or from ``grad_norm``
+    clipped to C and spread evenly over ``dim`` coordinates (exactly one of them)."""
     if (grad_sq_sum is None) == (grad_norm is None):
         raise ValueError("give exactly one of grad_sq_sum and grad_norm")
     if grad_sq_sum is not None:
         g2 = float(as_float_array(grad_sq_sum, "grad_sq_sum"))
         if not (math.isfinite(g2) and g2 >= 0):
             raise ValueError(f"grad_sq_sum must be finite and >= 0; got {g2!r}")
-    else:
-        gn = float(as_float_array(grad_norm, "grad_norm"))
-        if not (math.isfinite(gn) and gn >= 0):
-            raise ValueError(f"grad_norm must be finite and >= 0; got {gn!r}")
-        d = check_positive_int(dim, "dim")
-        g2 = n * min(gn, cn) ** 2 / d
+        return g2
+    gn = float(as_float_array(grad_norm, "grad_norm"))
+    if not (math.isfinite(gn) and gn >= 0):
+        raise ValueError(f"grad_norm must be finite and >= 0; got {gn!r}")
+    d = check_positive_int(dim, "dim")
+    return n * min(gn, cn) ** 2 / d
+
+
+def _candidate_runs(n: int, candidates, steps, epochs, sampler: str) -> list:
+    """(B, q, T) of each distinct candidate batch size B, smallest first: q and T as
+    ``pld.samplers.run_of_batch`` gives them for ``steps`` or ``epochs`` (exactly one)."""
+    from ..pld.samplers import run_of_batch
+
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs and steps")
     ep = check_positive_int(epochs, "epochs") if epochs is not None else None
@@ -226,10 +250,14 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
         bs.append(bi)
     bs = sorted(set(bs))
     plan = [(b, *run_of_batch(sampler, b, n, st, ep)) for b in bs]
-    plan = [(b, q, int(t)) for b, q, t in plan]
-    rows = []
+    return [(b, q, int(t)) for b, q, t in plan]
+
+
+def _plan_sigmas(plan, eps, dl, accountant, sampler, progress, executor) -> list:
+    """Each candidate run's sigma (``_plan_sigma``), in order, with a progress bar: on
+    ``executor`` one candidate per task (each is independent), else here."""
     with Progress(len(plan), "planning batch sizes", progress, min_total=4) as bar:
-        if check_executor(executor) is not None:  # one candidate per task (each is independent)
+        if check_executor(executor) is not None:
             futs = [executor.submit(_plan_sigma, eps, dl, q, t, accountant, sampler) for _, q, t in plan]
             sigmas = []
             for f in futs:
@@ -240,11 +268,14 @@ def plan_batch_size(dataset_size, epsilon, delta, *, clipping_norm=1.0, grad_sq_
             for _, q, t in plan:
                 sigmas.append(_plan_sigma(eps, dl, q, t, accountant, sampler))
                 bar.update()
-    for (b, q, t), sigma in zip(plan, sigmas):
-        sub, noise, tot = variance_decomposition(sigma, q, g2, cn)
-        if sampler != "poisson" and n > 1:  # without replacement (docstring)
-            sub *= n / (n - 1)
-            tot = sub + noise
-        rows.append(PlanRow(b, q, t, sigma, sigma / q, sub, noise, tot))
-    best = min(rows, key=lambda r: r.total_var)
-    return BatchSizePlan(tuple(rows), best, eps, dl, accountant, sampler)
+    return sigmas
+
+
+def _plan_row(b: int, q: float, t: int, sigma: float, n: int, g2: float, cn: float, sampler: str) -> PlanRow:
+    """One candidate's row: its variances by Eq. (25), the subsampling term scaled by N/(N - 1)
+    for batches drawn without replacement (:func:`plan_batch_size`, ``sampler``)."""
+    sub, noise, tot = variance_decomposition(sigma, q, g2, cn)
+    if sampler != "poisson" and n > 1:
+        sub *= n / (n - 1)
+        tot = sub + noise
+    return PlanRow(b, q, t, sigma, sigma / q, sub, noise, tot)

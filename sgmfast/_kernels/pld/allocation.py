@@ -248,13 +248,30 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     offsets 3.7x err_r on 12,301 equal masses a bin; tests/test_rounding_constants_rest.py.)"""
     lt = math.log(t)
     lh = math.log(h + abs(shift))
-    em = -math.expm1(-step)
     for i in range(n):
         out_a[i] = 0.0 if upper else -1.0
         out_b[i] = 0.0
     first = np.zeros(n)  # per bin: first-measure mass
     second = np.zeros(n)  # and second-measure mass
     terms = np.zeros(n)  # and its sums' rounding, in EPS64 (sum over the atoms of 1 + sigma_s)
+    beyond, t_beyond, low, t_low = _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second, terms)
+    if upper:
+        out_a[0] += low * (1.0 + 1e-12 + (t_low + 4.0) * EPS64)
+    _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b)
+    e = (t_beyond + 4.0) * EPS64
+    return beyond * (1.0 + 1e-12 + e) if upper else beyond * (1.0 - 1e-12 - e)
+
+
+# The two halves of ``lattice_bins`` are inlined into it (numba IR inlining): one compiled function,
+# as before it was split.
+@jit(inline="always")
+def _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second, terms):
+    """``lattice_bins``' atoms into the bins j = 0 .. n - 2 of its loss grid: adds each atom's
+    first- and second-measure masses (P and Q, Q and P when ``add``) to first[j] and second[j]
+    and its rounding weight 1 + sigma_s to terms[j] (lt = log t).  Returns (beyond, t_beyond,
+    low, t_low): the first-measure mass at or above the top point (upper: with the add
+    direction's S = 0 atoms, loss +inf) and below the grid (upper only; the lower bound drops
+    it), each with its sum of rounding weights."""
     beyond = 0.0  # upper: +inf mass; lower: top mass
     t_beyond = 0.0
     low = 0.0  # upper: the mass below the grid (moved up to j_lo)
@@ -289,9 +306,17 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
         first[j] += f
         second[j] += sec
         terms[j] += tk
-    if upper:
-        out_a[0] += low * (1.0 + 1e-12 + (t_low + 4.0) * EPS64)
-    for i in range(n - 1):
+    return beyond, t_beyond, low, t_low
+
+
+@jit(inline="always")
+def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
+    """``lattice_bins``' outputs from the bins' masses (lt = log t, lh = log(h + |shift|)):
+    ``upper``, each bin's first-measure mass rounded up and split between its two grid points
+    by the connect-the-dots fraction (rounded up); otherwise each bin's optimistic atom, its
+    offset rounded down in ``out_a`` and its mass rounded down in ``out_b``."""
+    em = -math.expm1(-step)
+    for i in range(first.shape[0] - 1):
         m = first[i]
         if m == 0.0:
             continue
@@ -307,5 +332,3 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
             pos = -_log_offset(ell_i, second[i], m, step) - err_r
             out_a[i] = pos if pos > 0.0 else 0.0
             out_b[i] = m * (1.0 - 1e-12 - e)
-    e = (t_beyond + 4.0) * EPS64
-    return beyond * (1.0 + 1e-12 + e) if upper else beyond * (1.0 - 1e-12 - e)

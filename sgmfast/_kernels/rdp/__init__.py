@@ -5,8 +5,9 @@ A_alpha = E_{z ~ mu0}[(mu(z)/mu0(z))^alpha]; one step is (alpha, log(A_alpha)/(a
 (Mironov, Talwar & Zhang 2019, "Renyi differential privacy of the sampled Gaussian
 mechanism", arXiv:1908.10530, Theorems 4 and 5).
 
-Modules: ``log_a`` (below), ``conversion`` (a schedule's RDP to (epsilon, delta)) and ``orders``
-(the search for the best order). Three evaluations of log A_alpha live in ``log_a``:
+Modules: ``log_a`` (below), ``conversion`` (a schedule's RDP to (epsilon, delta)), ``orders``
+(the search for the best order) and ``fractional`` (its fractional orders from tabulated
+quadrature nodes). Three evaluations of log A_alpha live in ``log_a``:
 
 * ``log_a_int`` -- integer alpha: the finite binomial sum (MTZ Sec. 3.3, Case I) written for
   A - 1 with ``expm1`` so log A = log1p(A - 1) keeps full relative precision for tiny q.
@@ -68,23 +69,25 @@ from .conversion import (  # noqa: F401
     rdp_curve,
     schedule_rdp,
 )
-from .orders import (  # noqa: F401
-    DEFAULT_GRID,
-    LOW_GRID,
-    PARALLEL_MIN_POINTS,
+from .fractional import (  # noqa: F401
     _brent_min,
     _log_a_derivs,
     _newton_min,
     _node_cap,
-    _objective_above,
     _objective_nodes,
+    _quad_cheap,
+    log_a_from_nodes,
+    prepare_nodes,
+)
+from .orders import (  # noqa: F401
+    DEFAULT_GRID,
+    LOW_GRID,
+    PARALLEL_MIN_POINTS,
+    _objective_above,
     _optimise_order,
     _optimise_points,
-    _quad_cheap,
     _scan,
-    log_a_from_nodes,
     optimise_order,
     optimise_points,
     optimise_points_serial,
-    prepare_nodes,
 )

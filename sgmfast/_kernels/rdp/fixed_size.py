@@ -26,7 +26,7 @@ import math
 
 from .._jit import jit
 from .log_a import QUAD_CHEAP, log_a, log_a_jensen
-from .orders import _node_cap
+from .fractional import _node_cap
 
 
 @jit
