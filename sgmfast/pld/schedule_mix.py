@@ -70,7 +70,7 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import PER_BIN_MOMENTS, UNITS_PER_SECOND, Meter, charge, charge_fft, metered
-from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, WORKERS, Grid, bins_limit
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, SPLIT_MIN, TAU_MIN, WORKERS, Grid, bins_limit, split_pool, two_cores
 from .composition import Composite, TiltedStep, fft_const, grid_of
 from .estimates import eps_estimate, initial_step
 from .onestep import one_step
@@ -482,8 +482,15 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     n_ops = float(k.sum()) + 4.0 * (2.0 ** nbits - 1.0) + 4.0
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     charge(PER_PART_FREQ * (bit_idx.size + ia.size + 4 * pa.size) * z.size)
-    err, z2, vsum = ks.mix_power_range(table, ja, jb, wa, wb, bit_ptr, bit_idx, pa, pb, ps, pair_e2, pcnt, n_ops,
-                                       np.empty(ia.size, dtype=np.complex128), z, 0, z.size)
+    args = (table, ja, jb, wa, wb, bit_ptr, bit_idx, pa, pb, ps, pair_e2, pcnt, n_ops)
+    h = z.size
+    if h < SPLIT_MIN or not two_cores():
+        err, z2, vsum = ks.mix_power_range(*args, np.empty(ia.size, dtype=np.complex128), z, 0, h)
+    else:  # (the upper half of the frequencies on the helper thread)
+        fut = split_pool().submit(ks.mix_power_range, *args, np.empty(ia.size, dtype=np.complex128), z, h // 2, h)
+        err, z2, vsum = ks.mix_power_range(*args, np.empty(ia.size, dtype=np.complex128), z, 0, h // 2)
+        e_hi, z2_hi, v_hi = fut.result()
+        err, z2, vsum = err + e_hi, z2 + z2_hi, vsum + v_hi
     err += float(np.dot(kf64, pe2)) * math.sqrt(vsum) * (1 + 1e-12)
     charge_fft(n)
     x = scipy.fft.irfft(z, n, workers=WORKERS)
