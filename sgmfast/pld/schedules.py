@@ -1,23 +1,40 @@
-"""Schedules with many distinct (sigma, q): a sandwich of two short schedules.
+"""Schedules with many distinct (sigma, q): mixtures on a lattice of noise levels, or a sandwich.
 
 A noise (or batch-size) schedule that changes every step has as many distinct one-step PLDs as
-steps, and each costs a discretisation and a transform.  Beyond ``MAX_PARTS`` distinct steps the
-schedule is bracketed instead: its steps are sorted by sigma / q (the effective noise, which
-orders their privacy to first order) and cut into G groups of about equal step counts; every
-step of a group is replaced by (the group's smallest sigma, its largest q) for the upper bound and
-by (its largest sigma, its smallest q) for the lower bound.  Each bracket has at most G distinct
-steps, and G doubles while the interval is wider than the accuracy and the time budget allows.
+steps, and each costs a discretisation and a transform.  Up to ``MAX_PARTS`` distinct noisy
+steps are composed exactly (``engine.Engine``).  Beyond:
 
-Soundness.  More noise is post-processing of the output (N(m, s^2) plus independent
-N(0, s'^2 - s^2) is N(m, s'^2)), and a smaller sampling rate is a mixture with the neighbour's
-own distribution: with lambda = q / q', (1 - q) N(0) + q N(1) = (1 - lambda) N(0) +
-lambda ((1 - q') N(0) + q' N(1)), so by joint convexity of the hockey-stick divergence every
-δ(eps) of rate q is at most lambda times that of rate q' (the replace-one pair is the same
-mixture on both sides).  So each step of the upper schedule is at least as revealing as the step
-it replaces, each of the lower at most as revealing, and composition keeps both orders: the
-upper schedule's certified upper bound bounds the schedule's eps (δ), the lower schedule's
-certified lower bound bounds it from below.  The RDP bound of the schedule itself caps the
-upper.  Noiseless steps and steps that do nothing are kept as they are.
+* **Mixtures** (add/remove, every q < 1, at most ``MAX_RATES`` distinct q; ``schedule_mix``):
+  for each sampling rate, a lattice of noise levels spans the steps' sigmas, closer where steps
+  are dense and where the answer is sensitive to them; each step is replaced by a mixture of its
+  two neighbouring lattice points that is at least as revealing (upper bound: the chord of δ in
+  t = Phi(1 / (2 sigma)), in which δ is convex at every eps) and one that is at most as
+  revealing up to a failure mass H (lower bound, H subtracted).  Groups of nearby mixtures
+  become k copies of one (a Poisson-binomial count of lattice draws lies between two binomials).
+  Only lattice points are discretised and transformed; the mixtures' spectra are combined from
+  theirs inside the product.  The interval is second order in the lattice spacing: 10^4
+  distinct sigma in [0.9, 1.3] at q = 256/60000 are certified to 1e-3 (bench/README, "Per-step
+  schedules certified to 1e-3").
+* **Sandwich** (replace-one, full batches among the steps, or more than ``MAX_RATES`` distinct
+  sampling rates): the steps are sorted by sigma / q and cut into G groups of about equal step
+  counts; every step of a group is replaced by (the group's smallest sigma, its largest q) for
+  the upper bound and by (its largest sigma, its smallest q) for the lower bound (first order in
+  the groups' spread).
+
+Soundness.  Mixtures: ``schedule_mix`` (module notes) -- every replacement is ordered against
+the step it replaces in δ at every eps (the order composition keeps), the lower one up to a
+failure event whose total probability H is subtracted, and the lattice points are composed
+with the grids' own certified bounds.  Sandwich: more noise is post-processing of the output
+(N(m, s^2) plus independent N(0, s'^2 - s^2) is N(m, s'^2)), and a smaller sampling rate is a
+mixture with the neighbour's own distribution: with lambda = q / q', (1 - q) N(0) + q N(1) =
+(1 - lambda) N(0) + lambda ((1 - q') N(0) + q' N(1)), so by joint convexity of the hockey-stick
+divergence every δ(eps) of rate q is at most lambda times that of rate q' (the replace-one pair
+is the same mixture on both sides).  So each step of the upper schedule is at least as
+revealing as the step it replaces, each of the lower at most as revealing, and composition keeps
+both orders.  Both: the RDP bound of a schedule that rounds every step towards less noise caps
+the upper; noiseless steps (sigma = 0) add an atom at +inf of mass p = 1 - prod (1 - q)^T,
+handled as ``engine.Engine`` does (δ <= p + (1 - p) δ_noisy, δ >= max(p, δ_noisy)); a finer
+accuracy is intersected with the default one's answer, so it never returns a wider interval.
 """
 
 from __future__ import annotations
@@ -27,14 +44,23 @@ import math
 import numpy as np
 
 from .._work import UNITS_PER_SECOND, Meter, metered
+from . import exact
 from .certifiers import RDPBound
-from .engine import BUDGET, Engine
+from .common import U
+from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
+from .schedule_mix import MixEngine, families_of
 
-#: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the sandwich
+#: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
+#: lattice mixtures (or the sandwich)
 MAX_PARTS = 128
-#: group counts tried in turn while the interval is wider than the accuracy and the budget lasts
-#: (32: a 10^4-step schedule in about a second on the reference machine, bench/README)
+#: group counts the sandwich tries in turn while the interval is wider than the accuracy and the
+#: budget lasts (32: a 10^4-step schedule in about a second on the reference machine)
 GROUPS = (32,)
+#: groups of the upper schedule whose RDP bound caps the answer
+RDP_GROUPS = 64
+#: most distinct sampling rates the mixtures take (each has a lattice of its own); beyond, the
+#: sandwich
+MAX_RATES = 32
 
 
 def distinct_noisy(schedule) -> int:
@@ -74,8 +100,8 @@ def brackets(schedule, groups: int):
 
 
 class Sandwich:
-    """eps(δ) and δ(eps) of a schedule with many distinct steps from two bracketing schedules
-    (module notes); the ``Engine`` interface that the accountant uses."""
+    """eps(δ) and δ(eps) of a schedule with many distinct steps (module notes); the ``Engine``
+    interface that the accountant uses."""
 
     def __init__(self, schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET):
         self.schedule = tuple(schedule)
@@ -85,16 +111,110 @@ class Sandwich:
         self.budget = budget
         self.last_step = None
         self._rdp = None
+        self._coarse = None
+        self._tv = None
+        noisy, (self.p_lo, self.p_hi) = exact.normalise(self.schedule)
+        self.noisy = tuple(noisy)
+        self.mix = None
+        fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
+        if fams is not None and len(fams) <= MAX_RATES:
+            self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
 
     @property
     def rdp(self) -> RDPBound:
+        """The RDP bound of the upper sandwich schedule (``RDP_GROUPS`` groups, each at its least
+        sigma and largest q: at least as revealing, and RDP is monotone in both)."""
         if self._rdp is None:
-            noisy = [(s, q, c) for s, q, c in self.schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
-            self._rdp = RDPBound(noisy, self.relation == "replace_one")
+            self._rdp = RDPBound(brackets(self.noisy, RDP_GROUPS)[0], self.relation == "replace_one")
         return self._rdp
 
+    @property
+    def coarse(self) -> Sandwich | None:
+        """The same schedule at the default accuracy, when this one asks for a finer one: its
+        answer is intersected (a finer accuracy never returns a wider interval)."""
+        if self.accuracy >= DEFAULT_ACCURACY or self.grid_step is not None:
+            return None
+        if self._coarse is None:
+            self._coarse = Sandwich(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget)
+        return self._coarse
+
+    def first_step(self, target: float) -> float | None:
+        return self.grid_step
+
+    def first_delta_step(self, eps: float) -> float | None:
+        return self.grid_step
+
+    # --- eps(δ) ----------------------------------------------------------------------------------
+    def epsilon(self, target: float, step0=None):
+        """(lower, upper, None) of eps(target)."""
+        lo, up = self._epsilon(target, step0)
+        if self.coarse is not None:
+            c_lo, c_up, _ = self.coarse.epsilon(target)
+            lo, up = max(lo, c_lo), min(up, c_up)
+        return lo, up, None
+
+    def _epsilon(self, target, step0):
+        if self.p_hi > 0.0:
+            # noiseless steps: δ >= p for every finite eps, and δ <= p + (1 - p) δ_noisy
+            lo = math.inf if target < self.p_lo else self._eps_noisy(target, step0)[0]
+            if target <= self.p_hi:
+                return lo, math.inf
+            return lo, self._eps_noisy((target - self.p_hi) / (1.0 - self.p_hi) * (1 - 4 * U), step0)[1]
+        return self._eps_noisy(target, step0)
+
+    @property
+    def tv_upper(self) -> float:
+        if self._tv is None:
+            self._tv = exact.tv_upper(self.noisy, self.relation)
+        return self._tv
+
+    def _eps_noisy(self, target, step0=None):
+        if not self.noisy or target >= self.tv_upper:
+            return 0.0, 0.0
+        if self.mix is not None:
+            lo, up, _ = self.mix.epsilon(target, step0)
+            self.last_step = self.mix.last_step
+        else:
+            lo, up = self._sandwich_eps(target)
+        if not up - lo <= self.accuracy * up:  # a wide answer: RDP may help
+            up = min(up, self.rdp.epsilon(target))
+        return min(lo, up), up
+
+    # --- δ(eps) ----------------------------------------------------------------------------------
+    def delta(self, eps: np.ndarray):
+        """(lower, upper) of δ at each eps."""
+        eps = np.asarray(eps, dtype=np.float64)
+        lo, up = self._delta(eps)
+        if self.coarse is not None:
+            c_lo, c_up = self.coarse.delta(eps)
+            lo, up = np.maximum(lo, c_lo), np.minimum(up, c_up)
+        return monotone(eps, lo, up)
+
+    def _delta(self, eps):
+        lo, up = np.zeros(eps.size), np.zeros(eps.size)
+        finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
+        if self.noisy and finite.any():
+            e = eps[finite]
+            if self.mix is not None:
+                l, u = self.mix.delta(e)
+                self.last_step = self.mix.last_step
+            else:
+                l, u = self._sandwich_delta(e)
+            wide = ~(u - l <= self.accuracy * u)
+            if wide.any():
+                u[wide] = np.minimum(u[wide], self.rdp.delta(e[wide]))
+            # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
+            lo[finite], up[finite] = np.minimum(l, u), np.maximum(u, exact.TINY)
+        if self.p_hi > 0.0:
+            lo = np.maximum(lo, self.p_lo)
+            up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
+        lo = np.maximum(lo - 1e-322, 0.0)
+        up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
+        return lo, up
+
+    # --- the sandwich (replace-one, full batches) ----------------------------------------------
     def _engines(self, g, budget):
-        up, lo = brackets(self.schedule, g)
+        up, lo = brackets(self.noisy, g)
         return (Engine(up, self.accuracy, self.grid_step, self.relation, budget=budget),
                 Engine(lo, self.accuracy, self.grid_step, self.relation, budget=budget))
 
@@ -108,32 +228,26 @@ class Sandwich:
                 return
             yield g, max(0.5 * left, 0.1)
 
-    def epsilon(self, target: float, step0=None):
+    def _sandwich_eps(self, target: float):
         lo, up = 0.0, math.inf
-        cap = math.inf if self._noiseless() else self.rdp.epsilon(target)  # (RDP of the noisy steps alone)
         meter = Meter()
         for g, budget in self._rounds(meter):
             with metered(meter):
                 e_up, e_lo = self._engines(g, budget)
-                up = min(up, e_up.epsilon(target)[1], cap)
+                up = min(up, e_up.epsilon(target)[1])
                 lo = max(lo, e_lo.epsilon(target)[0])
             if up < math.inf and up - lo <= self.accuracy * up:
                 break
-        return lo, up, None
+        return lo, up
 
-    def delta(self, eps: np.ndarray):
-        eps = np.asarray(eps, dtype=np.float64)
+    def _sandwich_delta(self, eps: np.ndarray):
         lo, up = np.zeros(eps.size), np.ones(eps.size)
-        cap = np.ones(eps.size) if self._noiseless() else self.rdp.delta(eps)
         meter = Meter()
         for g, budget in self._rounds(meter):
             with metered(meter):
                 e_up, e_lo = self._engines(g, budget)
-                up = np.minimum(up, np.minimum(e_up.delta(eps)[1], cap))
+                up = np.minimum(up, e_up.delta(eps)[1])
                 lo = np.maximum(lo, e_lo.delta(eps)[0])
             if (up - lo <= self.accuracy * up).all():
                 break
         return lo, up
-
-    def _noiseless(self) -> bool:
-        return any(s == 0.0 for s, q, c in self.schedule if c > 0 and q > 0.0)
