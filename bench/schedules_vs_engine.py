@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from sgmfast.pld.engine import Engine
-from sgmfast.pld.schedule_mix import MixEngine
+from sgmfast.pld.schedule_engine import MixEngine
 
 
 def main(seed: int, n: int) -> int:

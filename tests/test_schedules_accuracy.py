@@ -19,7 +19,8 @@ import pytest
 
 from sgmfast import pld
 from sgmfast.pld.engine import Engine
-from sgmfast.pld.schedule_mix import MixEngine, _group_weight, lower_weights, upper_weights
+from sgmfast.pld.schedule_engine import MixEngine
+from sgmfast.pld.schedule_mix import _group_weight, lower_weights, upper_weights
 from sgmfast.pld.schedules import Sandwich, brackets, make_engine
 
 mp.mp.dps = 30

@@ -21,18 +21,23 @@ floor  module                      what it holds
                                    one module per method: ``tilted`` (stages 1-4), ``tail``
                                    (stage 5), ``rdp_cap`` (the RDP upper bound), ``exact`` (closed
                                    forms: q = 1, sigma = 0)
+2      ``schedule_mix``            many distinct noise levels: the lattice mixtures above and below
+                                   each step (their soundness argument), weights and groups
+3      ``schedule_compose``        the mixtures' compositions on the lattice's spectra
 3      ``engine``                  the plan: which certifiers, in which order, intersected, the grid
                                    refined until the accuracy is met, all on one work meter
-4      ``schedules``               many distinct (sigma, q): a certified sandwich of engines
-5      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
-5      ``samplers.shuffle``        the permutation shuffle: sound, loose
-5      ``samplers.fixed_size``     sampling without replacement, replace-one
-5      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
-5      ``curve_grids``             privacy curves: the spectra all checkpoints share
-6      ``curve_bounds``            the closed forms and RDP caps a curve falls back on
-7      ``curve``                   the curve's plan, budgets and public calls
-8      ``samplers``                the sampler table: sampler -> relations -> certifier
-9      ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``
+4      ``schedule_engine``         ``MixEngine``: the engine of a schedule on the lattice mixtures
+5      ``schedules``               many distinct (sigma, q): the lattice mixtures, or a certified
+                                   sandwich of engines
+6      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
+6      ``samplers.shuffle``        the permutation shuffle: sound, loose
+6      ``samplers.fixed_size``     sampling without replacement, replace-one
+6      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
+6      ``curve_grids``             privacy curves: the spectra all checkpoints share
+7      ``curve_bounds``            the closed forms and RDP caps a curve falls back on
+8      ``curve``                   the curve's plan, budgets and public calls
+9      ``samplers``                the sampler table: sampler -> relations -> certifier
+10     ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``
 =====  ==========================  ==================================================================
 
 Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:

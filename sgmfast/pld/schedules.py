@@ -44,11 +44,11 @@ import math
 import numpy as np
 
 from .._work import UNITS_PER_SECOND, Meter, metered
-from . import exact
+from .certifiers import exact
 from .certifiers import RDPBound
 from .common import U
 from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
-from .schedule_mix import MixEngine, families_of
+from .schedule_engine import MixEngine, families_of
 
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
 #: lattice mixtures (or the sandwich)

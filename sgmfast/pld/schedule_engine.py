@@ -1,0 +1,302 @@
+"""``MixEngine``: the engine of a schedule of many distinct noise levels, on the lattice mixtures
+(module notes of ``schedule_mix``): the lattice, the plan, the grid refinement, the queries."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._failures import GridFailure
+from .._work import UNITS_PER_SECOND, Meter, metered
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit
+from .grid.estimates import eps_estimate, initial_step
+from .grid.queries import delta_bound, eps_bound
+from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
+from .grid.two_stage import SMALL_TAU
+
+from .schedule_compose import _Lattice, compose_mix, saddle
+from .schedule_mix import H_SHARE, Layout, Plan, U
+
+
+# --- the engine ------------------------------------------------------------------------------------------
+#: past this multiple of the budget the work in progress is abandoned (as ``engine.HARD_LIMIT``)
+HARD_LIMIT = 1.5
+#: a tilt farther than this from the interval's midpoint is re-centred once more
+RECENTRE = 0.05
+
+
+def families_of(schedule):
+    """[(q, sigmas, counts)] of the noisy steps of a (normalised) schedule, one entry per sampling
+    rate, sigmas increasing; None where a step has a full batch (q = 1: the brackets assume
+    q < 1)."""
+    arr = np.array([(s, q, c) for s, q, c in schedule], dtype=np.float64).reshape(-1, 3)
+    if arr.size == 0 or (arr[:, 1] >= 1.0).any():
+        return None
+    order = np.lexsort((arr[:, 0], arr[:, 1]))
+    arr = arr[order]
+    out = []
+    for q in np.unique(arr[:, 1]):
+        sel = arr[:, 1] == q
+        out.append((float(q), arr[sel, 0].copy(), arr[sel, 2].astype(np.int64)))
+    return out
+
+
+
+class _MixDelta:
+    """``MixEngine``'s δ(eps) queries (a mixin: the engine's lattice, plan and budget)."""
+
+    def delta(self, eps: np.ndarray):
+        """(lower, upper) of δ at each finite eps of the noisy steps; refined until lower(eps) >=
+        upper(eps + h), h = accuracy * max(eps, 1e-2), or the work budget is spent."""
+        eps = np.asarray(eps, dtype=np.float64)
+        lo, up = np.zeros(eps.size), np.ones(eps.size)
+        if eps.size == 0:
+            return lo, up
+        est, _ = self.estimate(1e-6)
+        step = self.grid_step or initial_step(self.proxy(), self.accuracy, max(float(eps.max()), est))
+        tau = self.tau(1e-16)
+        # nearby eps (within 0.1) share one tilted composition; at most 8 groups
+        order = np.argsort(eps)
+        keys = np.round(eps[order], 1)
+        groups = [order[keys == kk] for kk in np.unique(keys)]
+        if len(groups) > 8:
+            groups = np.array_split(order, 8)
+        h = self.accuracy * np.maximum(eps, 1e-2)
+        up_shift = np.ones(eps.size)
+        limit = self._limit(len(groups))
+        last_gap, level, refined_step = None, 0, False
+        with metered(Meter(limit)) as meter:
+            first = True
+            while True:
+                before = meter.units
+                gap = 0.0
+                try:
+                    with bins_limit(FIRST_BINS if first else MAX_BINS):
+                        for g in groups:
+                            l, u, us = self._delta_at(step, tau, eps[g], eps[g] + h[g], level)
+                            gap = max(gap, float(np.max((u - l) / np.maximum(u, 1e-300))))
+                            lo[g], up[g] = np.maximum(lo[g], l), np.minimum(up[g], u)
+                            up_shift[g] = np.minimum(up_shift[g], us)
+                except (GridFailure, ArithmeticError, MemoryError):
+                    break
+                self.last_step = step
+                first = False
+                if self.grid_step is not None or ((lo >= up_shift) | (up - lo <= 1e-300)).all():
+                    break
+                if meter.units + 2.0 * (meter.units - before) > limit:
+                    break
+                if level >= 6 and refined_step and last_gap is not None and gap > 0.8 * last_gap:
+                    break
+                new_step, level, refined_step = self._next(step, level, gap, last_gap, refined_step)
+                last_gap = gap
+                if new_step < 1e-12:
+                    break
+                step = new_step
+        return lo, up
+
+    def _delta_at(self, step, tau, e, e_shift, level):
+        """(lower, upper, upper at e_shift) of δ at the eps ``e`` (one group) on one grid step.
+        The add direction, which usually lies well below the remove one, first on a 4x coarser
+        pessimistic grid (as ``TiltedFFT``): only where that does not settle it, finely."""
+        eps_c = max(float(e.min()), 1e-6)
+        e_lo = float(e.min())
+        base = self.plan(1.0, level)  # (the upper parts do not depend on the failure mass)
+        lat = self.lattice(REMOVE, step, tau, level)
+        th_r = saddle(lat, base.up, eps_c)
+        g = compose_mix(lat, base.up, th_r, True, e_lo)
+        up, up_shift = delta_bound(g, e), delta_bound(g, e_shift)
+        lat_c = self.lattice(ADD, 4 * step, tau, level)
+        g = compose_mix(lat_c, base.up, saddle(lat_c, base.up, eps_c), True, e_lo)
+        up_a, up_a_shift = delta_bound(g, e), delta_bound(g, e_shift)
+        th_a = None
+        if (up_a > up).any() or (up_a_shift > up_shift).any():
+            lat_a = self.lattice(ADD, step, tau, level)
+            th_a = saddle(lat_a, base.up, eps_c)
+            g = compose_mix(lat_a, base.up, th_a, True, e_lo)
+            up_a, up_a_shift = np.minimum(up_a, delta_bound(g, e)), np.minimum(up_a_shift, delta_bound(g, e_shift))
+        add_matters = (up_a > up).any()
+        up, up_shift = np.maximum(up, up_a), np.maximum(up_shift, up_a_shift)
+        # the lower bound's failure mass: a small share of the least upper δ of the group
+        pl = self.plan(H_SHARE * self.accuracy * max(float(up.min()), 1e-300), level)
+        lo = delta_bound(compose_mix(lat, pl.lo, th_r, False, e_lo), e)
+        if add_matters and th_a is not None:  # (its lower bound can only matter where its upper is larger)
+            lat_a = self.lattice(ADD, step, tau, level)
+            lo = np.maximum(lo, delta_bound(compose_mix(lat_a, pl.lo, th_a, False, e_lo), e))
+        lo = np.maximum(lo - pl.H * (1 + 4 * U), 0.0)
+        return lo, up, up_shift
+
+
+class MixEngine(_MixDelta):
+    """eps(δ) and δ(eps) of an add/remove schedule [(sigma, q, count)] of noisy steps with q < 1,
+    from the lattice mixtures (module notes); the interface of ``engine.Engine`` that
+    ``schedules.Sandwich`` uses.
+
+    The plan, as the engine's: compose on a grid step chosen for the accuracy; while the interval
+    is wider than the accuracy, refine the grid step, or -- when that no longer narrows it by
+    much (the lattice's share dominates) -- double the lattice's cells.  Work is counted
+    (``_work``), never timed; the lattice depends only on the schedule, the accuracy and the
+    refinement level, so an answer does not depend on earlier queries."""
+
+    def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
+        self.schedule = tuple(schedule)
+        self.families = families_of(self.schedule)
+        if not self.families:
+            raise ValueError("MixEngine needs noisy steps with q < 1")
+        self.accuracy = accuracy
+        self.grid_step = grid_step  # (an expert's fixed grid step: no refinement)
+        # (a schedule of many distinct steps may spend in proportion: 10^5 of them ten times the
+        # budget of 10^4 or fewer)
+        self.budget = budget * min(10.0, max(1.0, len(self.schedule) / 1e4))
+        self.total = int(sum(c for _, _, c in self.schedule))
+        self._plans: dict = {}
+        self._est: dict = {}
+        self._lat: dict = {}
+        self._layouts: dict = {}
+        self.last_step = None
+
+    # --- heuristics: where eps lies, its sensitivity to the noise, the lattice ---------------
+    def proxy(self):
+        """A short schedule with about the same loss moments (each family's steps in 16 groups of
+        noise, each at its mean 1 / sigma^2), for estimates and grid steps only."""
+        out = []
+        for q, sig, cnt in self.families:
+            cut = np.unique(np.quantile(sig, np.linspace(0, 1, min(17, sig.size + 1))))
+            idx = np.clip(np.searchsorted(cut, sig, side="right") - 1, 0, max(cut.size - 2, 0))
+            for j in np.unique(idx):
+                sel = idx == j
+                w = cnt[sel]
+                s_eff = 1.0 / math.sqrt(float(np.dot(w, 1.0 / sig[sel] ** 2)) / float(w.sum()))
+                out.append((s_eff, q, int(w.sum())))
+        return out
+
+    def estimate(self, target: float):
+        """(eps estimate, d eps / d log mu of all steps) from the Gaussian approximation."""
+        hit = self._est.get(target)
+        if hit is None:
+            px = self.proxy()
+            est = eps_estimate(px, target)
+            h = 0.02
+            shifted = eps_estimate([(s / (1 + h), q, c) for s, q, c in px], target)
+            hit = self._est[target] = (est, max((shifted - est) / h, 1e-3 * max(est, 1e-3)))
+        return hit
+
+    def layout(self, level: int = 0) -> Layout:
+        lay = self._layouts.get(level)
+        if lay is None:
+            est, d_eps = self.estimate(1e-5)  # (a fixed reference: the lattice never depends on a query)
+            lay = self._layouts[level] = Layout(self.families, self.accuracy, self.total, d_eps, max(est, 1e-3), level)
+        return lay
+
+    def plan(self, h_target: float, level: int = 0) -> Plan:
+        key = (float(f"{h_target:.3g}"), level)
+        pl = self._plans.get(key)
+        if pl is None:
+            if len(self._plans) > 8:
+                self._plans.clear()
+            est, d_eps = self.estimate(1e-5)
+            pl = self._plans[key] = Plan(self.layout(level), self.accuracy, key[0], self.total, d_eps, max(est, 1e-3))
+        return pl
+
+    def lattice(self, add, step, tau, level: int = 0) -> _Lattice:
+        key = (add, step, tau)
+        lat = self._lat.get(key)
+        if lat is None:
+            if len(self._lat) > 4:
+                self._lat.pop(next(iter(self._lat)))
+            lat = self._lat[key] = _Lattice(add, step, tau)
+        return lat.on(self.layout(level))
+
+    def tau(self, delta_goal: float) -> float:
+        t = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(self.total, 1))
+        return 10.0 ** math.floor(math.log10(t))
+
+    def _limit(self, groups: int = 1) -> float:
+        return HARD_LIMIT * self.budget * UNITS_PER_SECOND * groups
+
+    def _next(self, step, level, gap, last_gap, refined_step):
+        """The next (step, level): a finer grid step, unless the last one narrowed the interval by
+        less than a third (a grid's own width falls about fourfold per halving: the lattice's
+        share dominates) -- then twice the lattice's cells."""
+        if refined_step and last_gap is not None and gap > 0.67 * last_gap:
+            return step, level + 1, False
+        return 0.5 * step, level, True
+
+    # --- eps(δ) ----------------------------------------------------------------------------------
+    def epsilon(self, target: float, step0=None):
+        """(lower, upper, None) of eps(target) of the noisy steps."""
+        est, _ = self.estimate(target)
+        step = self.grid_step or step0 or initial_step(self.proxy(), self.accuracy, est)
+        tau = self.tau(target)
+        h_target = H_SHARE * self.accuracy * target
+        lo, up = 0.0, math.inf
+        last_gap, level, refined_step = None, 0, False
+        centre = max(est, 1e-6)
+        with metered(Meter(self._limit())) as meter:
+            first = True
+            while True:
+                before = meter.units
+                pl = self.plan(h_target, level)
+                lo_target = math.nextafter(target + pl.H * (1 + 4 * U), math.inf)  # (>= target + H)
+                try:
+                    with bins_limit(FIRST_BINS if first else MAX_BINS):
+                        for _ in range(3):
+                            l, u = self._eps_at(pl, step, tau, target, lo_target, centre, level)
+                            lo, up = max(lo, l), min(up, u)
+                            mid = 0.5 * (l + u)
+                            if not (math.isfinite(mid) and mid > 0) or abs(mid - centre) <= RECENTRE * mid:
+                                break
+                            centre = mid
+                            if up - lo <= self.accuracy * up:  # (narrow already: a better tilt is not needed)
+                                break
+                except (GridFailure, ArithmeticError, MemoryError):
+                    break
+                self.last_step = step
+                first = False
+                gap = u - l  # (this round's own width decides what to refine next)
+                if self.grid_step is not None or (up < math.inf and up - lo <= self.accuracy * up):
+                    break
+                if meter.units + 2.0 * (meter.units - before) > self._limit():
+                    break
+                if level >= 6 and refined_step and last_gap is not None and gap > 0.8 * last_gap:
+                    break  # (neither refinement helps any more)
+                new_step, level, refined_step = self._next(step, level, gap, last_gap, refined_step)
+                last_gap = gap
+                if new_step < 1e-12:
+                    break
+                step = new_step
+        return lo, up, None
+
+    def _eps_at(self, pl: Plan, step, tau, target, lo_target, est, level):
+        """(lower, upper) of eps(target) on one grid step, tilted towards ``est`` (both
+        directions; the add direction first on a 4x coarser pessimistic grid, as ``TiltedFFT``);
+        while the interval is wide and δ small, also with the engine's extra tilts (a bracket
+        search, then a long window: ``engine.Engine._eps_at``)."""
+        lo, up = self._eps_tilt(pl, step, tau, target, lo_target, est, level, VAR_GROWTH, False)
+        if tau * self.total <= SMALL_TAU:
+            for growth in (VAR_GROWTH, VAR_GROWTH_SMALL):
+                if up < math.inf and up - lo <= self.accuracy * up:
+                    break
+                l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
+                lo, up = max(lo, l), min(up, u)
+        return lo, up
+
+    def _eps_tilt(self, pl: Plan, step, tau, target, lo_target, est, level, growth, bracket):
+        eps_lo = 0.5 * est
+        lat = self.lattice(REMOVE, step, tau, level)
+        theta = saddle(lat, pl.up, est, growth, bracket)
+        up_r = eps_bound(compose_mix(lat, pl.up, theta, True, eps_lo), target)
+        lo_r = eps_bound(compose_mix(lat, pl.lo, theta, False, eps_lo), lo_target) if lo_target < 1.0 else 0.0
+        lat_c = self.lattice(ADD, 4 * step, tau, level)
+        up_a = eps_bound(compose_mix(lat_c, pl.up, saddle(lat_c, pl.up, est, growth, bracket), True, eps_lo), target)
+        lo_a = 0.0
+        if up_a > up_r:
+            lat_a = self.lattice(ADD, step, tau, level)
+            th_a = saddle(lat_a, pl.up, est, growth, bracket)
+            fine = eps_bound(compose_mix(lat_a, pl.up, th_a, True, eps_lo), target)
+            if fine > up_r and lo_target < 1.0:
+                lo_a = eps_bound(compose_mix(lat_a, pl.lo, th_a, False, eps_lo), lo_target)
+            up_a = min(up_a, fine)
+        return max(lo_r, lo_a), max(up_r, up_a)
+
+    # --- δ(eps) ----------------------------------------------------------------------------------
