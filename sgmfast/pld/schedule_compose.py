@@ -15,7 +15,7 @@ from .._work import PER_BIN_MOMENTS, charge, charge_fft
 from .common import SPLIT_MIN, WORKERS, Grid, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.onestep import one_step
-from .grid.tilting import VAR_GROWTH, saddle_bracket, theta_cap
+from .grid.tilting import VAR_GROWTH, saddle_search
 from .grid.windows import CHERNOFF_K, choose_window
 
 from .schedule_mix import PER_PART_FREQ, U
@@ -234,39 +234,6 @@ def _pairs(ja, jb, wa, wb, pe2, k):
 
 def saddle(lat: _Lattice, parts, eps_c: float, growth: float = VAR_GROWTH, bracket: bool = False) -> float:
     """theta >= 0 with the composed tilted mean near eps_c, the tilted variance (the FFT window)
-    grown at most ``growth``-fold: ``tilting.saddle_theta``'s search on the parts' moments
-    (heuristic: any tilt is sound)."""
-    def moments(theta):
-        return lat.moments(parts, theta)
-
-    m, v = moments(0.0)
-    if m >= eps_c or not v > 0:
-        return 0.0
-    cap = theta_cap(eps_c)
-    if bracket:
-        return saddle_bracket(moments, m, v, eps_c, cap, growth * v)
-    v_max = growth * v
-    theta = 0.0
-    for _ in range(16):
-        if not v > 0:
-            break
-        new = min(max(theta + (eps_c - m) / v, 0.5 * theta), 2 * theta + 1.0, cap)
-        if abs(new - theta) < 1e-3 * max(1.0, theta):
-            break
-        m_new, v_new = moments(new)
-        halvings = 0
-        while not (math.isfinite(m_new) and v_new <= v_max) and halvings < 8:
-            new = 0.5 * (theta + new)
-            m_new, v_new = moments(new)
-            halvings += 1
-        if not (math.isfinite(m_new) and v_new <= v_max):
-            break
-        if m_new > eps_c + 3.0 * math.sqrt(v_new):
-            new = 0.5 * (theta + new)
-            m_new, v_new = moments(new)
-            if not (math.isfinite(m_new) and v_new <= v_max) or m_new > eps_c + 3.0 * math.sqrt(v_new):
-                break
-        theta, m, v = new, m_new, v_new
-        if halvings or abs(m - eps_c) < 0.05 * math.sqrt(v):
-            break
-    return max(theta, 0.0)
+    grown at most ``growth``-fold: ``tilting.saddle_search`` on the parts' moments (heuristic:
+    any tilt is sound)."""
+    return saddle_search(lambda theta: lat.moments(parts, theta), eps_c, growth, bracket)

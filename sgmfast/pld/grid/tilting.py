@@ -79,9 +79,15 @@ def saddle_theta(schedule, add, step: float, eps_target: float, tau: float, grow
     Newton on the tilted mean, at most doubling each time; a theta whose tilted variance exceeds
     growth * v0 (heavy one-step tails: a long FFT window) is halved back towards the last one
     taken, and the search stops there.  ``bracket``: the slower bracket search instead."""
-    moments = _schedule_moments(schedule, add, step, tau)
+    return saddle_search(_schedule_moments(schedule, add, step, tau), eps_target, growth, bracket)
+
+
+def saddle_search(moments, eps_target: float, growth: float = VAR_GROWTH, bracket: bool = False) -> float:
+    """theta >= 0 with the tilted mean ``moments(theta)[0]`` near ``eps_target``, the tilted
+    variance grown at most ``growth``-fold (as :func:`saddle_theta`; any ``moments`` of a
+    composition, heuristic only: any tilt is sound)."""
     m, v = moments(0.0)
-    if m >= eps_target or v <= 0:
+    if m >= eps_target or not v > 0:
         return 0.0
     cap = theta_cap(eps_target)
     if bracket:
