@@ -150,3 +150,17 @@ def check_orders(orders, name: str = "orders") -> np.ndarray:
     if not ok.all():
         raise ValueError(f"{name} must be finite and > 1; got {_show(_first_bad(arr, ok))}")
     return arr
+
+
+def check_step_scalars(sigma, q, steps, not_scalar: str) -> tuple:
+    """(sigma, q, steps) of one accountant ``step()`` as Python numbers, or a ValueError (the
+    message ``not_scalar`` for arrays).  Floats and a plain int are checked without numpy: an
+    accountant may record a step at a time for 10^5 steps."""
+    if (isinstance(sigma, float) and isinstance(q, float) and isinstance(steps, (int, np.integer))
+            and not isinstance(steps, bool)
+            and sigma >= 0.0 and 0.0 <= q <= 1.0 and steps >= 0):
+        return float(sigma), float(q), int(steps)
+    s, qq, t = check_sigma(sigma), check_q(q), check_steps(steps)
+    if s.ndim or qq.ndim or t.ndim:
+        raise ValueError(not_scalar)
+    return float(s), float(qq), int(t)

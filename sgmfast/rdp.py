@@ -37,6 +37,7 @@ from ._kernels import rdp as _k
 from ._types import Step
 from ._validation import (
     check_checkpoints,
+    check_step_scalars,
     check_delta,
     check_epsilon,
     check_orders,
@@ -500,12 +501,7 @@ class RDPAccountant(Accountant):
 
     def step(self, sigma: float, q: float, steps: int = 1) -> "RDPAccountant":
         """Record ``steps`` steps with noise multiplier ``sigma`` and sampling rate ``q``."""
-        s = check_sigma(sigma)
-        qq = check_q(q)
-        t = check_steps(steps)
-        if s.ndim or qq.ndim or t.ndim:
-            raise ValueError("step() takes scalars; call it once per segment of a schedule")
-        s, qq, t = float(s), float(qq), int(t)
+        s, qq, t = check_step_scalars(sigma, q, steps, "step() takes scalars; call it once per segment of a schedule")
         if t == 0:
             return self
         if self._history and self._history[-1].sigma == s and self._history[-1].q == qq:

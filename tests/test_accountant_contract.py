@@ -95,3 +95,21 @@ def test_unknown_sampler_and_relation_name_the_parameter():
         _samplers.get("permutation")
     with pytest.raises(ValueError, match="relation 'replace_one' is not available for sampler 'poisson' with the RDP"):
         _samplers.resolve("poisson", "replace_one", "rdp")
+
+
+@pytest.mark.parametrize("cls", [RDPAccountant, PLDAccountant])
+def test_step_checks_plain_numbers_as_numpy_ones(cls):
+    # (plain floats take a fast path that skips numpy: the same records, the same refusals)
+    import numpy as np
+
+    fast, slow = cls(), cls()
+    for s, q, t in RUN:
+        fast.step(float(s), float(q), int(t))
+        slow.step(np.array(s), np.array(q), np.array(t))
+    assert fast.state_dict() == slow.state_dict()
+    for bad in [(math.nan, 0.1, 1), (1.0, 1.5, 1), (1.0, -0.1, 1), (1.0, 0.1, -1), (-1.0, 0.1, 1),
+                (1.0, math.nan, 1), (1.0, 0.1, 1.5), ([1.0, 2.0], 0.1, 1)]:
+        with pytest.raises(ValueError):
+            cls().step(*bad)
+    with pytest.raises(TypeError, match="boolean"):
+        cls().step(1.0, 0.1, True)

@@ -13,7 +13,7 @@ import numpy as np
 from .._executor import CHUNK_PLD, check_executor
 from .._accountant import Accountant
 from .._types import Bounds, Step
-from .._validation import as_float_array, check_accuracy, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
+from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS, broadcast_groups
 from . import curve as _curve
 from . import samplers as _samplers
@@ -479,13 +479,9 @@ class PLDAccountant(Accountant):
     def step(self, sigma, q, steps=1) -> PLDAccountant:
         """Record ``steps`` steps with noise multiplier ``sigma`` and sampling rate ``q`` (validated
         first); returns the accountant, so calls chain."""
-        s = check_sigma(sigma)
-        qq = check_q(q)
-        t = check_steps(steps)
-        if s.ndim or qq.ndim or t.ndim:
-            raise ValueError("PLDAccountant.step takes scalars sigma, q and steps")
-        if int(t) > 0:
-            self.history.append(Step(float(s), float(qq), int(t)))
+        s, qq, t = check_step_scalars(sigma, q, steps, "PLDAccountant.step takes scalars sigma, q and steps")
+        if t > 0:
+            self.history.append(Step(s, qq, t))
             self._engine = None
         return self
 
