@@ -11,3 +11,19 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYT
 # a command started on an empty kernel cache would start a second compiling process
 # (sgmfast._prewarm): not in tests, whose own processes already keep the cores busy
 os.environ.setdefault("SGMFAST_PREWARM", "0")
+
+
+import gc  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_caches_after_each_module():
+    """Each test module leaves the one-step cache empty, so a worker's memory does not carry
+    one module's grids into the next (the suite stays within ~2 GB per worker)."""
+    yield
+    from sgmfast.pld import common
+
+    common.STEP_CACHE.clear()
+    gc.collect()
