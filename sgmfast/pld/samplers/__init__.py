@@ -84,10 +84,10 @@ def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
     from . import balls_in_bins as allocation, fixed_size, shuffle
 
+    if q == 0.0 or steps == 0 or sigma == math.inf:
+        return Bounds(0.0, 0.0)  # (no step uses the example, or every output is pure noise)
     if sampler == "fixed_size":
         return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)
-    if q == 0.0 or steps == 0:
-        return Bounds(0.0, 0.0)
     t = batches_per_epoch(q, sampler)
     if sampler == "shuffle":
         return getattr(shuffle, kind)(sigma, t, steps, x, relation=relation, accuracy=accuracy)

@@ -383,8 +383,8 @@ def _check(sigma, steps_per_epoch, steps, accuracy):
         sigma = float(sigma)
     except (TypeError, ValueError):
         raise ValueError(f"sigma must be a number > 0, got {sigma!r}") from None
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be a number > 0 (+inf allowed), got {sigma!r}")
     t = check_positive_int(steps_per_epoch, "steps_per_epoch")
     try:
         T = int(steps)
@@ -445,7 +445,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     delta = float(check_delta(delta))
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
-    if e_hi == 0:
+    if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return Bounds(0.0, 0.0)
     if k > 1:  # (module notes: the decomposition above, the sum statistic below)
         up = float(epsilon(sigma, t // k, k * e_hi * (t // k), delta, accuracy=accuracy).upper)
@@ -493,6 +493,8 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     scalar = np.ndim(epsilon) == 0
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
+    if sigma == math.inf:  # (pure noise)
+        return Bounds(0.0, 0.0) if scalar else Bounds(np.zeros(eps.size), np.zeros(eps.size))
     if k > 1 and e_hi:  # (module notes)
         up = np.asarray(delta(sigma, t // k, k * e_hi * (t // k), eps, accuracy=accuracy).upper,
                         dtype=np.float64).reshape(-1)

@@ -278,7 +278,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, rel
     t, T = int(steps_per_epoch), int(steps)
     relation = _check_relation(relation)
     e_hi, e_lo = -(-T // t), T // t
-    if e_hi == 0:
+    if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return Bounds(0.0, 0.0)
     if sigma == 0.0:
         used = min(1.0, T / t)  # the target is used with this chance and then seen exactly
@@ -305,7 +305,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon, *, relation: 
         lo = np.minimum(lo, up)
         return Bounds(float(lo[0]), float(up[0])) if scalar else Bounds(lo, up)
 
-    if e_hi == 0:
+    if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return out(np.zeros(eps.size), np.zeros(eps.size))
     if sigma == 0.0:
         used = np.full(eps.size, min(1.0, T / t))
@@ -323,7 +323,7 @@ def upper_epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, 
     """The upper end of :func:`epsilon` alone (what calibration needs): the Gaussian mechanism
     of the epochs the run touches."""
     e_hi = -(-int(steps) // int(steps_per_epoch))
-    if e_hi == 0:
+    if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return 0.0
     if sigma == 0.0:
         return 0.0 if delta >= min(1.0, steps / steps_per_epoch) else math.inf
