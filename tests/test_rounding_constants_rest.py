@@ -6,7 +6,8 @@ code uses it on, measure against mpmath or exact rationals, assert measured wors
 report the ratio) for the constants those left:
 
 * ``_kernels.pld.allocation.w_lower``: the returned eta (the bound on |cell mean - its lattice
-  point| the callers shift S by) and its acceptance thresholds ETA_MAX h + 1e-10 x;
+  point| the callers shift S by) with rho (its relative part: the callers scale S by 1 -+ rho)
+  and its acceptance thresholds ETA_MAX h, RHO_MAX;
 * ``_kernels.pld.allocation.lattice_bins``: the (1 +- 1e-12) on the bins' masses, the below-grid
   and beyond sums, and err_r on the offsets (sums of up to ~26,000 lattice atoms per bin);
 * ``_kernels.pld.fft_power``: the 1e-12 margins -- the Cauchy-Schwarz weight sums of
@@ -69,14 +70,14 @@ def _mpf(fr):
     return mpmath.mpf(fr.numerator) / fr.denominator
 
 
-# --- _kernels.pld.allocation.w_lower: eta and ETA_MAX h + 1e-10 x -----------------------------------
+# --- _kernels.pld.allocation.w_lower: eta + rho x, ETA_MAX h and RHO_MAX -----------------------------------
 
 def _w_lower_cells(s, h, K, b, ncell=None):
     """``w_lower``'s loop with the kernel's float operations, from the boundary b: (eta, out,
     cells), cells [(b, c, j, d, m, kept)] (checked against the kernel bit for bit below)."""
     out = np.zeros(K + 1)
     top = K * h
-    eta = 0.0
+    eta = rho = 0.0
     cells = []
     while ncell is None or len(cells) < ncell:
         j = int(math.floor(b / h + 0.5)) + 1
@@ -109,15 +110,19 @@ def _w_lower_cells(s, h, K, b, ncell=None):
         kept, d = False, math.nan
         if m > 0.0:
             em, ew = ka._cell_err(s, b, c)
-            d = abs(e / m - x) + (x + h) * (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
-            if d <= ka.ETA_MAX * h + 1e-10 * x and em < 0.5:
-                kept = True
-                if d > eta:
-                    eta = d
+            r = (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
+            d0 = abs(e / m - x) * (1.0 + r)
+            if em < 0.5 and d0 <= ka.ETA_MAX * h and r <= ka.RHO_MAX:
+                kept, d = True, d0 + r * x  # (this cell's claim: within eta + rho x)
+                eta, rho = max(eta, d0), max(rho, r)
+                out[j] += m * (1.0 - ka.SLACK - em)
+            elif em < 0.5 and d0 / x + r <= ka.RHO_MAX:
+                kept, d = True, (d0 / x + r) * (1.0 + 1e-9) * x
+                rho = max(rho, (d0 / x + r) * (1.0 + 1e-9))
                 out[j] += m * (1.0 - ka.SLACK - em)
         cells.append((b, c, j, d, m, kept))
         b = c
-    return eta, out, cells
+    return (eta, rho), out, cells
 
 
 def _mp_cell_mean(s, b, c):
@@ -143,24 +148,23 @@ W_LOWER_LONG = [(1.0, 10, 1e-3, 1e-12, 0), (0.5, 100, 1e-4, 1e-14, 2), (2.0, 100
 
 
 def test_w_lower_eta_bounds_the_cell_means():
-    """``w_lower``: the returned eta must bound |exact conditional mean of a kept cell - its lattice
-    point j h| (the callers move S by t eta (1 + 1e-9) against the bound).  Per cell, d = |e / m -
-    x| + (x + h)(em + ew + 2u)(1 + 1e-9): the computed mean's distance plus its rounding bound
-    (``_cell_err``, measured in tests/test_rounding_constants_more.py); x = j h is rounded by u x,
-    far inside that term (em, ew >= 32 EPS64 each); |e / m - x| <= ETA_MAX h + 1e-10 x is exact
-    (Sterbenz: e / m within a factor 2 of x); the (1 + 1e-9) covers the few roundings of d itself.
-    ETA_MAX and 1e-10 x are acceptance thresholds, not rounding margins: a cell beyond them is
-    dropped, which a lower bound may do (a sub-measure); no soundness claim rests on them.
+    """``w_lower``: the returned (eta, rho) must bound |exact conditional mean of a kept cell - its
+    lattice point x = j h| by eta + rho x (the callers move S by t eta (1 + 1e-9) and scale it by
+    1 -+ (rho + 4u) against the bound).  Per cell, with r = (em + ew + 2u)(1 + 1e-9) the computed
+    mean's relative rounding bound (``_cell_err``, measured in tests/test_rounding_constants_more.py)
+    and d0 = |e / m - x| (1 + r): the exact mean is within d0 + r x of x; a cell is kept with
+    d0 <= ETA_MAX h (d0 into eta, r into rho) or, far up the tail where the rounding of e / m
+    alone keeps d0 above ETA_MAX h, with d0 / x + r <= RHO_MAX (all into rho).  x = j h is rounded
+    by u x, far inside r (em, ew >= 32 EPS64 each).  The thresholds are acceptance rules, not
+    rounding margins: a dropped cell only makes a sub-measure, which a lower bound may use.
+    (Before 2026-11-26 the relative part was a flat 1e-10 x inside the absolute threshold, which
+    dropped every tail cell of sigma <= 0.8 lattices above W ~ 200: tightness, not soundness.)
 
-    Measured here: a copy of the loop (bit for bit the kernel's eta and masses on three short
+    Measured here: a copy of the loop (bit for bit the kernel's eta, rho and masses on three short
     lattices) gives every cell's (b, c); for kept cells of those lattices (the 25 with the largest
     d / x, the first and last, 25 at random) and of windows near the middle and the top of six
-    full ones (K to 2^20), against mpmath: |mean - j h| <= d (<= eta on the short lattices).
-    Worst |mean - j h| / d: 0.051.  The thresholds drop no cell of the short lattices; on full
-    ones they drop many (measured with the same copy: sigma 3, t 10, accuracy 1e-6, refine 4:
-    99,024 of 133,064 cells, 1.0% of W's mass; sigma 0.6, t 4: 1.8e-6 of it; sigma 1, t 10:
-    1.3e-9) -- the per-cell rounding term (x + h)(em + ew) outgrows 1e-10 x on fine lattices:
-    tightness, not soundness."""
+    full ones (K to 2^20), against mpmath: |mean - j h| <= this cell's claim d (<= eta + rho x).
+    """
     from sgmfast.pld.samplers.balls_in_bins import _lattice
     worst = 0.0
     with mpmath.workdps(60):
@@ -169,9 +173,9 @@ def test_w_lower_eta_bounds_the_cell_means():
             s = 1.0 / sigma
             out_k = np.empty(K + 1)
             eta_k = ka.w_lower(s, h, K, out_k)
-            eta, out, cells = _w_lower_cells(s, h, K, 0.0)
-            assert eta == eta_k and np.array_equal(out, out_k), (sigma, eta, eta_k)  # the copy is the kernel
-            assert eta <= ka.ETA_MAX * h + 1e-10 * K * h
+            (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0)
+            assert (eta, rho) == eta_k and np.array_equal(out, out_k), (sigma, eta, eta_k)  # the copy is the kernel
+            assert eta <= ka.ETA_MAX * h and rho <= ka.RHO_MAX * (1 + 1e-9)
             kept_m = sum(c[4] for c in cells if c[5])
             drop_m = sum(c[4] for c in cells if not c[5] and c[4] > 0)
             print(f"\n(sigma {sigma}, K {K}: {sum(not c[5] for c in cells)} of {len(cells)} cells dropped, "
@@ -184,7 +188,7 @@ def test_w_lower_eta_bounds_the_cell_means():
             for i in sorted(pick):
                 b, c, j, d, m, _ = kept[i]
                 err = abs(_mp_cell_mean(s, b, c) - j * hm)
-                assert err <= eta, (sigma, j, float(err), eta)
+                assert err <= eta + rho * j * h, (sigma, j, float(err), eta, rho)
                 worst = max(worst, float(err) / d)
         for sigma, t, acc, tail, lev in W_LOWER_LONG:
             h, w_max, _ = _lattice(sigma, t, acc, tail, lev)

@@ -41,9 +41,13 @@ __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf"]
 #: standardised log, so its log-CDF difference loses ~k digits' worth at the top of a long lattice,
 #: and the split fraction another factor k; measured in tests/test_rounding_constants_more.py).
 SLACK = 1e-9
-#: Largest distance (in lattice spacings, plus 1e-10 relative) of a lower-bound cell's mean from
-#: its lattice point; a cell beyond it is dropped (a sub-measure is still a lower bound).
+#: Largest distance (in lattice spacings) of a lower-bound cell's computed mean from its lattice
+#: point, and largest relative error of that mean (the CDF differences'); a cell beyond either is
+#: dropped (a sub-measure is still a lower bound).  The relative part was a flat 1e-10 x inside
+#: the absolute one, which dropped every cell above W ~ 200 at sigma 0.7 (its error is ~3e-10
+#: relative there): the lower bound lost the whole tail that sets a small delta.
 ETA_MAX = 1e-7
+RHO_MAX = 1e-6
 
 
 @jit
@@ -149,13 +153,16 @@ def w_lower(s, h, K, out):
     conditional means are lattice points, each cell's mass (deflated by SLACK) put there.
     Reporting the cell instead of W is post-processing, so the pair of the cells' law is
     dominated by the true pair; mass in a last cell whose mean stays below the next lattice
-    point is dropped, and so is a cell whose mean is further than ETA_MAX h + 1e-10 x from its point x.  Returns eta, a bound on |conditional mean - its lattice point| over
-    the cells (root finding and rounding): the callers move S by t eta against the bound."""
+    point is dropped, and so is a cell whose mean is not pinned down (ETA_MAX, RHO_MAX).
+    Returns (eta, rho): every cell's exact conditional mean is within eta + rho x of its lattice
+    point x, so a sum S of t reported points is within t eta + rho S of the sum of the means (the
+    likelihood ratio times t); the callers move S to S (1 -+ rho) -+ t eta against the bound."""
     for k in range(K + 1):
         out[k] = 0.0
     b = 0.0
     top = K * h
     eta = 0.0
+    rho = 0.0
     while True:
         # the first lattice point at least h/2 above b: no cell is narrower than ~h
         j = int(math.floor(b / h + 0.5)) + 1
@@ -191,15 +198,23 @@ def w_lower(s, h, K, out):
         if m > 0.0:
             em, ew = _cell_err(s, b, c)
             bary = e / m
-            # the computed mean e / m is within (em + ew + 2u) of the exact one relatively
-            d = abs(bary - x) + (x + h) * (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
-            if d <= ETA_MAX * h + 1e-10 * x and em < 0.5:
-                if d > eta:
-                    eta = d
+            # the computed mean e / m is within r = em + ew + 2u of the exact one relatively, so
+            # the exact mean is within d + r (x + d) of x, d = |e / m - x|: an absolute part
+            # d (1 + r) (the root finding's) and a relative part r x (the CDF differences')
+            # (a d the rounding of e / m keeps above ETA_MAX h -- about r x, far up the tail --
+            # counts as relative too)
+            r = (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
+            d = abs(bary - x) * (1.0 + r)
+            if em < 0.5 and d <= ETA_MAX * h and r <= RHO_MAX:
+                eta = max(eta, d)
+                rho = max(rho, r)
+                out[j] += m * (1.0 - SLACK - em)
+            elif em < 0.5 and d / x + r <= RHO_MAX:
+                rho = max(rho, (d / x + r) * (1.0 + 1e-9))
                 out[j] += m * (1.0 - SLACK - em)
             # else: a cell whose mean the root finding did not pin down is dropped
         b = c
-    return eta
+    return eta, rho
 
 
 @jit

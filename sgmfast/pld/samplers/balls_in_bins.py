@@ -169,7 +169,10 @@ def _tilted_power(w, t, C, h, s, upper):
     decay = -float(ka.log_sf(x[-1], s, 0.0))
     lam0 = min(1.0 / math.sqrt(t * var), max(0.5 * decay, 1.0) / max(x[-1], h))
     idx = np.arange(out.size) * h
-    for lam in (lam0, -lam0):
+    # (a negative tilt has no lattice top to respect: e^{-lam x} falls; one sd of S is its scale.
+    # With the top's limit on it too, sigma 1, t 1000 kept a floor of 1.6e-13 at S = 0 -- loss
+    # +inf in the add direction, eps = +inf at delta 1e-12 after 200 epochs)
+    for lam in (lam0, -1.0 / math.sqrt(t * var)):
         with np.errstate(divide="ignore"):
             lw = np.log(w) + lam * x
         mx = float(np.max(lw))
@@ -259,7 +262,7 @@ class Epoch:
     charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
-    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "p_inf_remove", "q_out", "q_over", "w_max",
+    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "w_max",
                  "_steps")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tilted_lower: bool = True):
@@ -271,7 +274,8 @@ class Epoch:
         ka.lognormal_cells(s, h, K, mass, off, err)
         wu, wl = np.empty(K + 1), np.empty(K + 1)
         ka.w_upper(h, K, mass, off, err, wu)
-        self.eta = float(ka.w_lower(s, h, K, wl))
+        eta, rho = ka.w_lower(s, h, K, wl)
+        self.eta, self.rho = float(eta), float(rho)
         self.t, self.h, self.C = t, h, C
         self.up, self.e_up = _upper_power(wu, t, C, h, s)
         self.lo, self.e_lo = _lower_power(wl, t, C, h, s) if tilted_lower else _power(wl, t, C)
@@ -299,8 +303,13 @@ class Epoch:
         # the grid: from where the lower bound's first-measure mass exceeds ``tail`` (remove: the
         # mass below moves up pessimistically) to the top atom; add: the whole lattice
         if add:
+            # the top: where the upper bound's Q-mass below S (loss above) passes ``tail``; what
+            # lies beyond goes to +inf (``lattice_bins``).  A grid out to log(t / h) carried the
+            # spread's far floor (~1e-17 at loss 7-13), which kept the composition's tilt small
+            # and its upper bound wide (sigma 10, t 1000, 200 epochs, delta 1e-12: 1.12 for 0.087)
             lo_l = -math.log((n_s - 1) * h / t)
-            hi_l = math.log(t / h)
+            i_top = int(np.searchsorted(np.cumsum(self.up), tail, side="right"))
+            hi_l = math.log(t / (min(max(i_top, 1), n_s - 1) * h))
         else:
             pm = self.lo * (np.arange(self.lo.size) * (h / t))
             cum = np.cumsum(pm)
@@ -318,8 +327,11 @@ class Epoch:
         # upper: the spread's power (its error already added); lower: the cells' power (minus
         # its error), every atom moved against the bound by t eta (remove: down, add: up)
         p_inf = ka.lattice_bins(self.up, 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
+        # (and scaled by 1 -+ rho: the cells' means are within rho relative, ``w_lower``; 4u
+        # more covers the rounding of the product, so the scaled spacing errs against the bound)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)
-        top = ka.lattice_bins(self.lo, self.e_lo, h, shift, t, step, j_lo, n, add, False, frac, amass)
+        h_lo = h * (1.0 + self.rho + 4 * U) if add else h * (1.0 - self.rho - 4 * U)
+        top = ka.lattice_bins(self.lo, self.e_lo, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
         if add:
             # truncated Q-mass (module notes, steps 2-3): S > W_max on "some W_i > W_max", S > cap
             # beyond the lattice; the add loss log(t / S) is then below log(t / W_max) resp.
