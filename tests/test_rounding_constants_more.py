@@ -601,8 +601,9 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an extended-precision long double for the reference")
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.samplers import balls_in_bins as alloc
-    from sgmfast.pld.samplers.balls_in_bins import _chernoff_over, _lattice
+    from sgmfast.pld.samplers import epoch_tail as alloc
+    from sgmfast.pld.samplers.balls_in_bins import _lattice
+    from sgmfast.pld.samplers.epoch_tail import _chernoff_over
     h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
     K = max(2, int(math.ceil(w_max / h)))
     C = max(K + 1, int(math.ceil(cap / h)) + 1)

@@ -30,6 +30,7 @@ floor  module                      what it holds
 5      ``schedules``               many distinct (sigma, q): the lattice mixtures, or a certified
                                    sandwich of engines
 6      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
+6      ``samplers.epoch_tail``     one balls-in-bins epoch's heavy tail in closed form
 6      ``samplers.shuffle``        the permutation shuffle: sound, loose
 6      ``samplers.fixed_size``     sampling without replacement, replace-one
 6      ``tradeoff``                f-DP β(α), both bounds, from the certified profile

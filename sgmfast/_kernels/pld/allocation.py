@@ -347,3 +347,55 @@ def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
             pos = -_log_offset(ell_i, second[i], m, step) - err_r
             out_a[i] = pos if pos > 0.0 else 0.0
             out_b[i] = m * (1.0 - 1e-12 - e)
+
+
+@jit
+def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out):
+    """One coordinate's tail on the loss grid ell_j = (j_lo + j) step (j = 0..n-1): the mass of
+    W > w_max under log W ~ N(-s^2/2 + shift s^2, s^2) (shift 1: the P-law of the coordinate that
+    holds the example; 0: any other), times ``weight``, binned by the loss log((W + r) / t).
+
+    ``upper``: the mass with loss in (ell_{j-1}, ell_j] is added to out[j] (below the grid to
+    out[0]), rounded up; the mass above the top point is returned (the caller's +inf mass).
+    Otherwise the mass with loss in [ell_j, ell_{j+1}) is added to out[j] rounded down (below the
+    grid dropped, above the top onto it: every atom moved down in loss); returns 0.
+
+    Rounding.  A bin's W-boundary b = t e^{ell} - r is computed with a relative error of at most
+    ~4u (1 + |ell|) (b + r) / b, and its standardised log z = (log b - s^2/2) / s adds ~4u
+    (|log b| + s^2) absolute in log b; both are covered by moving b by rel = 16 EPS64 (4 + |ell|
+    + s^2 + |log b| + (r + 1) / b) + 1e-12 against the bound (down for ``upper``: the mass put at
+    ell_j then has loss <= ell_j exactly; up otherwise).  The boundaries telescope, so no mass is
+    lost or counted twice; each bin's mass exp(log_ndtr_diff) is within ``_diff_err`` relative
+    (plus 4u for the exp and the products), rounded out by that and 1e-12."""
+    lt = math.log(t)
+    s2 = s * s
+    c = (0.5 - shift) * s2
+    z_prev = (math.log(w_max) + c) / s
+    sign = -1.0 if upper else 1.0
+    for j in range(-1, n):
+        ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
+        b = math.exp(ell + lt) - r
+        if b <= 0.0:
+            continue
+        b *= 1.0 + sign * (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(b)) + (r + 1.0) / b) + 1e-12)
+        z = (math.log(b) + c) / s
+        if not z > z_prev:
+            continue
+        if j >= 0:
+            lm = log_ndtr_diff(z_prev, z)
+            if lm != NEG_INF:
+                m = math.exp(lm) * weight
+                e = _diff_err(z_prev, z) + 4.0 * EPS64 + 1e-12
+                out[j] += m * (1.0 + e) if upper else m * max(0.0, 1.0 - e)
+        elif upper:  # (j = -1: the mass below the grid, onto its first point)
+            continue
+        z_prev = z  # (lower, j = -1: the mass below ell_0 is dropped)
+    lm = log_ndtr_diff(z_prev, math.inf)
+    if lm == NEG_INF:
+        return 0.0
+    m = math.exp(lm) * weight
+    e = _diff_err(z_prev, math.inf) + 4.0 * EPS64 + 1e-12
+    if upper:
+        return m * (1.0 + e)
+    out[n - 1] += m * max(0.0, 1.0 - e)
+    return 0.0

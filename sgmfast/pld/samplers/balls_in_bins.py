@@ -79,6 +79,8 @@ from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
+from . import epoch_tail
+from .epoch_tail import _chernoff_over
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
 #: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
@@ -196,74 +198,13 @@ def _tilted_power(w, t, C, h, s, upper):
     return out, 0.0
 
 
-def _chernoff_over(w, h, t, cap):
-    """Upper bounds on the P-mass E_Q[S/t; S > cap] and the Q-mass Q(S > cap) of the sum of t
-    iid lattice variables with masses w (sub-probability): for every lam > 0,
-    Q(S > cap) <= e^{-lam cap} M(lam)^t and E_Q[S/t; S > cap] <= e^{-lam cap} M'(lam) M(lam)^(t-1),
-    M the lattice MGF; the least over a grid of lam, each rounded up by its rounding: e^{lam x_k}
-    within (2 lam x_k + 2) u (x_k = k h, lam x_k and exp), the dot products of non-negative terms
-    within w.size u more, so M and M' within r = (w.size + 2 lam x_max + 4) u relative, raised to
-    the power t; the logs and the sum 2u of their magnitudes; plus 1e-12.  (A flat 1e-12 relative
-    was exceeded: 2.0e-12 at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
-    x = np.arange(w.size) * h
-    # lam on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large sigma: the best lam is
-    # about (cap - E S) / Var S, far above 1/cap); any lam > 0 gives a valid bound.  Both logs
-    # are convex in lam (log M and log M' are logs of positive sums of exponentials), so a coarse
-    # grid finds each one's basin and a golden-section search in log lam narrows it (a lam that
-    # is not the best only loosens the bound, never unsounds it)
-    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
-    lo_l, hi_l = math.log(min(1e-6 / max(cap, 1e-12), 1e-2 / max(sd, h))), math.log(max(1e3 / max(cap, 1e-12), 1e3 / max(sd, h)))
-    seen: dict = {}
-
-    def logs(ll):
-        if ll not in seen:
-            seen[ll] = _chernoff_logs(w, x, t, cap, math.exp(ll))
-        return seen[ll]
-
-    grid = np.linspace(lo_l, hi_l, 25)
-    best = [1.0, 1.0]  # (P-mass, Q-mass)
-    for which in (0, 1):
-        vals = [logs(float(ll))[which] for ll in grid]
-        i = int(np.argmin(vals))
-        a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
-        g = 0.5 * (math.sqrt(5.0) - 1.0)
-        c, d = b - g * (b - a), a + g * (b - a)
-        for _ in range(12):
-            if logs(c)[which] <= logs(d)[which]:
-                b, d = d, c
-                c = b - g * (b - a)
-            else:
-                a, c = c, d
-                d = a + g * (b - a)
-        v = min(vals[i], logs(c)[which], logs(d)[which])
-        best[which] = min(1.0, math.exp(min(v, 0.0)) * (1 + 1e-12))
-    return best[0], best[1]
-
-
-def _chernoff_logs(w, x, t, cap, lam):
-    """(log P-bound, log Q-bound) of ``_chernoff_over`` at one lam, rounded up (+inf where the
-    MGF overflows: no bound at that lam)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 = NaN: that lam is skipped)
-        e = np.exp(lam * x)
-        m = float(w @ e)
-        dm = float(w @ (x * e))
-    if not (math.isfinite(m) and math.isfinite(dm) and m > 0):
-        return math.inf, math.inf
-    lm, lc = math.log(m), lam * cap
-    r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
-    lq = t * lm - lc + t * r + 2 * U * (t * abs(lm) + abs(lc) + 2.0)
-    lp = ((t - 1) * lm + math.log(dm) - math.log(t) - lc + t * r
-          + 2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0)) if dm > 0 else -math.inf
-    return lp, lq
-
-
 class Epoch:
     """The Q-law of one epoch's S on the lattice s h (s = 0..C-1), both bounds, and the masses
     charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "w_max",
-                 "_steps")
+                 "_steps", "s", "_wu", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tilted_lower: bool = True):
         s = 1.0 / sigma
@@ -279,15 +220,24 @@ class Epoch:
         self.t, self.h, self.C = t, h, C
         self.up, self.e_up = _upper_power(wu, t, C, h, s)
         self.lo, self.e_lo = _lower_power(wl, t, C, h, s) if tilted_lower else _power(wl, t, C)
-        # what the upper bound charges (module notes, steps 2 and 3): "some W_i > W_max" by the
-        # union bound, "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's lattice law
-        p_out = math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 1) * math.exp(ka.log_sf(w_max, s, 0.0))
+        # what the upper bound charges (module notes, steps 2 and 3): "some other W_i > W_max" by
+        # the union bound (the example's own coordinate above W_max is put on the grid in closed
+        # form, ``epoch_tail``), "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's
+        # lattice law
+        q_w = math.exp(ka.log_sf(w_max, s, 0.0))
+        p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         p_over, q_over = _chernoff_over(wu, h, t, (C - 1) * h)
         self.p_inf_remove = min(1.0, (p_out + p_over) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
-        self.w_max = w_max
+        self.w_max, self.s, self._wu, self._rungs = w_max, s, wu, {}
         self._steps = {}
+
+    def tail_rungs(self, shifted: bool):
+        """The rungs of ``epoch_tail``'s bound on the other coordinates' sum (kept)."""
+        if shifted not in self._rungs:
+            self._rungs[shifted] = epoch_tail.rungs(self._wu, self.h, self.t - 1, self.w_max, shifted)
+        return self._rungs[shifted]
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
         """One direction on the loss grid of spacing ``step`` (module notes, step 4), kept."""
@@ -316,7 +266,8 @@ class Epoch:
             i0 = int(np.searchsorted(cum, tail))
             i0 = min(max(i0, 1), n_s - 1)
             lo_l = math.log(i0 * h / t)
-            hi_l = math.log((n_s - 1) * h / t)
+            r = self.tail_rungs(False)[0]
+            hi_l = max(math.log((n_s - 1) * h / t), epoch_tail.top_loss(self.s, t, tail, float(r[min(11, r.size - 1)])))
         j_lo = math.floor(lo_l / step) - 1
         j_hi = math.ceil(hi_l / step) + 1
         n = j_hi - j_lo + 1
@@ -340,7 +291,7 @@ class Epoch:
                 i = math.ceil(-math.log(s_min / t) / step) - j_lo
                 pess[min(max(i, 0), n - 1)] += mass * (1 + 1e-12)
         else:
-            p_inf += self.p_inf_remove
+            p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass)
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
 
 
@@ -370,7 +321,13 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
     h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
     z = float(-ndtri(max(tail, 1e-300)))
     w_max = math.exp(min(0.5 * s * s + s * z, 700.0))
-    cap = t + w_max + 12.0 * math.sqrt(t * var) + 1.0
+    # (above 1000 t the example's coordinate is in closed form to ~1e-3 of its loss, ``epoch_tail``;
+    # the lattice's far tail only loses its lower bound to round-off: sigma 0.6, t 3, delta 1e-6
+    # gave [7.16, 7.76] with the lattice to 1.4e4); the cap then leaves room for a second large
+    # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
+    cut = w_max > 1000.0 * t
+    w_max = min(w_max, 1000.0 * t)
+    cap = t + (2.0 if cut else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
     if cap / h > most:
