@@ -235,7 +235,7 @@ MORE = More()
 ENTRIES = ("smp.epsilon", "smp.delta", "alloc.epsilon", "alloc.delta", "rdp.fixed", "curve.epsilon", "curve.delta",
            "sched.pld", "sched.rdp", "cli.sampler")
 ENTRY_WEIGHTS = {
-    "smp.epsilon": 15, "smp.delta": 10, "alloc.epsilon": 3, "alloc.delta": 2, "rdp.fixed": 5,
+    "smp.epsilon": 15, "smp.delta": 10, "alloc.epsilon": 2, "alloc.delta": 1.5, "rdp.fixed": 5,
     "curve.epsilon": 9, "curve.delta": 5, "sched.pld": 22, "sched.rdp": 12, "cli.sampler": 12,
 }
 
@@ -253,14 +253,15 @@ def register():
 
 
 WARMUP = [
-    {"entry": "smp.epsilon", "fn": "pld.epsilon", "args": [1.0, 0.1, 20, 1e-5], "kwargs": {"sampler": "balls_in_bins"}},
-    {"entry": "smp.delta", "fn": "pld.delta", "args": [1.0, 0.01, 200, [0.5, 2.0]], "kwargs": {"sampler": "balls_in_bins"}},
+    # (sigma = 3: the balls-in-bins kernels compile, without a slow refinement: a restart after a timeout is short)
+    {"entry": "smp.epsilon", "fn": "pld.epsilon", "args": [3.0, 0.1, 20, 1e-5], "kwargs": {"sampler": "balls_in_bins"}},
+    {"entry": "smp.delta", "fn": "pld.delta", "args": [3.0, 0.1, 20, [0.5, 2.0]], "kwargs": {"sampler": "balls_in_bins"}},
     {"entry": "smp.epsilon", "fn": "pld.epsilon", "args": [1.0, 0.1, 20, 1e-5], "kwargs": {"sampler": "shuffle"}},
     {"entry": "smp.delta", "fn": "pld.delta", "args": [1.0, 0.1, 20, 1.0],
      "kwargs": {"sampler": "shuffle", "relation": "replace_one"}},
     {"entry": "smp.epsilon", "fn": "pld.epsilon", "args": [1.0, 0.01, 200, 1e-5], "kwargs": {"sampler": "fixed_size"}},
     {"entry": "smp.delta", "fn": "pld.delta", "args": [1.0, 0.01, 200, 1.0], "kwargs": {"sampler": "fixed_size"}},
-    {"entry": "alloc.epsilon", "fn": "pld.allocation.epsilon", "args": [1.0, 20, 100, 1e-5], "kwargs": {"selected": 4}},
+    {"entry": "alloc.epsilon", "fn": "pld.allocation.epsilon", "args": [3.0, 8, 16, 1e-5], "kwargs": {"selected": 2}},
     {"entry": "rdp.fixed", "fn": "rdp.epsilon", "args": [1.0, 0.01, 200, 1e-5], "kwargs": {"sampler": "fixed_size"}},
     {"entry": "rdp.fixed", "fn": "rdp.delta", "args": [1.0, 0.01, 200, 1.0], "kwargs": {"sampler": "fixed_size"}},
     {"entry": "curve.epsilon", "fn": "pld.epsilon_curve", "args": [1.0, 0.01, [10, 100, 1000], 1e-5], "kwargs": {}},
@@ -272,7 +273,7 @@ WARMUP = [
      "segs": [[1.0, 0.01, 100], [0.8, 0.02, 100]], "query": "epsilon_curve", "x": 1e-5},
     {"entry": "sched.rdp", "cls": "rdp.RDPAccountant", "init": {},
      "segs": [[1.0, 0.01, 100], [0.8, 0.02, 100]], "query": "epsilon_curve", "x": 1e-5},
-    {"entry": "cli.sampler", "argv": ["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "20", "--delta", "1e-5",
+    {"entry": "cli.sampler", "argv": ["epsilon", "--sigma", "3.0", "--q", "0.1", "--steps", "20", "--delta", "1e-5",
                                       "--sampler", "balls-in-bins"]},
 ]
 
@@ -909,6 +910,8 @@ def sample_curve(r, entry, TB):
                      (5, lambda rr: lint(rr, 1e6, 1e7))])
     else:
         q, T = pick(r, TB["q"]), max(1, pick(r, TB["steps"]))
+    if sampler != "poisson":  # (the samplers answer checkpoint by checkpoint: a query each)
+        n = min(n, pick(r, [(75, 20), (20, 100), (5, 500)]))
     kw = {} if sampler == "poisson" and r.random() < 0.7 else {"sampler": sampler}
     if sampler == "shuffle" and r.random() < 0.4:
         kw["relation"] = "replace_one"
@@ -990,9 +993,13 @@ def sample_schedule(r, entry, TB):
 
 def sample_cli(r, TB):
     sampler = pick(r, [(35, "balls_in_bins"), (30, "shuffle"), (35, "fixed_size")])
-    cmd = pick(r, [(60, "epsilon"), (28, "curve"), (12, "calibrate")])
+    cmd = pick(r, [(62, "epsilon"), (28, "curve"), (10, "calibrate")])
+    if cmd == "calibrate" and sampler == "balls_in_bins" and r.random() < 0.6:
+        sampler = r.choice(["shuffle", "fixed_size"])
     cli = sampler.replace("_", "-")
     meta = {"cmd": cmd, "sampler": sampler}
+    if cmd == "curve" and sampler != "fixed_size":
+        TB = dict(TB, epochs=[(1, lambda rr: pick(rr, TB["epochs"]) if rr.random() < 0.3 else lint(rr, 1, 20))])
     argv = [cmd]
     if cmd != "calibrate":
         s = pick(r, TB["sigma"])
@@ -1041,9 +1048,9 @@ def sample_cli(r, TB):
     if cmd == "curve":
         u = r.random()
         if u < 0.4:
-            argv += ["--points", str(lint(r, 1, 60 if sampler == "balls_in_bins" else 500))]
+            argv += ["--points", str(lint(r, 1, 20 if sampler == "balls_in_bins" else 100))]
         elif u < 0.6 and T >= 1:
-            argv += ["--every", str(max(1, T // lint(r, 1, 40 if sampler == "balls_in_bins" else 300)))]
+            argv += ["--every", str(max(1, T // lint(r, 1, 20 if sampler == "balls_in_bins" else 100)))]
         meta["last"] = T if "--epochs" not in argv else None
     return {"entry": "cli.sampler", "cli": True, "argv": argv, "meta": meta}
 
