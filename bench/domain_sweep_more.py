@@ -235,7 +235,7 @@ MORE = More()
 ENTRIES = ("smp.epsilon", "smp.delta", "alloc.epsilon", "alloc.delta", "rdp.fixed", "curve.epsilon", "curve.delta",
            "sched.pld", "sched.rdp", "cli.sampler")
 ENTRY_WEIGHTS = {
-    "smp.epsilon": 15, "smp.delta": 10, "alloc.epsilon": 2, "alloc.delta": 1.5, "rdp.fixed": 5,
+    "smp.epsilon": 15, "smp.delta": 10, "alloc.epsilon": 1, "alloc.delta": 0.7, "rdp.fixed": 5,
     "curve.epsilon": 9, "curve.delta": 5, "sched.pld": 22, "sched.rdp": 12, "cli.sampler": 12,
 }
 
@@ -458,7 +458,7 @@ def check_point_call(case, res, refs, runner):
     r = random.Random(spec.get("rng", "") + ":followup")
     cheap = (res.get("time") or 0) < 3.0
     # fixed-size: its truth is at least the Poisson add/remove pair's at sigma / 2 (module notes)
-    if sampler == "fixed_size" and 0 < s < INF and 0 < q < 1 and T >= 2 and cheap and r.random() < 0.3:
+    if sampler == "fixed_size" and 0 < s < INF and 0 < q < 1 and T >= 2 and cheap and r.random() < 0.2:
         x = xs[-1]
         fr = runner({"entry": "pld." + query, "args": [s / 2, q, T, x]})
         case.checks.append("fixed-size >= poisson(sigma/2)")
@@ -470,7 +470,7 @@ def check_point_call(case, res, refs, runner):
             case.notes.append(f"poisson(sigma/2) companion: {fr['outcome']}")
     # epsilon/delta consistency of the sampler: delta at the upper eps has a lower bound <= delta
     if (spec["entry"] in ("smp.epsilon", "alloc.epsilon") and lo is not None and len(xs) == 1 and isnum(up[0])
-            and 0 < up[0] < INF and cheap and r.random() < 0.15):
+            and 0 < up[0] < INF and cheap and r.random() < 0.1):
         sub = json.loads(json.dumps(spec))
         sub["entry"] = spec["entry"].replace("epsilon", "delta")
         sub["fn"] = spec["fn"].replace("epsilon", "delta")
@@ -544,7 +544,7 @@ def check_curve_call(case, res, refs, runner):
         models = sampler_models(sampler, rel, s, q, ts[i])
         check_against(case, refs, models, query, [x], None if lo is None else [lo[i]], [up[i]], f"{what}[T={ts[i]}]")
     # each checkpoint against the single query there (other code path: the curve shares spectra)
-    if (res.get("time") or 0) < 5.0:
+    if (res.get("time") or 0) < 2.0 and r.random() < 0.5:
         picks = [len(ts) - 1 if r.random() < 0.5 else r.randrange(len(ts))]
         for i in picks:
             kws = {k: v for k, v in kw.items() if k in ("accuracy", "relation", "sampler")}
@@ -594,7 +594,7 @@ def check_schedule(case, res, refs, runner):
     what = MORE.family(spec)
     v = res.get("value")
     r = random.Random(spec.get("rng", "") + ":followup")
-    cheap = (res.get("time") or 0) < 4.0
+    cheap = (res.get("time") or 0) < 2.0
     if query.endswith("_curve"):
         if is_pld:
             b = lo_up(v)
@@ -622,7 +622,7 @@ def check_schedule(case, res, refs, runner):
             if m["kind"] is not None:
                 fn = ds.check_eps_result if base == "epsilon" else ds.check_delta_result
                 fn(case, refs, m, [x], None if lo is None else [lo[i]], [up[i]], f"{what}[{i}]")
-        if cheap and ends:
+        if cheap and ends and r.random() < 0.5:
             i = r.choice([len(ends) - 1, r.randrange(len(ends))])
             sub = dict(spec, query=base, segs={"__expr__": f"({prepr(spec['segs'])})[:{ends[i] + 1}]"})
             if not is_pld and rel == "add_remove":  # an RDP curve point must not fall below PLD's lower bound
@@ -672,7 +672,7 @@ def check_schedule(case, res, refs, runner):
             if isnum(u2) and isnum(up[0]) and abs(u2 - up[0]) > 1e-6 * max(abs(u2), 1e-300):
                 case.warn("rdp schedule != rdp single call", f"{what}: {up[0]!r} vs rdp.{query}(sigma, q, T) = {u2!r}")
         return
-    if r.random() < 0.4:  # between the constant runs at the schedule's extremes
+    if r.random() < 0.25:  # between the constant runs at the schedule's extremes
         for label, args, side in ((f"(min sigma {smin:g}, max q {qmax:g})", [smin, qmax, T, x], "upper"),
                                   (f"(max sigma {smax:g}, min q {qmin:g})", [smax, qmin, T, x], "lower")):
             if side == "upper" and not is_pld:
@@ -689,7 +689,7 @@ def check_schedule(case, res, refs, runner):
             if side == "lower" and fb[0] is not None and isnum(fb[0][0]) and isnum(up[0]) and fb[0][0] > up[0]:
                 case.fail("certified contradiction", f"{what}: upper {up[0]!r} < lower {fb[0][0]!r} of the constant run "
                                                      f"{label} over T = {T}, which is at most as revealing")
-    elif is_pld and rel == "add_remove" and lo is not None:  # PLD lower <= RDP (both certified)
+    elif is_pld and rel == "add_remove" and lo is not None and r.random() < 0.3:  # PLD lower <= RDP (both certified)
         fr = runner(dict(spec, entry="sched.rdp", cls="rdp.RDPAccountant", init={}, valid=True))
         case.checks.append("pld schedule vs rdp schedule")
         if fr["outcome"] == "ok" and isnum(fr["value"]) and isnum(lo[0]):
@@ -818,7 +818,7 @@ def x_of(r, TB, query, vector_p=0.1):
 def sample_sampler_call(r, entry, TB):
     query = entry[4:]
     sampler = pick(r, [(50, "balls_in_bins"), (20, "shuffle"), (30, "fixed_size")])
-    if sampler == "balls_in_bins" and r.random() < 0.55:  # (half its weight: it costs seconds a call)
+    if sampler == "balls_in_bins" and r.random() < 0.7:  # (less weight: it costs seconds a call)
         sampler = r.choice(["shuffle", "fixed_size"])
     s = pick(r, TB["sigma"])
     if sampler in EPOCH_SAMPLERS:
@@ -893,7 +893,7 @@ def checkpoints_expr(r, T, n, t=None):
 
 def sample_curve(r, entry, TB):
     query = entry[6:]
-    sampler = pick(r, [(45, "poisson"), (15, "balls_in_bins"), (15, "shuffle"), (25, "fixed_size")])
+    sampler = pick(r, [(47, "poisson"), (6, "balls_in_bins"), (20, "shuffle"), (27, "fixed_size")])
     n = pick(r, [(30, lambda rr: lint(rr, 1, 10)), (40, lambda rr: lint(rr, 10, 100)),
                  (20, lambda rr: lint(rr, 100, 500)), (5, 500)])
     s = pick(r, TB["sigma"])
@@ -906,8 +906,8 @@ def sample_curve(r, entry, TB):
             n = min(n, pick(r, [(70, 10), (25, 50), (5, 200)]))
     elif sampler == "poisson":
         q = pick(r, [(5, 1.0), (5, 0.0), (90, lambda rr: lu(rr, 1e-4, 0.2))])
-        T = pick(r, [(10, 1), (50, lambda rr: lint(rr, 1, 1e4)), (35, lambda rr: lint(rr, 1e4, 1e6)),
-                     (5, lambda rr: lint(rr, 1e6, 1e7))])
+        T = pick(r, [(10, 1), (62, lambda rr: lint(rr, 1, 1e4)), (25, lambda rr: lint(rr, 1e4, 1e6)),
+                     (3, lambda rr: lint(rr, 1e6, 1e7))])
     else:
         q, T = pick(r, TB["q"]), max(1, pick(r, TB["steps"]))
     if sampler != "poisson":  # (the samplers answer checkpoint by checkpoint: a query each)
@@ -992,14 +992,16 @@ def sample_schedule(r, entry, TB):
 
 
 def sample_cli(r, TB):
-    sampler = pick(r, [(35, "balls_in_bins"), (30, "shuffle"), (35, "fixed_size")])
+    sampler = pick(r, [(18, "balls_in_bins"), (40, "shuffle"), (42, "fixed_size")])
     cmd = pick(r, [(62, "epsilon"), (28, "curve"), (10, "calibrate")])
     if cmd == "calibrate" and sampler == "balls_in_bins" and r.random() < 0.6:
         sampler = r.choice(["shuffle", "fixed_size"])
     cli = sampler.replace("_", "-")
     meta = {"cmd": cmd, "sampler": sampler}
-    if cmd == "curve" and sampler != "fixed_size":
+    if cmd == "curve" and sampler != "fixed_size":  # (one checkpoint per epoch by default)
         TB = dict(TB, epochs=[(1, lambda rr: pick(rr, TB["epochs"]) if rr.random() < 0.3 else lint(rr, 1, 20))])
+    if cmd == "curve" and sampler == "balls_in_bins":
+        TB = dict(TB, epochs=[(1, lambda rr: lint(rr, 1, 8))])
     argv = [cmd]
     if cmd != "calibrate":
         s = pick(r, TB["sigma"])
@@ -1048,9 +1050,9 @@ def sample_cli(r, TB):
     if cmd == "curve":
         u = r.random()
         if u < 0.4:
-            argv += ["--points", str(lint(r, 1, 20 if sampler == "balls_in_bins" else 100))]
+            argv += ["--points", str(lint(r, 1, 8 if sampler == "balls_in_bins" else 100))]
         elif u < 0.6 and T >= 1:
-            argv += ["--every", str(max(1, T // lint(r, 1, 20 if sampler == "balls_in_bins" else 100)))]
+            argv += ["--every", str(max(1, T // lint(r, 1, 8 if sampler == "balls_in_bins" else 100)))]
         meta["last"] = T if "--epochs" not in argv else None
     return {"entry": "cli.sampler", "cli": True, "argv": argv, "meta": meta}
 
