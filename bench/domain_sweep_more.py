@@ -9,7 +9,7 @@ exact mpmath references, failure classes and summary).
 The committed output (``bench/domain_sweep_more.out``, ``bench/domain_sweep_more_failures.jsonl``;
 the per-case JSON lines are not committed) is of
 
-    python bench/domain_sweep_more.py 10500 31 --timeout 10 --mem-gib 1 --out /tmp/dsm/domain_sweep_more.jsonl \
+    python bench/domain_sweep_more.py 10100 31 --timeout 10 --mem-gib 1 --out /tmp/dsm/domain_sweep_more.jsonl \
         --summary bench/domain_sweep_more.out --failures bench/domain_sweep_more_failures.jsonl
 
 Entry families (``ENTRY_WEIGHTS``; ``--only`` takes name prefixes):
@@ -235,8 +235,8 @@ MORE = More()
 ENTRIES = ("smp.epsilon", "smp.delta", "alloc.epsilon", "alloc.delta", "rdp.fixed", "curve.epsilon", "curve.delta",
            "sched.pld", "sched.rdp", "cli.sampler")
 ENTRY_WEIGHTS = {
-    "smp.epsilon": 15, "smp.delta": 10, "alloc.epsilon": 1, "alloc.delta": 0.7, "rdp.fixed": 5,
-    "curve.epsilon": 9, "curve.delta": 5, "sched.pld": 22, "sched.rdp": 12, "cli.sampler": 12,
+    "smp.epsilon": 14, "smp.delta": 9, "alloc.epsilon": 1, "alloc.delta": 0.7, "rdp.fixed": 7,
+    "curve.epsilon": 6, "curve.delta": 3, "sched.pld": 17, "sched.rdp": 14, "cli.sampler": 10,
 }
 
 
@@ -540,7 +540,7 @@ def check_curve_call(case, res, refs, runner):
             return
     curve_monotone(case, lo, up, ts, what)
     r = random.Random(spec.get("rng", "") + ":followup")
-    for i in sample_idx(r, len(ts), 12):
+    for i in sample_idx(r, len(ts), 6):
         models = sampler_models(sampler, rel, s, q, ts[i])
         check_against(case, refs, models, query, [x], None if lo is None else [lo[i]], [up[i]], f"{what}[T={ts[i]}]")
     # each checkpoint against the single query there (other code path: the curve shares spectra)
@@ -894,8 +894,8 @@ def checkpoints_expr(r, T, n, t=None):
 def sample_curve(r, entry, TB):
     query = entry[6:]
     sampler = pick(r, [(47, "poisson"), (6, "balls_in_bins"), (20, "shuffle"), (27, "fixed_size")])
-    n = pick(r, [(30, lambda rr: lint(rr, 1, 10)), (40, lambda rr: lint(rr, 10, 100)),
-                 (20, lambda rr: lint(rr, 100, 500)), (5, 500)])
+    n = pick(r, [(40, lambda rr: lint(rr, 1, 10)), (40, lambda rr: lint(rr, 10, 100)),
+                 (15, lambda rr: lint(rr, 100, 500)), (5, 500)])
     s = pick(r, TB["sigma"])
     t = None
     if sampler in EPOCH_SAMPLERS:
@@ -911,7 +911,7 @@ def sample_curve(r, entry, TB):
     else:
         q, T = pick(r, TB["q"]), max(1, pick(r, TB["steps"]))
     if sampler != "poisson":  # (the samplers answer checkpoint by checkpoint: a query each)
-        n = min(n, pick(r, [(75, 20), (20, 100), (5, 500)]))
+        n = min(n, pick(r, [(80, 8), (15, 30), (5, 200)]))
     kw = {} if sampler == "poisson" and r.random() < 0.7 else {"sampler": sampler}
     if sampler == "shuffle" and r.random() < 0.4:
         kw["relation"] = "replace_one"
@@ -924,8 +924,8 @@ def sample_curve(r, entry, TB):
     return {"entry": entry, "fn": f"pld.{query}_curve", "args": [s, q, checkpoints_expr(r, T, n, t), x], "kwargs": kw}
 
 
-SCHED_N = [(40, lambda r: lint(r, 1, 100)), (35, lambda r: lint(r, 100, 2000)), (17, lambda r: lint(r, 2000, 10**4)),
-           (6, 10**4), (2, 10**5)]
+SCHED_N = [(45, lambda r: lint(r, 1, 100)), (33, lambda r: lint(r, 100, 2000)), (15, lambda r: lint(r, 2000, 10**4)),
+           (5, 10**4), (2, 10**5)]
 
 
 def schedule_expr(r, kind, n, q):
@@ -992,7 +992,7 @@ def sample_schedule(r, entry, TB):
 
 
 def sample_cli(r, TB):
-    sampler = pick(r, [(18, "balls_in_bins"), (40, "shuffle"), (42, "fixed_size")])
+    sampler = pick(r, [(12, "balls_in_bins"), (43, "shuffle"), (45, "fixed_size")])
     cmd = pick(r, [(62, "epsilon"), (28, "curve"), (10, "calibrate")])
     if cmd == "calibrate" and sampler == "balls_in_bins" and r.random() < 0.6:
         sampler = r.choice(["shuffle", "fixed_size"])
@@ -1213,7 +1213,7 @@ def make_cases(n, seed, only):
     for i in range(n):
         r = random.Random(f"more:{seed}:{i}")
         entry = pick(r, table)
-        invalid = r.random() < 0.12
+        invalid = r.random() < 0.18
         spec = sample(r, entry, TYP if invalid else EDGE_S)
         spec["valid"] = True
         if invalid:
