@@ -540,13 +540,18 @@ class Worker:
         if status == "ok":
             if rep.get("time", 0.0) > timeout and rep["outcome"] == "ok":
                 rep = dict(rep, outcome="timeout", slow_but_returned=True)
+            if rep["outcome"] == "oom" or (rep.get("exc_type") == "OSError" and "Errno 12" in (rep.get("message") or "")):
+                # a worker that has run out of address space stays short of it (its heap does not
+                # shrink): the next case gets a fresh one, so one OOM does not make the next ones
+                self.kill()
             return rep
         if status == "timeout":
             return {"outcome": "timeout", "time": timeout, "exc_type": None, "message": f"no answer in {timeout:g} s"}
         rc = rep.get("rc") if rep else None
         low = tail.lower()
         oomish = any(s in low for s in ("memoryerror", "bad_alloc", "cannot allocate", "out of memory",
-                                        "failed to allocate", "allocation failed", "mmap"))
+                                        "failed to allocate", "allocation failed", "mmap",
+                                        "memory allocation still failed"))  # (OpenBLAS's buffers)
         msg = f"worker died (exit {rc}); log tail: " + " | ".join(tail.strip().splitlines()[-4:])[:600]
         return {"outcome": "oom" if oomish else "crash", "time": rep.get("wall") if rep else None,
                 "exc_type": None, "message": msg}
@@ -1834,7 +1839,11 @@ def reclassify(rec):
             rec["notes"] = sorted(set(rec["notes"]) | {"harness artifact: dp_accounting's own event builder "
                                                        "rejects count = 0 (not an sgmfast failure)"})
             continue
-        if rec["entry"] == "cli" and f["class"] == "crash (exception)" and "out of memory" in d:
+        if rec["entry"] in ("cli", "cli.sampler") and f["class"] == "crash (exception)" and "out of memory" in d:
+            f = dict(f, **{"class": "oom"})
+        if f["class"] == "crash" and "memory allocation still failed" in d.lower():  # (OpenBLAS, no exception)
+            f = dict(f, **{"class": "oom"})
+        if f["class"] == "crash (exception)" and "Errno 12" in d:  # (ENOMEM from the OS)
             f = dict(f, **{"class": "oom"})
         keep.append(f)
     rec["failures"] = keep

@@ -7,10 +7,26 @@ exact mpmath references, failure classes and summary).
                                       [--out PATH] [--cases FILE]
 
 The committed output (``bench/domain_sweep_more.out``, ``bench/domain_sweep_more_failures.jsonl``;
-the per-case JSON lines are not committed) is of
+the per-case JSON lines, 13 MB, are not committed) is of 10,100 cases (seed 31), run in two parts
+because the first run's parent stopped at case 7007 (its worker was killed by hand during a warm-up,
+which the harness treats as fatal); the second part ran the remaining cases (ids 7007-10099) of the
+same list, with the harness's fix of that day (a fresh worker after every OOM: a worker that has run
+out of address space stays short of it, and part one's cases 5183-7006 include OOMs of that kind):
 
     python bench/domain_sweep_more.py 10100 31 --timeout 10 --mem-gib 1 --out /tmp/dsm/domain_sweep_more.jsonl \
-        --summary bench/domain_sweep_more.out --failures bench/domain_sweep_more_failures.jsonl
+        --summary bench/domain_sweep_more.out --failures bench/domain_sweep_more_failures.jsonl  # ids 0-7006
+    mv /tmp/dsm/domain_sweep_more.jsonl /tmp/dsm/part1.jsonl
+    python bench/domain_sweep_more.py 100000 31 --cases /tmp/dsm/rest_cases.jsonl --timeout 10 --mem-gib 1 \
+        --out /tmp/dsm/part2.jsonl --summary /tmp/dsm/part2.out                        # ids 7007-10099
+    cat /tmp/dsm/part1.jsonl /tmp/dsm/part2.jsonl > /tmp/dsm/domain_sweep_more.jsonl
+    # re-run of the failures in a clean worker (every non-timeout failure, one timeout per group):
+    python bench/domain_sweep_more.py 100000 31 --cases /tmp/dsm/rerun_cases.jsonl --timeout 10 --mem-gib 1 \
+        --out /tmp/dsm/rerun.jsonl --summary /tmp/dsm/rerun.out
+    python bench/domain_sweep_more.py --resummarize --out /tmp/dsm/domain_sweep_more.jsonl \
+        --summary bench/domain_sweep_more.out --failures bench/domain_sweep_more_failures.jsonl \
+        --confirm /tmp/dsm/rerun.jsonl
+
+(``rest_cases.jsonl``: ``make_cases(10100, 31, [])`` without the ids part one recorded.)
 
 Entry families (``ENTRY_WEIGHTS``; ``--only`` takes name prefixes):
 
