@@ -1997,12 +1997,12 @@ def write_summary(path, recs, meta, final=True):
         L.append(f"\n## {cls}: {sum(len(v) for _, v in items)} cases in {len(items)} groups")
         for (c, sub), its in items:
             its = sorted(its, key=lambda rf: ((rf[0]["time"] or 0) > 1.0, len(rf[0]["repro"]), rf[0]["time"] or 0))
-            fams = {}
+            in_fams = {}  # (not ``fams``: the time table below iterates over that)
             for r, _ in its:
-                fams[r["family"]] = fams.get(r["family"], 0) + 1
+                in_fams[r["family"]] = in_fams.get(r["family"], 0) + 1
             L.append(f"- [{len(its)}x] {sub}")
-            if cls in MSG_CLASSES or len(fams) > 1:
-                L.append("    entry points: " + ", ".join(f"{k} x{v}" for k, v in sorted(fams.items(), key=lambda kv: -kv[1])))
+            if cls in MSG_CLASSES or len(in_fams) > 1:
+                L.append("    entry points: " + ", ".join(f"{k} x{v}" for k, v in sorted(in_fams.items(), key=lambda kv: -kv[1])))
             if cls in RESOURCE_CLASSES:
                 th = {}
                 for r, _ in its:
