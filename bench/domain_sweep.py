@@ -147,10 +147,22 @@ ENTRY_WEIGHTS = {
     "cli": 7, "dp_accounting": 3,
 }
 
+#: Entry points added by other sweeps (bench/domain_sweep_more.py): entry name -> an object with
+#: ``call(spec)`` (runs in the worker), ``repro(spec)``, ``check_valid(case, res, refs, runner)``,
+#: ``family(spec)`` and ``params(spec)``.  The harness (worker, references, checks of invalid
+#: input, summary) is shared; an extension only says how to call, reproduce and check its entries.
+EXTENSIONS: dict = {}
+#: the script a worker process runs (an extension's own, so that it registers its entries there too)
+WORKER_SCRIPT = Path(__file__).resolve()
+#: first line of the summary
+TITLE = "sgmfast domain sweep"
+
 
 def repro(spec) -> str:
     """A copy-pasteable Python line reproducing the case."""
     e = spec["entry"]
+    if e in EXTENSIONS:
+        return EXTENSIONS[e].repro(spec)
     np_import = "import numpy as np; " if uses_numpy(spec) else ""
     if e in FUNCS:
         mod, fn = e.split(".")
@@ -233,6 +245,8 @@ def _call(spec):
     import contextlib
 
     e = spec["entry"]
+    if e in EXTENSIONS:
+        return EXTENSIONS[e].call(spec)
     if e in FUNCS:
         import importlib
 
@@ -292,7 +306,7 @@ def _ref_eval(queries):
             if qy["f"] == "gaussian_delta":
                 if eps == mpmath.inf:
                     v = mpmath.mpf(0)
-                elif len(qy["segs"]) == 1:  # mu = c sqrt(T) / sigma formed inside, at working precision
+                elif len(qy["segs"]) == 1 and "div" not in qy:  # mu = c sqrt(T) / sigma formed inside
                     (s, t), = qy["segs"]
                     v = _MP.composed_gaussian_delta(s, t, eps, sensitivity=qy["c"])
                 else:
@@ -300,6 +314,7 @@ def _ref_eval(queries):
                         mu2 = mpmath.mpf(0)
                         for s, t in qy["segs"]:
                             mu2 += mpmath.mpf(t) / mpmath.mpf(s) ** 2
+                        mu2 /= mpmath.mpf(qy.get("div", 1))  # (a sum statistic: sigma sqrt(div) each)
                         mu = mpmath.mpf(qy["c"]) * mpmath.sqrt(mu2)
                     v = _MP.gaussian_delta(mu, eps)
             elif qy["f"] == "one_step_delta":
@@ -307,7 +322,7 @@ def _ref_eval(queries):
                      _MP.one_step_delta(mpmath.mpf(qy["q"]), mpmath.mpf(qy["sigma"]), eps, qy["direction"]))
             elif qy["f"] == "gaussian_epsilon":
                 with mpmath.workdps(120):
-                    mu2 = sum(mpmath.mpf(t) / mpmath.mpf(s) ** 2 for s, t in qy["segs"])
+                    mu2 = sum(mpmath.mpf(t) / mpmath.mpf(s) ** 2 for s, t in qy["segs"]) / mpmath.mpf(qy.get("div", 1))
                     mu = mpmath.mpf(qy["c"]) * mpmath.sqrt(mu2)
                 v = _MP.gaussian_epsilon(mu, mpmath.mpf(qy["delta"]))
             elif qy["f"] == "one_step_epsilon":
@@ -442,7 +457,7 @@ class Worker:
         env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
+        self.proc = subprocess.Popen([sys.executable, str(WORKER_SCRIPT), "--worker",
                                       "--mem-bytes", str(self.mem_bytes)] + (["--isolate"] if self.isolate else []),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      env=env, cwd=str(ROOT), start_new_session=True)
@@ -525,13 +540,18 @@ class Worker:
         if status == "ok":
             if rep.get("time", 0.0) > timeout and rep["outcome"] == "ok":
                 rep = dict(rep, outcome="timeout", slow_but_returned=True)
+            if rep["outcome"] == "oom" or (rep.get("exc_type") == "OSError" and "Errno 12" in (rep.get("message") or "")):
+                # a worker that has run out of address space stays short of it (its heap does not
+                # shrink): the next case gets a fresh one, so one OOM does not make the next ones
+                self.kill()
             return rep
         if status == "timeout":
             return {"outcome": "timeout", "time": timeout, "exc_type": None, "message": f"no answer in {timeout:g} s"}
         rc = rep.get("rc") if rep else None
         low = tail.lower()
         oomish = any(s in low for s in ("memoryerror", "bad_alloc", "cannot allocate", "out of memory",
-                                        "failed to allocate", "allocation failed", "mmap"))
+                                        "failed to allocate", "allocation failed", "mmap",
+                                        "memory allocation still failed"))  # (OpenBLAS's buffers)
         msg = f"worker died (exit {rc}); log tail: " + " | ".join(tail.strip().splitlines()[-4:])[:600]
         return {"outcome": "oom" if oomish else "crash", "time": rep.get("wall") if rep else None,
                 "exc_type": None, "message": msg}
@@ -980,6 +1000,8 @@ class Refs:
                     continue
                 if kind == "gauss":
                     qy = {"f": "gaussian_delta", "c": model["c"], "segs": model["segs"], "eps": float(e)}
+                    if model.get("div", 1) != 1:
+                        qy["div"] = model["div"]
                 else:
                     qy = {"f": "one_step_delta", "q": model["q"], "sigma": model["sigma"], "eps": float(e),
                           "direction": model["direction"]}
@@ -1003,6 +1025,8 @@ class Refs:
             return None
         if model["kind"] == "gauss":
             qy = {"f": "gaussian_epsilon", "c": model["c"], "segs": model["segs"], "delta": delta, "eps": 0.0}
+            if model.get("div", 1) != 1:
+                qy["div"] = model["div"]
         else:
             qy = {"f": "one_step_epsilon", "q": model["q"], "sigma": model["sigma"], "delta": delta,
                   "direction": model["direction"], "eps": 0.0}
@@ -1207,6 +1231,9 @@ def check_valid_ok(case, res, refs, runner):
     """Checks of an ok result of a valid case; may run follow-up calls through ``runner``."""
     spec = case.spec
     e = spec["entry"]
+    if e in EXTENSIONS:
+        EXTENSIONS[e].check_valid(case, res, refs, runner)
+        return
     v = res.get("value")
     if e in ("rdp.epsilon", "rdp.delta", "pld.epsilon", "pld.delta"):
         s, q, t = (float(val(a)) for a in spec["args"][:3])
@@ -1600,7 +1627,7 @@ def names_param(msg: str, p: str) -> bool:
 def check_invalid(case, res):
     spec = case.spec
     p = spec.get("invalid_param")
-    if spec["entry"] == "cli":
+    if spec["entry"] == "cli" or spec.get("cli"):
         if res["outcome"] != "ok":
             case.fail("validation", f"invalid CLI input ({p}): {res['outcome']} {res.get('message', '')[:200]}")
             return
@@ -1641,6 +1668,8 @@ def bad_value(spec):
 def spec_params(spec):
     """(name -> numeric value) of the main parameters, for tags and the tables."""
     e = spec["entry"]
+    if e in EXTENSIONS:
+        return EXTENSIONS[e].params(spec)
     out = {}
     if e in FUNCS:
         for n, a in zip(FUNCS[e], spec["args"]):
@@ -1690,6 +1719,8 @@ def tags_of(spec):
 
 def entry_family(spec):
     e = spec["entry"]
+    if e in EXTENSIONS:
+        return EXTENSIONS[e].family(spec)
     if e in ("pld.epsilon", "pld.delta") and relation_of(spec) == "replace_one":
         return e + "[replace_one]"
     if e == "pld.PLDAccountant" and relation_of(spec) == "replace_one":
@@ -1808,7 +1839,11 @@ def reclassify(rec):
             rec["notes"] = sorted(set(rec["notes"]) | {"harness artifact: dp_accounting's own event builder "
                                                        "rejects count = 0 (not an sgmfast failure)"})
             continue
-        if rec["entry"] == "cli" and f["class"] == "crash (exception)" and "out of memory" in d:
+        if rec["entry"] in ("cli", "cli.sampler") and f["class"] == "crash (exception)" and "out of memory" in d:
+            f = dict(f, **{"class": "oom"})
+        if f["class"] == "crash" and "memory allocation still failed" in d.lower():  # (OpenBLAS, no exception)
+            f = dict(f, **{"class": "oom"})
+        if f["class"] == "crash (exception)" and "Errno 12" in d:  # (ENOMEM from the OS)
             f = dict(f, **{"class": "oom"})
         keep.append(f)
     rec["failures"] = keep
@@ -1916,7 +1951,7 @@ def fmt_t(x):
 
 def write_summary(path, recs, meta, final=True):
     L = []
-    L.append("sgmfast domain sweep" + ("" if final else " (PARTIAL: run still in progress)"))
+    L.append(TITLE + ("" if final else " (PARTIAL: run still in progress)"))
     L.append("=" * 78)
     for k in ("command", "date", "machine", "python", "git commit", "sgmfast imported from", "cases", "timeout",
               "memory limit", "worker", "exact references", "wall time", "re-run"):
@@ -1962,12 +1997,12 @@ def write_summary(path, recs, meta, final=True):
         L.append(f"\n## {cls}: {sum(len(v) for _, v in items)} cases in {len(items)} groups")
         for (c, sub), its in items:
             its = sorted(its, key=lambda rf: ((rf[0]["time"] or 0) > 1.0, len(rf[0]["repro"]), rf[0]["time"] or 0))
-            fams = {}
+            in_fams = {}  # (not ``fams``: the time table below iterates over that)
             for r, _ in its:
-                fams[r["family"]] = fams.get(r["family"], 0) + 1
+                in_fams[r["family"]] = in_fams.get(r["family"], 0) + 1
             L.append(f"- [{len(its)}x] {sub}")
-            if cls in MSG_CLASSES or len(fams) > 1:
-                L.append("    entry points: " + ", ".join(f"{k} x{v}" for k, v in sorted(fams.items(), key=lambda kv: -kv[1])))
+            if cls in MSG_CLASSES or len(in_fams) > 1:
+                L.append("    entry points: " + ", ".join(f"{k} x{v}" for k, v in sorted(in_fams.items(), key=lambda kv: -kv[1])))
             if cls in RESOURCE_CLASSES:
                 th = {}
                 for r, _ in its:
@@ -2048,14 +2083,18 @@ def write_summary(path, recs, meta, final=True):
     Path(path).write_text("\n".join(L) + "\n")
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None, *, make=None, default_out=None, script=None, doc=None):
+    """The sweep's command line; another sweep passes its case maker ``make(n, seed, only)``, its
+    default ``--out`` (summary and failures are named after it), its script and docstring."""
+    make = make or make_cases
+    script = Path(script or __file__)
+    ap = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
     ap.add_argument("n", type=int, nargs="?", default=200)
     ap.add_argument("seed", type=int, nargs="?", default=0)
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--mem-gib", type=float, default=2.0)
     ap.add_argument("--only", default="")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "domain_sweep.jsonl"))
+    ap.add_argument("--out", default=str(default_out or ROOT / "bench" / "domain_sweep.jsonl"))
     ap.add_argument("--summary", default=None, help="default: bench/domain_sweep.out next to --out")
     ap.add_argument("--failures", default=None, help="default: <out stem>_failures.jsonl")
     ap.add_argument("--cases", default=None, help="re-run the cases of a JSON-lines file (its 'spec' fields)")
@@ -2093,7 +2132,7 @@ def main(argv=None):
                     cases.append(spec)
         cases = cases[: args.n] if args.n and args.n < len(cases) else cases
     else:
-        cases = make_cases(args.n, args.seed, only)
+        cases = make(args.n, args.seed, only)
     mem = int(args.mem_gib * (1 << 30))
     import tempfile
 
@@ -2104,7 +2143,7 @@ def main(argv=None):
     have_ref = REF_MODULE.exists()
     refs = Refs(worker, have_ref)
     meta = {
-        "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:])),
+        "command": "python " + " ".join([os.path.relpath(script, ROOT)] + (argv if argv is not None else sys.argv[1:])),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} {platform.release()}; "
                    "one worker process (shared machine, niced)",
