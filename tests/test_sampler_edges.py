@@ -39,3 +39,28 @@ def test_the_cli_prints_zero_for_infinite_noise():
                           "--delta", "1e-5", "--sampler", "shuffle"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "epsilon: 0" in out.stdout
+
+
+def test_subnormal_lower_delta_is_not_above_the_exact_value():
+    """Domain sweep (bench/domain_sweep_more_failures.jsonl): one shuffled step per epoch is the
+    Gaussian mechanism, whose closed-form lower δ was exp(log bound) -- in the subnormal range exp
+    rounds to a multiple of 5e-324 and gave 7.4e-323 over the exact 7.2639e-323 (mpmath: δ of
+    171 Gaussian mechanisms, mu = sqrt(171) / 4.78..., at eps 108.55).  A lower bound there is 0."""
+    import mpmath
+
+    from sgmfast import pld
+
+    sigma, steps, eps = 4.7817323984463735, 171, 108.55269476327683
+    with mpmath.workdps(50):
+        mu = mpmath.sqrt(steps) / mpmath.mpf(sigma)
+        e = mpmath.mpf(eps)
+        exact = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+    b = pld.delta(sigma, 1.0, steps, eps, sampler="shuffle")
+    assert b.lower <= float(exact) <= b.upper
+
+
+def test_allocation_refuses_a_string_sigma():
+    from sgmfast.pld import allocation
+
+    with pytest.raises(ValueError, match="sigma"):
+        allocation.epsilon("1.0", 4, 16, 1e-5)

@@ -153,7 +153,10 @@ def delta_bounds(form, eps: np.ndarray):
         for kind in kinds:
             l_lo = kx.log_delta_bounds(kind, float(e), q, w_lo)[0]
             l_hi = kx.log_delta_bounds(kind, float(e), q, w_hi)[1]
-            lo[i] = max(lo[i], math.exp(l_lo) if l_lo > -math.inf else 0.0)
+            v = math.exp(l_lo) if l_lo > -math.inf else 0.0
+            # (below the normal range exp rounds to a multiple of 5e-324, up as often as down:
+            # a lower bound there is 0 -- the sweep found 7.4e-323 over the exact 7.26e-323)
+            lo[i] = max(lo[i], v if v >= 2.2250738585072014e-308 else 0.0)
             if math.isnan(l_hi):
                 up[i] = 1.0
             elif l_hi > -math.inf:

@@ -348,6 +348,8 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int) -> float:
 
 def _check(sigma, steps_per_epoch, steps, accuracy):
     """Validated (sigma, t, T, accuracy): scalars only."""
+    if isinstance(sigma, (str, bytes, bool)):
+        raise ValueError(f"sigma must be a number > 0, got {sigma!r}")
     try:
         sigma = float(sigma)
     except (TypeError, ValueError):
