@@ -10,7 +10,6 @@ import inspect
 import math
 import subprocess
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -248,14 +247,13 @@ def test_accountant_deprecation_warning_as_prv_tests_it():
 
 
 def test_astronomically_small_delta_is_the_rdp_bound():
-    # below 1e-30 by sgmfast's RDP bound: (0, that bound), certified and at most 1e-30 wide, in milliseconds
+    # below 1e-30 by sgmfast's RDP bound: (0, that bound), certified and at most 1e-30 wide (its speed:
+    # bench/prv_dropin.py, not a timed assertion)
     from sgmfast import rdp
 
     acc = P.PRVAccountant(P.PoissonSubsampledGaussianMechanism(0.02, 3.125), eps_error=0.07, delta_error=1e-10,
                           max_self_compositions=100)
-    start = time.perf_counter()
     lo, est, up = _triple(acc.compute_delta(4.0, 100))
-    assert time.perf_counter() - start < 1.0
     assert lo == 0.0 and up == pytest.approx(float(rdp.delta(3.125, 0.02, 100, 4.0)), rel=1e-12) and 0 < up <= 1e-30
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -376,14 +374,13 @@ def test_invalid_arguments():
 
 @pytest.mark.parametrize("sigma, q, steps", [(0.3, 0.01, 1000), (0.3, 0.1, 1000), (0.3, 1e-4, 100),
                                              (0.4, 0.05, 10000)])
-def test_small_noise_answers_quickly(sigma, q, steps):
-    start = time.perf_counter()
+def test_small_noise_answers(sigma, q, steps):
+    # (that it is quick is measured in bench/prv_dropin.py; a test asserts no time)
     with pytest.warns(DeprecationWarning):
         lo, est, up = _triple(P.Accountant(sigma, q, 1e-5, steps, 0.1).compute_epsilon(steps))
     prv_ = P.PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma)
     r = _triple(P.PRVAccountant(prvs=[prv_], max_self_compositions=[steps], eps_error=0.07,
                                 delta_error=1e-10).compute_epsilon(1e-5, [steps]))
-    assert time.perf_counter() - start < 60
     assert math.isfinite(up) and 0 < lo <= up and r[0] <= up and lo <= r[2]
 
 
