@@ -911,28 +911,34 @@ def corrupt(r, spec) -> dict | None:
     return None
 
 
-def make_cases(n, seed, only):
-    names = [k for k in ENTRY_WEIGHTS if not only or any(k == o or k.startswith(o + ".") or k.startswith(o)
-                                                          for o in only)]
+def build_cases(n, seed, only, weights, sample, corrupt_fn, typical, edge, invalid_share, prefix=""):
+    """n cases drawn from the entry table ``weights`` (``only``: name prefixes to keep); a share
+    ``invalid_share`` of them corrupted by ``corrupt_fn`` from a ``typical`` draw, the rest drawn
+    from ``edge``; case i's generator is seeded "{prefix}{seed}:{i}" (reproducible one by one)."""
+    names = [k for k in weights if not only or any(k.startswith(o) for o in only)]
     if not names:
-        raise SystemExit(f"--only {only} matches no entry point; entries: {list(ENTRY_WEIGHTS)}")
-    table = [(ENTRY_WEIGHTS[k], k) for k in names]
+        raise SystemExit(f"--only {only} matches no entry point; entries: {list(weights)}")
+    table = [(weights[k], k) for k in names]
     cases = []
     for i in range(n):
-        r = random.Random(f"{seed}:{i}")
+        r = random.Random(f"{prefix}{seed}:{i}")
         entry = pick(r, table)
-        invalid = r.random() < 0.1
-        spec = sample_case(r, entry, TYPICAL if invalid else EDGE)
+        invalid = r.random() < invalid_share
+        spec = sample(r, entry, typical if invalid else edge)
         spec["valid"] = True
         if invalid:
-            bad = corrupt(r, spec)
+            bad = corrupt_fn(r, spec)
             if bad is not None:
                 spec = bad
                 spec["valid"] = False
         spec["id"] = i
-        spec["rng"] = f"{seed}:{i}"
+        spec["rng"] = f"{prefix}{seed}:{i}"
         cases.append(spec)
     return cases
+
+
+def make_cases(n, seed, only):
+    return build_cases(n, seed, only, ENTRY_WEIGHTS, sample_case, corrupt, TYPICAL, EDGE, 0.1)
 
 
 # ============================================================================================

@@ -1221,27 +1221,7 @@ def corrupt(r, spec):
 
 
 def make_cases(n, seed, only):
-    names = [k for k in ENTRY_WEIGHTS if not only or any(k.startswith(o) for o in only)]
-    if not names:
-        raise SystemExit(f"--only {only} matches no entry; entries: {list(ENTRY_WEIGHTS)}")
-    table = [(ENTRY_WEIGHTS[k], k) for k in names]
-    cases = []
-    for i in range(n):
-        r = random.Random(f"more:{seed}:{i}")
-        entry = pick(r, table)
-        invalid = r.random() < 0.18
-        spec = sample(r, entry, TYP if invalid else EDGE_S)
-        spec["valid"] = True
-        if invalid:
-            bad = corrupt(r, spec)
-            if bad is not None:
-                spec = bad
-                spec["valid"] = False
-        spec["id"] = i
-        spec["rng"] = f"more:{seed}:{i}"
-        cases.append(spec)
-    return cases
-
+    return ds.build_cases(n, seed, only, ENTRY_WEIGHTS, sample, corrupt, TYP, EDGE_S, 0.18, prefix="more:")
 
 register()
 
