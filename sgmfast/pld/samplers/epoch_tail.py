@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from ..._kernels.pld import allocation as ka
+from ..._work import PER_BIN_DISCRETISE, charge
 from ..common import U
 
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
@@ -92,6 +93,8 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     has it moved down to its point, which a lower bound may do); returns the upper mass above
     the grid (the caller's +inf mass)."""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
+    # (its work on the one meter: a pass over the grid per rung, the lower one, the rungs' MGFs)
+    charge(PER_BIN_DISCRETISE * n * (epoch.tail_rungs(False)[0].size + epoch.tail_rungs(True)[0].size + 1))
     beyond = 0.0
     for r, wgt in zip(*epoch.tail_rungs(False)):  # (B: the example's coordinate above W_max)
         beyond += ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess)
