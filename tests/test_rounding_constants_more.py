@@ -595,9 +595,11 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     charged margin.  The flat "rounded up by 1e-12 relative" this once was is exceeded: 2.0e-12
     (sigma 2, t 1000, 6894 points; M's relative rounding ~2e-15, raised to the power t), the
     computed bound falling 1.0e-12 below the exact one (the callers' (1 + 1e-9) still covered
-    it); the margin now charged is t (w.size + 2 lam x_max + 4) u + 2u (the logs) + 1e-12.
-    Measured worst 0.003 of it, at every lam the function evaluates (a coarse grid, then a
-    golden-section search); the returned bounds are >= the exact least bound over those lams."""
+    it); the margin now charged is t (w.size + 2 lam x_max + 3 B + 4) u + 2u (the logs) + 1e-12
+    (B = CHERNOFF_BLOCK: the kernel's exponentials are products between exact ones).  Checked at
+    every lam the function evaluates (a coarse grid, then finer ones), on the sums the kernel
+    returns, against the law it was given (the lattice's, or above COARSE_CAP points the coarser
+    majorant's); the returned bounds are >= the exact least bound over those lams."""
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an extended-precision long double for the reference")
     from sgmfast._kernels.pld import allocation as ka
@@ -612,12 +614,13 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     w = np.empty(K + 1)
     ka.w_upper(h, K, mass, off, err, w)
     capf = (C - 1) * h
-    used = []  # every lam _chernoff_over evaluates (its coarse grid, then its golden-section points)
+    used = []  # every (majorant, lam) _chernoff_over evaluates (its coarse grid, then its finer ones)
 
-    def spy(w_, x_, t_, cap_, lam_):
-        out = real(w_, x_, t_, cap_, lam_)
-        used.append((lam_, out))
-        return out
+    def spy(w_, h_, t_, caps_, lams_):
+        lp, lq = real(w_, h_, t_, caps_, lams_)
+        for j, lam_ in enumerate(lams_.tolist()):
+            used.append((w_, h_, lam_, (float(lp[0, j]), float(lq[0, j]))))
+        return lp, lq
 
     real = alloc._chernoff_logs
     alloc._chernoff_logs = spy
@@ -626,15 +629,16 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     finally:
         alloc._chernoff_logs = real
     assert len(used) >= 25
-    x = np.arange(w.size) * h
-    xl = np.arange(w.size).astype(np.longdouble) * np.longdouble(h)
-    wl = w.astype(np.longdouble)
     worst = worst_old = 0.0
     ex_q = ex_p = np.longdouble(1.0)
-    for lam, (lp_up, lq_up) in used:
+    for w, h, lam, (lp_up, lq_up) in used:  # (w: the lattice, or the majorant it was spread onto)
+        x = np.arange(w.size) * h
+        xl = np.arange(w.size).astype(np.longdouble) * np.longdouble(h)
+        wl = w.astype(np.longdouble)
+        sums = np.empty(1), np.empty(1)  # (the kernel's own sums: its exponentials are products)
+        ka.chernoff_sums(w, h, np.array([lam]), *sums)
+        m, dm = float(sums[0][0]), float(sums[1][0])
         with np.errstate(over="ignore", invalid="ignore"):
-            e = np.exp(lam * x)
-            m, dm = float(w @ e), float(w @ (x * e))
             el = np.exp(np.longdouble(lam) * xl)
             ml, dml = (wl * el).sum(), (wl * xl * el).sum()
         if not (math.isfinite(m) and math.isfinite(dm) and m > 0 and np.isfinite(ml) and np.isfinite(dml)):
@@ -646,7 +650,7 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
         lp_ex = (t - 1) * np.log(ml) + np.log(dml) - np.log(np.longdouble(t)) - lcl
         assert lq_up >= lq_ex and lp_up >= lp_ex  # each lam's bound is rounded up past the exact one
         ex_q, ex_p = min(ex_q, np.exp(min(lq_ex, 0))), min(ex_p, np.exp(min(lp_ex, 0)))
-        r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
+        r = (w.size + 2.0 * lam * x[-1] + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
         for plain, exact, rnd in ((t * lm - lc, lq_ex, 2 * U * (t * abs(lm) + abs(lc) + 2.0)),
                                   ((t - 1) * lm + math.log(dm) - math.log(t) - lc, lp_ex,
                                    2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0))):

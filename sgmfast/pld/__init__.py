@@ -31,11 +31,13 @@ floor  module                      what it holds
                                    sandwich of engines
 6      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
 6      ``samplers.epoch_tail``     one balls-in-bins epoch's heavy tail in closed form
+6      ``samplers.epoch_power``    one balls-in-bins epoch's sum on the lattice: windowed FFT powers
 6      ``samplers.shuffle``        the permutation shuffle: sound, loose
 6      ``samplers.fixed_size``     sampling without replacement, replace-one
 6      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
 6      ``curve_grids``             privacy curves: the spectra all checkpoints share
 7      ``curve_bounds``            the closed forms and RDP caps a curve falls back on
+7      ``samplers.allocation_curve``  balls-in-bins curves: one epoch lattice for all checkpoints
 8      ``curve``                   the curve's plan, budgets and public calls
 9      ``samplers``                the sampler table: sampler -> relations -> certifier
 10     ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``

@@ -141,6 +141,12 @@ def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float
     costs a composition), then made non-decreasing -- both ε(δ) and δ(ε) grow with the steps (a
     run's prefix is a post-processing of it), so an upper bound holds at every earlier
     checkpoint and a lower bound at every later one."""
+    if sampler == "balls_in_bins" and q > 0.0 and 0.0 < sigma < math.inf and checkpoints[-1] > 0:
+        t = batches_per_epoch(q, sampler)
+        if t > 1:  # (one lattice for all checkpoints: ``allocation_curve``)
+            from . import allocation_curve
+
+            return getattr(allocation_curve, kind + "_curve")(sigma, t, checkpoints, x, accuracy)
     n = len(checkpoints)
     lo, up = np.empty(n), np.empty(n)
     for i, t in enumerate(checkpoints.tolist()):

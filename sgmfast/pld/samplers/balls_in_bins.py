@@ -66,7 +66,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
 from scipy.special import ndtri
 
 from ..._kernels.pld import allocation as ka
@@ -74,12 +73,13 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, cache_put, charge_fft, refine_levels
+from ..common import ADD, REMOVE, STEP_CACHE, U, cache_put, refine_levels
 from ..engine import Engine
-from ..grid.composition import compose_repeated, eps_groups, fft_const, recentred, repeated_delta
+from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_tail
+from .epoch_power import Windows, _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401
 from .epoch_tail import _chernoff_over
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
@@ -89,6 +89,8 @@ MAX_LATTICE = 1 << 19
 #: ... doubling with every refinement level, up to this (when the time budget lets a level run)
 MAX_LATTICE_FINE = 1 << 21
 MAX_GRID = 1 << 21
+#: Most entries of the whole lattice 0 .. cap (the windowed powers are put back on it; 64 MB).
+MAX_FULL = 1 << 23
 #: Work (in seconds of ``_work`` units, counted, not timed) a query may spend refining before it
 #: returns what it has (always certified).  The lattice products are charged one transform each
 #: (``_conv``); 6 units let the levels run that the 4 wall-clock seconds of the former budget let
@@ -99,103 +101,12 @@ BUDGET = 6.0
 LEVEL_GROWTH = 3.0
 
 
-# --- step 3: S on the lattice -----------------------------------------------------------------
-def _conv(a, ea, b, eb, cap, same=False):
-    """Linear convolution of non-negative arrays a, b (entry-wise error bounds ea, eb) cut to
-    ``cap`` entries, and its entry-wise error bound.
-
-    Round-off of one product by real FFTs of length n (c_n = Higham's relative l2 bound of one
-    transform, ``composition.fft_const``): with A, B the exact spectra, |A|_inf <= |a|_1 and
-    |A - A~|_2 <= c_n sqrt(n) |a|_2, the spectral product is off by at most
-    c_n sqrt(n) (|a|_2 |b|_1 + |a|_1 |b|_2) + 4u |A~|_2 |B~|_inf (to first order), and the
-    inverse transform maps that to c_n (|a|_2 |b|_1 + |a|_1 |b|_2) + 4u |a|_2 |b|_1 in l2 (hence
-    per entry), plus its own round-off c_n |a * b|_2 <= c_n |a|_1 |b|_2.  Second-order terms are
-    below c_n sqrt(n) < 1e-9 of these and covered by the factor 1.01.  The inputs' own errors
-    add ea |b|_1 + eb |a|_1 (+ ea eb len)."""
-    la, lb = a.size, b.size
-    n = scipy.fft.next_fast_len(la + lb - 1, real=True)
-    # the product's work (the budget counts work, not time): its three plain transforms cost about
-    # one unit of the pipeline's per-transform rate, which also covers the passes between them
-    # (measured against the wall-clock budget this replaced: the same levels run on a quiet machine)
-    charge_fft(n)
-    fa = scipy.fft.rfft(a, n)
-    fb = fa if same else scipy.fft.rfft(b, n)
-    c = scipy.fft.irfft(fa * fb, n)[:min(cap, la + lb - 1)]
-    np.maximum(c, 0.0, out=c)
-    l1a, l1b = float(a.sum()), float(b.sum())
-    l2a, l2b = math.sqrt(float(a @ a)), math.sqrt(float(b @ b))
-    cn = fft_const(n)
-    e_fft = 1.01 * ((cn + 4 * U) * (l2a * l1b + l1a * l2b) + cn * l1a * l2b)
-    e = e_fft + ea * (l1b + lb * eb) + eb * l1a
-    return c, e * (1 + 1e-12)
-
-
-def _power(w, t, cap):
-    """The t-fold convolution power of w cut to ``cap`` entries, and its entry-wise error bound."""
-    res, er = None, 0.0
-    base, eb = w, 0.0
-    while True:
-        if t & 1:
-            res, er = (base, eb) if res is None else _conv(res, er, base, eb, cap)
-        t >>= 1
-        if not t:
-            return res, er
-        base, eb = _conv(base, eb, base, eb, cap, same=True)
-
-
-def _upper_power(w, t, C, h, s):
-    """Entry-wise upper bounds on the t-fold power of w (cut to C entries), and 0.0 (the error is
-    already added).  The untilted power's round-off bound is flat across the lattice, which in
-    the far tails is far above the true masses; the powers of w e^{+-lam x} (tilting commutes
-    with convolution) have bounds that fall off exponentially away from the bulk, so each
-    entry takes the least of the three certified upper values."""
-    return _tilted_power(w, t, C, h, s, True)
-
-
-def _lower_power(w, t, C, h, s):
-    """Entry-wise lower bounds on the t-fold power of w, and 0.0 (the error is already taken
-    off): as ``_upper_power``, each entry the largest of the three certified lower values --
-    the untilted power minus its flat round-off bound is 0 in the far tails, where the tilted
-    powers still resolve the masses that set a small δ."""
-    return _tilted_power(w, t, C, h, s, False)
-
-
-def _tilted_power(w, t, C, h, s, upper):
-    x = np.arange(w.size) * h
-    y, e = _power(w, t, C)
-    sign = 1.0 if upper else -1.0
-    out = y + e if upper else np.maximum(y - e, 0.0)
-    var = max(float(w @ (x * x)) - float(w @ x) ** 2, 1e-300)
-    # the tilt must not let the tilted law sit at the lattice top: e^{lam W_max} stays below
-    # P(W > W_max)^{-1/2}
-    decay = -float(ka.log_sf(x[-1], s, 0.0))
-    lam0 = min(1.0 / math.sqrt(t * var), max(0.5 * decay, 1.0) / max(x[-1], h))
-    idx = np.arange(out.size) * h
-    # (a negative tilt has no lattice top to respect: e^{-lam x} falls; one sd of S is its scale.
-    # With the top's limit on it too, sigma 1, t 1000 kept a floor of 1.6e-13 at S = 0 -- loss
-    # +inf in the add direction, eps = +inf at delta 1e-12 after 200 epochs)
-    for lam in (lam0, -1.0 / math.sqrt(t * var)):
-        with np.errstate(divide="ignore"):
-            lw = np.log(w) + lam * x
-        mx = float(np.max(lw))
-        if not math.isfinite(mx):  # (a tilt that overflows gives no bound: the untilted one stands)
-            continue
-        c = mx + math.log(float(np.sum(np.exp(lw - mx))))  # log of the tilted total: wt sums to ~1
-        wt = np.exp(lw - c)
-        # relative rounding of each tilted entry (log, product, exp): rho; composed: (1 + rho)^t
-        rho = 8 * U * (1.0 + abs(lam) * x[-1] + abs(c) + float(np.max(np.abs(np.log(w[w > 0])))))
-        yt, et = _power(wt, t, C)
-        with np.errstate(over="ignore"):
-            scale = np.exp(t * c - lam * idx) * math.exp(
-                sign * (t * rho * 1.01 + 1e-13 * (abs(t * c) + abs(lam) * idx[-1])))
-        if upper:
-            cand = (yt + et) * scale
-            np.minimum(out, np.where(np.isfinite(cand), cand, np.inf), out=out)
-        else:
-            with np.errstate(invalid="ignore"):
-                cand = np.maximum(yt - et, 0.0) * scale
-            np.maximum(out, np.where(np.isfinite(cand), cand, 0.0), out=out)
-    return out, 0.0
+def _full(part, C: int) -> np.ndarray:
+    """A windowed power (offset, entries) on the whole lattice 0 .. C-1 (zero elsewhere)."""
+    o, y = part
+    out = np.zeros(C)
+    out[o:o + y.size] = y[:max(0, C - o)]
+    return out
 
 
 class Epoch:
@@ -203,7 +114,7 @@ class Epoch:
     charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
-    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "w_max",
+    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "q_cut", "span", "w_max",
                  "_steps", "s", "_wu", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tilted_lower: bool = True):
@@ -218,8 +129,17 @@ class Epoch:
         eta, rho = ka.w_lower(s, h, K, wl)
         self.eta, self.rho = float(eta), float(rho)
         self.t, self.h, self.C = t, h, C
-        self.up, self.e_up = _upper_power(wu, t, C, h, s)
-        self.lo, self.e_lo = _lower_power(wl, t, C, h, s) if tilted_lower else _power(wl, t, C)
+        # (every partial sum cut to its window, ``epoch_power``: what the cuts remove is charged
+        # below; the arrays are put back on the whole lattice 0 .. C-1, zero outside the window)
+        wins = Windows(wu, h, t, C)
+        self.up, self.e_up = _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), 0.0
+        if tilted_lower:
+            self.lo, self.e_lo = _full(_lower_power(wl, t, C, h, s, True, wins), C), 0.0
+        else:
+            o, y, self.e_lo = _power(wl, t, C, wins)
+            self.lo = _full((o, y), C)
+        p_cut, q_cut = wins.charge(t)
+        self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
         # what the upper bound charges (module notes, steps 2 and 3): "some other W_i > W_max" by
         # the union bound (the example's own coordinate above W_max is put on the grid in closed
         # form, ``epoch_tail``), "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's
@@ -228,8 +148,9 @@ class Epoch:
         p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         p_over, q_over = _chernoff_over(wu, h, t, (C - 1) * h)
-        self.p_inf_remove = min(1.0, (p_out + p_over) * (1 + 1e-9))
+        self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
+        self.q_cut = q_cut
         self.w_max, self.s, self._wu, self._rungs = w_max, s, wu, {}
         self._steps = {}
 
@@ -273,7 +194,9 @@ class Epoch:
         n = j_hi - j_lo + 1
         if n > MAX_GRID:
             raise GridTooLarge("too many loss bins for one epoch")
-        charge(PER_BIN_DISCRETISE * (n + 2 * n_s))  # (the two lattice passes onto the grid)
+        # (the two lattice passes onto the grid: a log and an exp for each entry in the windows,
+        # a test for each of the zeros around them)
+        charge(PER_BIN_DISCRETISE * (n + 2 * self.span) + 2 * n_s)
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
         # upper: the spread's power (its error already added); lower: the cells' power (minus
         # its error), every atom moved against the bound by t eta (remove: down, add: up)
@@ -290,6 +213,7 @@ class Epoch:
             for mass, s_min in ((self.q_out, self.w_max), (self.q_over, (n_s - 1) * h)):
                 i = math.ceil(-math.log(s_min / t) / step) - j_lo
                 pess[min(max(i, 0), n - 1)] += mass * (1 + 1e-12)
+            p_inf += self.q_cut  # (the windows' cuts: at +inf, ``epoch_power``)
         else:
             p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass)
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
@@ -330,12 +254,16 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
     cap = t + (2.0 if cut else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
-    if cap / h > most:
+    # (the transforms only cover the partial sums' windows, ``epoch_power``: S from about
+    # t - 17 sd(S) up, where a light-tailed S at large t has all its mass -- sigma 19.6, t 1446:
+    # 1419 .. 1470 of a lattice from 0)
+    low = max(0.0, t - 17.0 * math.sqrt(t * var))
+    if max(cap - low, w_max) / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
         w_max = min(w_max, 0.5 * most * h)
         cap = min(cap, t + w_max + 12.0 * math.sqrt(t * var) + 1.0)
-        h = max(h, cap / most)
-    return h, w_max, cap
+        h = max(h, max(cap - low, w_max) / most)
+    return max(h, cap / MAX_FULL), w_max, cap
 
 
 def _loss_step(sigma: float, t: int, accuracy: float, refine: int) -> float:

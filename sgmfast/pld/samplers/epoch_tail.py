@@ -43,11 +43,11 @@ from ..common import U
 COARSE = 4096
 
 
-def coarse_majorant(w: np.ndarray, h: float):
-    """(masses, spacing H): w (masses at k h) spread onto a lattice of at most COARSE + 2 points
+def coarse_majorant(w: np.ndarray, h: float, most: int = COARSE):
+    """(masses, spacing H): w (masses at k h) spread onto a lattice of at most ``most`` + 2 points
     of spacing H, each mass split between its two neighbouring points keeping its mean -- larger
     in convex order; rounded up by 1e-12 (the splits' rounding is ~3u of each mass)."""
-    f = max(1, -(-w.size // COARSE))
+    f = max(1, -(-w.size // most))
     k = np.arange(w.size)
     lo, frac = k // f, (k % f) / f
     n = w.size // f + 2
@@ -76,11 +76,9 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False)
         r.append(mu + g)
         g *= 2.0
     r = sorted(v for v in r if v < top) + [top]
-    if shifted:
-        tails = [min(1.0, t1 * _chernoff_over(wc, H, t1, v)[0] * (1.0 + 1e-12)) for v in r[:-1]] + [0.0]
-    else:
-        tails = [min(1.0, _chernoff_over(wc, H, t1, v)[1]) for v in r[:-1]] + [0.0]
-    tails = np.minimum.accumulate(np.asarray(tails))
+    p_b, q_b = _chernoff_over_many(wc, H, t1, r[:-1]) if len(r) > 1 else (np.zeros(0), np.zeros(0))
+    tails = np.minimum(1.0, t1 * p_b * (1.0 + 1e-12)) if shifted else q_b
+    tails = np.minimum.accumulate(np.concatenate((tails, [0.0])))
     prev = np.concatenate(([1.0], tails[:-1]))
     weight = (prev - tails) * (1.0 + 1e-12)
     keep = weight > 0
@@ -125,62 +123,89 @@ def top_loss(s: float, t: int, tail: float, r: float) -> float:
 
 
 # --- Chernoff above the lattice cap (``balls_in_bins.Epoch``) and for the rungs ---------------------
+#: Points of the majorant the cap's bound is computed on (``_chernoff_over``): its spacing is at
+#: most 8 h on the longest lattices, which adds <= 16 h^2 to Var W (a 1e-5 fraction at the
+#: default spacing), while the sums cost 8 times less than on the lattice itself.
+COARSE_CAP = 1 << 16
+#: Points of the coarse log-lam grid (then three finer grids around each least value, STAGE
+#: points each over the two neighbouring cells: the search's spacing ends ~ 0.01 in log lam, where
+#: a lam off the best loosens a bound of e^-40 by ~ 0.1 %; any lam > 0 gives a valid bound).
+GRID, STAGE, STAGES = 25, 17, 3
+#: The rungs' lam grid (many caps, one table): spacing ~ 0.03 in log lam.
+RUNG_LAMS = 801
+
+
+def _lam_range(w, x, t, cap_lo, cap_hi):
+    """(lo, hi) of log lam: on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large
+    sigma: the best lam is about (cap - E S) / Var S, far above 1/cap)."""
+    h = x[1] - x[0] if x.size > 1 else 1.0
+    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
+    return (math.log(min(1e-6 / max(cap_hi, 1e-12), 1e-2 / max(sd, h))),
+            math.log(max(1e3 / max(cap_lo, 1e-12), 1e3 / max(sd, h))))
+
+
 def _chernoff_over(w, h, t, cap):
     """Upper bounds on the P-mass E_Q[S/t; S > cap] and the Q-mass Q(S > cap) of the sum of t
     iid lattice variables with masses w (sub-probability): for every lam > 0,
     Q(S > cap) <= e^{-lam cap} M(lam)^t and E_Q[S/t; S > cap] <= e^{-lam cap} M'(lam) M(lam)^(t-1),
-    M the lattice MGF; the least over a grid of lam, each rounded up by its rounding: e^{lam x_k}
-    within (2 lam x_k + 2) u (x_k = k h, lam x_k and exp), the dot products of non-negative terms
-    within w.size u more, so M and M' within r = (w.size + 2 lam x_max + 4) u relative, raised to
-    the power t; the logs and the sum 2u of their magnitudes; plus 1e-12.  (A flat 1e-12 relative
-    was exceeded: 2.0e-12 at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
+    M the lattice MGF; the least over a grid of lam (``_chernoff_logs``: each rounded up by its
+    rounding).  Lattices longer than COARSE_CAP are first spread onto a coarser one
+    (``coarse_majorant``: larger in convex order, and e^{lam x}, x e^{lam x} are convex for
+    x, lam >= 0, so both bounds only grow).  Both logs are convex in lam, so a coarse grid finds
+    each one's basin and finer grids around its least point narrow it."""
+    if w.size > COARSE_CAP:
+        w, h = coarse_majorant(w, h, COARSE_CAP)
     x = np.arange(w.size) * h
-    # lam on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large sigma: the best lam is
-    # about (cap - E S) / Var S, far above 1/cap); any lam > 0 gives a valid bound.  Both logs
-    # are convex in lam (log M and log M' are logs of positive sums of exponentials), so a coarse
-    # grid finds each one's basin and a golden-section search in log lam narrows it (a lam that
-    # is not the best only loosens the bound, never unsounds it)
-    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
-    lo_l, hi_l = math.log(min(1e-6 / max(cap, 1e-12), 1e-2 / max(sd, h))), math.log(max(1e3 / max(cap, 1e-12), 1e3 / max(sd, h)))
-    seen: dict = {}
-
-    def logs(ll):
-        if ll not in seen:
-            seen[ll] = _chernoff_logs(w, x, t, cap, math.exp(ll))
-        return seen[ll]
-
-    grid = np.linspace(lo_l, hi_l, 25)
+    lo_l, hi_l = _lam_range(w, x, t, cap, cap)
+    caps = np.array([float(cap)])
     best = [1.0, 1.0]  # (P-mass, Q-mass)
+    grid = np.linspace(lo_l, hi_l, GRID)
+    first = _chernoff_logs(w, h, t, caps, np.exp(grid))
     for which in (0, 1):
-        vals = [logs(float(ll))[which] for ll in grid]
-        i = int(np.argmin(vals))
-        a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
-        g = 0.5 * (math.sqrt(5.0) - 1.0)
-        c, d = b - g * (b - a), a + g * (b - a)
-        for _ in range(12):
-            if logs(c)[which] <= logs(d)[which]:
-                b, d = d, c
-                c = b - g * (b - a)
-            else:
-                a, c = c, d
-                d = a + g * (b - a)
-        v = min(vals[i], logs(c)[which], logs(d)[which])
+        ll, vals = grid, first[which][0]
+        v = float(vals.min())
+        for _ in range(STAGES):
+            i = int(np.argmin(vals))
+            ll = np.linspace(ll[max(i - 1, 0)], ll[min(i + 1, ll.size - 1)], STAGE)
+            vals = _chernoff_logs(w, h, t, caps, np.exp(ll))[which][0]
+            v = min(v, float(vals.min()))
         best[which] = min(1.0, math.exp(min(v, 0.0)) * (1 + 1e-12))
     return best[0], best[1]
 
 
-def _chernoff_logs(w, x, t, cap, lam):
-    """(log P-bound, log Q-bound) of ``_chernoff_over`` at one lam, rounded up (+inf where the
-    MGF overflows: no bound at that lam)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # (inf * 0 = NaN: that lam is skipped)
-        e = np.exp(lam * x)
-        m = float(w @ e)
-        dm = float(w @ (x * e))
-    if not (math.isfinite(m) and math.isfinite(dm) and m > 0):
-        return math.inf, math.inf
-    lm, lc = math.log(m), lam * cap
-    r = (w.size + 2.0 * lam * x[-1] + 4.0) * U
-    lq = t * lm - lc + t * r + 2 * U * (t * abs(lm) + abs(lc) + 2.0)
-    lp = ((t - 1) * lm + math.log(dm) - math.log(t) - lc + t * r
-          + 2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0)) if dm > 0 else -math.inf
-    return lp, lq
+def _chernoff_over_many(w, h, t, caps):
+    """``_chernoff_over`` at each cap of ``caps`` (arrays (P-bounds, Q-bounds)), on one table of
+    RUNG_LAMS values of lam spanning all of them (w is short here: ``coarse_majorant``)."""
+    caps = np.asarray(caps, dtype=np.float64)
+    x = np.arange(w.size) * h
+    lo_l, hi_l = _lam_range(w, x, t, float(caps.min()), float(caps.max()))
+    lp, lq = _chernoff_logs(w, h, t, caps, np.exp(np.linspace(lo_l, hi_l, RUNG_LAMS)))
+    out = []
+    for lg in (lp, lq):
+        out.append(np.minimum(1.0, np.exp(np.minimum(lg.min(axis=1), 0.0)) * (1 + 1e-12)))
+    return out[0], out[1]
+
+
+def _chernoff_logs(w, h, t, caps, lams):
+    """(log P-bounds, log Q-bounds) of ``_chernoff_over``, arrays (caps x lams), rounded up:
+    M and M' within r = (w.size + 2 lam x_max + 3 CHERNOFF_BLOCK + 4) u relative
+    (``chernoff_sums``: its exponentials and sums), raised to
+    the power t; the logs and the sum 2u of their magnitudes; plus 1e-12 by the caller (+inf
+    where the MGF overflows: no bound at that lam).  (A flat 1e-12 relative was exceeded: 2.0e-12
+    at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
+    m, dm = np.empty(lams.size), np.empty(lams.size)
+    charge(w.size * lams.size)  # (on the one meter: a product and two multiply-adds a term, ~ a unit)
+    ka.chernoff_sums(np.ascontiguousarray(w, dtype=np.float64), float(h), lams, m, dm)
+    ok = np.isfinite(m) & np.isfinite(dm) & (m > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lm = np.where(ok, np.log(np.where(ok, m, 1.0)), 0.0)
+        pos = ok & (dm > 0)
+        ldm = np.where(pos, np.log(np.where(pos, dm, 1.0)), 0.0)
+    r = (w.size + 2.0 * lams * ((w.size - 1) * h) + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
+    lc = caps[:, None] * lams[None, :]
+    lq = t * lm - lc + t * r + 2 * U * (t * np.abs(lm) + np.abs(lc) + 2.0)
+    lp = ((t - 1) * lm + ldm - math.log(t) - lc + t * r
+          + 2 * U * ((t - 1) * np.abs(lm) + np.abs(ldm) + math.log(t) + np.abs(lc) + 3.0))
+    lp = np.where(pos, lp, -np.inf)
+    bad = ~ok
+    return np.where(bad, np.inf, lp), np.where(bad, np.inf, lq)

@@ -1,0 +1,168 @@
+"""Balls-in-bins privacy curves: ε(δ) or δ(ε) at every checkpoint of one run, on one lattice.
+
+A checkpoint after T steps of t-step epochs is bounded by whole epochs on either side
+(``balls_in_bins``: ceil(T/t) above, floor(T/t) below), so a curve needs the bounds of a few
+epoch counts E, and every count composes the same epoch.  Each refinement level builds that
+epoch once -- its lattice, the expensive part -- on the truncation budget of the largest count
+(a smaller budget only charges less: every count's bound stays certified), and composes it E
+times for each count still wider than the accuracy.  A checkpoint-by-checkpoint loop built a
+lattice per checkpoint (the budget depends on E), 8-10 times the work of its last point.
+
+Each count's bounds are those of ``balls_in_bins.epsilon`` / ``delta`` at E whole epochs (the
+same epoch, loss grid and compositions), so they are certified for the same reasons; the tilt
+of a count starts at the answer of the count above it (scaled by sqrt of the ratio), and is
+re-centred like a single query's.  Both ε(δ) and δ(ε) grow with the steps (a prefix of the run
+is a post-processing of it), so the curve is made monotone: an upper bound holds at every
+earlier checkpoint and a lower bound at every later one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._types import Bounds
+from ..common import ADD, REMOVE, refine_levels
+from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
+from ..grid.queries import eps_bound
+from . import balls_in_bins as bb
+
+#: work (seconds of ``_work`` units) a curve may spend refining: a few single queries' worth
+CURVE_BUDGET = 1.5 * bb.BUDGET
+
+
+def _counts(t: int, checkpoints: np.ndarray):
+    """(counts, hi, lo): the distinct whole-epoch counts > 0 the checkpoints need, and for each
+    checkpoint the index in ``counts`` of ceil(T/t) and of floor(T/t) (-1 for no whole epoch)."""
+    e_hi, e_lo = -(-checkpoints // t), checkpoints // t
+    counts = np.unique(np.concatenate((e_hi[e_hi > 0], e_lo[e_lo > 0])))
+    hi = np.where(e_hi > 0, np.searchsorted(counts, e_hi), -1)
+    lo = np.where(e_lo > 0, np.searchsorted(counts, e_lo), -1)
+    return counts, hi, lo
+
+
+def _monotone(lo: np.ndarray, up: np.ndarray) -> Bounds:
+    up = np.minimum.accumulate(up[::-1])[::-1]
+    lo = np.minimum(np.maximum.accumulate(lo), up)
+    return Bounds(lo, up)
+
+
+def _at_checkpoints(c_lo, c_up, hi, lo):
+    """Each checkpoint's bounds from its counts' (no whole epoch below: 0; no step: 0 above too)."""
+    return _monotone(np.where(lo >= 0, c_lo[np.maximum(lo, 0)], 0.0), np.where(hi >= 0, c_up[np.maximum(hi, 0)], 0.0))
+
+
+def _settled(lo, up, hi_i, lo_i):
+    """Counts whose own interval is at most a tenth of every checkpoint interval they bound (a
+    checkpoint between whole epochs spans the step from one count to the next; refining its
+    counts further changes it by less than that)."""
+    cp = np.where(hi_i >= 0, up[np.maximum(hi_i, 0)], 0.0) - np.where(lo_i >= 0, lo[np.maximum(lo_i, 0)], 0.0)
+    least = np.full(lo.size, np.inf)
+    for idx in (hi_i, lo_i):
+        ok = idx >= 0
+        np.minimum.at(least, idx[ok], cp[ok])
+    return up - lo <= 0.1 * least
+
+
+def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i):
+    """refine_levels' attempts over the counts: level r's epoch (one lattice), then
+    ``per_count(epoch, step, i)`` for each count still wide (the others keep their bounds)."""
+    state = {}
+
+    def attempt(level):
+        lo, up = state["lo"].copy(), state["up"].copy()  # (the counts done keep theirs)
+        width = state.setdefault("width", np.full(lo.size, np.inf))
+        todo = ~(state["narrow"](lo, up, each=True) | state.setdefault("stalled", np.zeros(lo.size, bool))
+                 | _settled(lo, up, hi_i, lo_i))
+        if not todo.any():  # (nothing to refine: no lattice built, and no progress ends the levels)
+            return lo, up
+        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level)
+        epoch = bb.epoch(sigma, t, h, w_max, cap, tail() < bb.TILTED_LOWER_TAIL)
+        step = bb._loss_step(sigma, t, accuracy, level)
+        for i in np.flatnonzero(todo)[::-1]:  # (largest count first)
+            lo[i], up[i] = per_count(epoch, step, int(i))
+            # a count that a level narrowed by less than a quarter is done, as a single query
+            # is (``refine_levels``: finer grids no longer pay there)
+            if level and up[i] - lo[i] > 0.75 * width[i]:
+                state["stalled"][i] = True
+            width[i] = up[i] - lo[i]
+        # the level's own interval goes back (``refine_levels`` judges progress on it), the
+        # intersection is kept for choosing the counts still wide
+        state["lo"], state["up"] = np.maximum(lo, state["lo"]), np.minimum(up, state["up"])
+        return lo, up
+
+    return attempt, state
+
+
+def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: float) -> Bounds:
+    """Certified (lower, upper) ε(δ) at each checkpoint (steps) of a balls-in-bins run with t
+    steps per epoch (k = 1, 0 < sigma < inf, t >= 2)."""
+    cps = np.asarray(checkpoints, dtype=np.int64)
+    counts, hi, lo_i = _counts(t, cps)
+    big = int(counts[-1])
+    tail = 10.0 ** math.floor(math.log10(max(1e-300, 1e-4 * accuracy * delta / big)))
+    gauss = np.array([bb._gauss_eps(sigma, int(c), delta) for c in counts])
+    lo0 = np.array([bb._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
+    centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
+
+    def narrow(lo, up, each=False):
+        ok = up - lo <= accuracy * up
+        return ok if each else bool(np.all(ok))
+
+    def per_count(epoch, step, i):
+        c = int(counts[i])
+        if i not in centres:  # (from the count above: eps grows about like sqrt(E))
+            above = centres.get(i + 1, centres[len(counts) - 1])[0]
+            centres[i] = [max(above * math.sqrt(c / counts[i + 1]), 1e-3)]
+
+        def run(eps_c):
+            up = lo = 0.0
+            for add in (REMOVE, ADD):
+                one = epoch.one_step(add, step, tail)
+                up = max(up, eps_bound(compose_repeated(one, c, step, eps_c, tail, True), delta))
+                lo = max(lo, eps_bound(compose_repeated(one, c, step, eps_c, tail, False), delta))
+            return lo, up
+
+        return recentred(run, centres[i], lambda a, b: b - a <= accuracy * b)
+
+    attempt, state = _levels(sigma, t, accuracy, lambda: tail, per_count, hi, lo_i)
+    state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
+    c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
+    return _at_checkpoints(np.minimum(c_lo, c_up), c_up, hi, lo_i)
+
+
+def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: float) -> Bounds:
+    """Certified (lower, upper) δ(ε) at each checkpoint (as :func:`epsilon_curve`)."""
+    cps = np.asarray(checkpoints, dtype=np.int64)
+    counts, hi, lo_i = _counts(t, cps)
+    big = int(counts[-1])
+    eps = np.array([float(epsilon)])
+    groups = eps_groups(eps)
+    tail = [1e-14 / big]  # (then from the least upper δ found, as a single query does)
+    gauss = np.array([float(bb._gauss_delta(sigma, int(c), eps)[1][0]) for c in counts])
+    lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps)[0][0]) for c in counts])
+
+    def narrow(lo, up, each=False):
+        ok = up - lo <= accuracy * max(float(epsilon), 1e-3) * np.maximum(up, 1e-300)
+        return ok if each else bool(np.all(ok))
+
+    def per_count(epoch, step, i):
+        c = int(counts[i])
+        up = lo = 0.0
+        for add in (REMOVE, ADD):
+            one = epoch.one_step(add, step, tail[0])
+            up = max(up, float(repeated_delta(one, c, step, eps, groups, tail[0], True)[0]))
+            lo = max(lo, float(repeated_delta(one, c, step, eps, groups, tail[0], False)[0]))
+        return lo, up
+
+    def tail_now():
+        pos = state["up"][state["up"] > 0]
+        if pos.size:
+            tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / big))
+        return tail[0]
+
+    attempt, state = _levels(sigma, t, accuracy, tail_now, per_count, hi, lo_i)
+    state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
+    c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
+    return _at_checkpoints(np.minimum(c_lo, c_up), c_up, hi, lo_i)
