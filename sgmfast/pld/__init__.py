@@ -6,42 +6,42 @@ Public API: :func:`epsilon`, :func:`delta`, :func:`epsilon_curve`, :func:`delta_
 The package in floors, bottom up; a module imports only lower floors (``tests/test_layout.py``
 reads this table and checks every import against it).  Kernels: ``sgmfast._kernels.pld``, same names.
 
-=====  ==========================  ==================================================================
-floor  module                      what it holds
-=====  ==========================  ==================================================================
-0      ``common``                  limits, direction codes, the composed-grid type, caches
-1      ``grid``                    the numerical stages: ``onestep`` (1. one step, both roundings),
-                                   ``tilting`` (2. the saddle-point tilt), ``composition`` (3. the
-                                   T-fold FFT power and its round-off), ``windows`` (its window and
-                                   Chernoff tails), ``two_stage`` (4. long runs), ``tail_events``
-                                   (5. small δ), ``queries`` (δ(eps), eps(δ) off a grid),
-                                   ``spectral`` (the same off a spectrum's band), ``estimates``
-                                   (heuristic grid steps and eps guesses, never a bound)
-2      ``certifiers``              the contract (``contract``: ``Job`` in, ``Certified`` out) and
-                                   one module per method: ``tilted`` (stages 1-4), ``tail``
-                                   (stage 5), ``rdp_cap`` (the RDP upper bound), ``exact`` (closed
-                                   forms: q = 1, sigma = 0)
-2      ``schedule_mix``            many distinct noise levels: the lattice mixtures above and below
-                                   each step (their soundness argument), weights and groups
-3      ``schedule_compose``        the mixtures' compositions on the lattice's spectra
-3      ``engine``                  the plan: which certifiers, in which order, intersected, the grid
-                                   refined until the accuracy is met, all on one work meter
-4      ``schedule_engine``         ``MixEngine``: the engine of a schedule on the lattice mixtures
-5      ``schedules``               many distinct (sigma, q): the lattice mixtures, or a certified
-                                   sandwich of engines
-6      ``samplers.balls_in_bins``  random allocation (k = 1; public: ``pld.allocation.epsilon``)
-6      ``samplers.epoch_tail``     one balls-in-bins epoch's heavy tail in closed form
-6      ``samplers.epoch_power``    one balls-in-bins epoch's sum on the lattice: windowed FFT powers
-6      ``samplers.shuffle``        the permutation shuffle: sound, loose
-6      ``samplers.fixed_size``     sampling without replacement, replace-one
-6      ``tradeoff``                f-DP β(α), both bounds, from the certified profile
-6      ``curve_grids``             privacy curves: the spectra all checkpoints share
-7      ``curve_bounds``            the closed forms and RDP caps a curve falls back on
-7      ``samplers.allocation_curve``  balls-in-bins curves: one epoch lattice for all checkpoints
-8      ``curve``                   the curve's plan, budgets and public calls
-9      ``samplers``                the sampler table: sampler -> relations -> certifier
-10     ``api``                     validation, broadcasting, the exact shortcuts, ``PLDAccountant``
-=====  ==========================  ==================================================================
+=====  ==============================  ==================================================================
+floor  module                          what it holds
+=====  ==============================  ==================================================================
+0      ``common``                      limits, direction codes, the composed-grid type, caches
+1      ``grid``                        the numerical stages: ``onestep`` (1. one step, both roundings),
+                                       ``tilting`` (2. the saddle-point tilt), ``composition`` (3. the
+                                       T-fold FFT power and its round-off), ``windows`` (its window and
+                                       Chernoff tails), ``two_stage`` (4. long runs), ``tail_events``
+                                       (5. small δ), ``queries`` (δ(eps), eps(δ) off a grid),
+                                       ``spectral`` (the same off a spectrum's band), ``estimates``
+                                       (heuristic grid steps and eps guesses, never a bound)
+2      ``certifiers``                  the contract (``contract``: ``Job`` in, ``Certified`` out) and
+                                       one module per method: ``tilted`` (stages 1-4), ``tail``
+                                       (stage 5), ``rdp_cap`` (the RDP upper bound), ``exact`` (closed
+                                       forms: q = 1, sigma = 0)
+2      ``schedule_mix``                many distinct noise levels: the lattice mixtures above and below
+                                       each step (their soundness argument), weights and groups
+3      ``schedule_compose``            the mixtures' compositions on the lattice's spectra
+3      ``engine``                      the plan: which certifiers, in which order, intersected, the grid
+                                       refined until the accuracy is met, all on one work meter
+4      ``schedule_engine``             ``MixEngine``: the engine of a schedule on the lattice mixtures
+5      ``schedules``                   many distinct (sigma, q): the lattice mixtures, or a certified
+                                       sandwich of engines
+6      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
+6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
+6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
+6      ``samplers.shuffle``            the permutation shuffle: sound, loose
+6      ``samplers.fixed_size``         sampling without replacement, replace-one
+6      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile
+6      ``curve_grids``                 privacy curves: the spectra all checkpoints share
+7      ``curve_bounds``                the closed forms and RDP caps a curve falls back on
+7      ``samplers.allocation_curve``   balls-in-bins curves: one epoch lattice for all checkpoints
+8      ``curve``                       the curve's plan, budgets and public calls
+9      ``samplers``                    the sampler table: sampler -> relations -> certifier
+10     ``api``                         validation, broadcasting, the exact shortcuts, ``PLDAccountant``
+=====  ==============================  ==================================================================
 
 Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:
 P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2); add: the pair swapped; Zhu, Dong & Wang, AISTATS

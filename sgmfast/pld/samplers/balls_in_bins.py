@@ -34,7 +34,8 @@ How it is certified (each step only moves a bound in its own direction):
    the untilted power's bound and those of the powers tilted by e^{+-lam x}, which fall off
    away from the bulk.  What lies above the cap is, for the upper bound, bounded by Chernoff
    on the lattice MGF: its P-mass goes to +inf (remove), its Q-mass down to the cap (add);
-   the lower bound drops it.
+   the lower bound drops it.  (``epoch_power``: each partial sum is also cut to a window of a
+   few dozen sd about its mean, by Chernoff bounds of 1e-60 whose mass is charged the same way.)
 4. **One epoch on the loss grid**: the lattice atoms (loss log(sh/t) or its negative) are put
    on the pipeline's grid by connect-the-dots (upper) and the convex-order minorant of the bin
    atoms (lower) -- the same orders as stage 1.
