@@ -101,7 +101,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     cps = np.asarray(checkpoints, dtype=np.int64)
     counts, hi, lo_i = _counts(t, cps)
     big = int(counts[-1])
-    tail = 10.0 ** math.floor(math.log10(max(1e-300, 1e-4 * accuracy * delta / big)))
+    tail = bb._tail_decade(accuracy * delta / big)
     gauss = np.array([bb._gauss_eps(sigma, int(c), delta) for c in counts])
     lo0 = np.array([bb._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
     centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
@@ -139,7 +139,8 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     big = int(counts[-1])
     eps = np.array([float(epsilon)])
     groups = eps_groups(eps)
-    tail = [1e-14 / big]  # (then from the least upper δ found, as a single query does)
+    # (then from the least upper δ found, as a single query does)
+    tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps) / big)]
     gauss = np.array([float(bb._gauss_delta(sigma, int(c), eps)[1][0]) for c in counts])
     lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps)[0][0]) for c in counts])
 
