@@ -19,8 +19,8 @@ __all__ = ["CURVE_EXACT_SEGMENTS", "CURVE_ORDERS", "pair_ids", "prefix_curve", "
 
 _U = 2.0 ** -53
 
-#: histories of at most this many segments get each curve point by an order search of its own
-#: prefix (:meth:`RDPAccountant.epsilon`); longer ones by ``prefix_curve``
+#: the first this many points of a curve (all of them, for a history this short) are each an order
+#: search over its own prefix (:meth:`RDPAccountant.epsilon`); the others come from ``prefix_curve``
 CURVE_EXACT_SEGMENTS = 4
 #: the orders of a long history's curve points: the integers 2..64, then about 10 % apart up to
 #: 4096 (``DEFAULT_GRID``'s range), and 1.25, 1.5, 1.75, 2.25, 2.75 and n + 1/2 below 16 (by
@@ -66,12 +66,16 @@ def _prefix_deltas(sig, qs, cnt, d):
     return log_deltas, left, not bare.any()
 
 
-def prefix_curve(history: Sequence[Step], d: float, orders, rel_margin: float, last: float, last_order: float) -> np.ndarray:
+def prefix_curve(history: Sequence[Step], d: float, orders, rel_margin: float, last: float, last_order: float,
+                 head: np.ndarray) -> np.ndarray:
     """Upper bounds on epsilon at ``d`` after each segment of ``history``: for each prefix the
-    best of ``orders`` (None: ``CURVE_ORDERS``) from running sums of its RDP, the counts rounded
-    up by ``rel_margin`` (the kernel says which orders it skips and why that costs nothing);
-    then capped by ``last``, the whole history's epsilon (an upper bound for every prefix too),
-    and made non-decreasing. Noiseless steps count as in :meth:`RDPAccountant.epsilon`."""
+    best of ``orders`` (None: ``CURVE_ORDERS`` and, where the whole history's best order
+    ``last_order`` is above 16, the integers 2 % apart from 0.94 to 1.27 times it: in steep
+    regimes the prefixes' best orders crowd there) from running sums of its RDP, the counts
+    rounded up by ``rel_margin`` (the kernel says which orders it skips and why that costs
+    nothing); the first points lowered to ``head`` (the first prefixes' epsilons), the last to
+    ``last`` (the whole history's, an upper bound for every prefix too), then made
+    non-decreasing. Noiseless steps count as in :meth:`RDPAccountant.epsilon`."""
     sig, qs, cnt = (np.array([getattr(st, f) for st in history], dtype=np.float64) for f in ("sigma", "q", "count"))
     noisy = (cnt > 0) & (qs > 0) & (sig > 0) & (sig < math.inf)
     log_deltas, left, same = _prefix_deltas(sig, qs, cnt, d)
@@ -87,5 +91,6 @@ def prefix_curve(history: Sequence[Step], d: float, orders, rel_margin: float, l
     _kp.prefix_epsilons(np.where(noisy, qs, 0.5), np.where(noisy, sig, 1.0), np.where(noisy, cnt, 0.0) * (1.0 + rel_margin),
                         ids, m, o, log_deltas, same, last, out)
     out[~left] = math.inf
+    out[: head.size] = np.minimum(out[: head.size], head)
     out[-1] = min(out[-1], last)
     return upper_monotone(out)

@@ -535,23 +535,24 @@ class RDPAccountant(Accountant):
         """:meth:`epsilon` after each recorded segment (``history``): an array of upper bounds,
         non-decreasing, the last point :meth:`epsilon` itself.
 
-        Up to ``CURVE_EXACT_SEGMENTS`` segments each point is exactly :meth:`epsilon` of its
-        prefix. Beyond, each point is the best, over the orders ``CURVE_ORDERS`` (or the
-        accountant's fixed ``orders``: then :meth:`epsilon` of its prefix, up to rounding), of
-        its prefix's total RDP from running sums (one pass per order), capped by the last point.
-        The curve then costs about one to four :meth:`epsilon` queries of the whole history,
-        however many segments; a point can lie above its prefix's :meth:`epsilon` by ~0.1 %
-        where the RDP is about linear in the order, and by a few % where it is steep (small
-        sigma; past the order where a step's top binomial terms take over) or where that
-        prefix's best order is below 1.25 or above 4096."""
+        The first ``CURVE_EXACT_SEGMENTS`` points (each an order search over at most that many
+        segments) and the last are exactly :meth:`epsilon` of their prefix. Every other point
+        is the best, over the orders ``CURVE_ORDERS`` (or the accountant's fixed ``orders``:
+        then :meth:`epsilon` of its prefix, up to rounding), of its prefix's total RDP from
+        running sums (one pass per order), capped by the points after it. The curve then costs
+        about one to four :meth:`epsilon` queries of the whole history, however many segments;
+        such a point can lie above its prefix's :meth:`epsilon` by ~0.1 % where the RDP is about
+        linear in the order, by a few % where the objective is steep between the orders tried
+        (small sigma; near the order where a step's top binomial terms take over: up to ~2 %
+        seen), and by up to ~10 % where its best order is above 64 and right at such a wall
+        (few steps of small q) or below 1.25 or above 4096."""
         d = float(check_delta(delta))
         hist = self._history
-        if not hist:
-            return np.zeros(0)
-        if len(hist) > CURVE_EXACT_SEGMENTS:
-            return prefix_curve(hist, d, self._orders, REL_MARGIN, *self.epsilon(d, return_order=True))
-        out = [RDPAccountant(self._orders).compose(hist[: k + 1]).epsilon(d) for k in range(len(hist))]
-        return _upper_monotone(np.array(out, dtype=np.float64))
+        head = np.array([RDPAccountant(self._orders).compose(hist[: k + 1]).epsilon(d)
+                         for k in range(min(len(hist), CURVE_EXACT_SEGMENTS))], dtype=np.float64)
+        if len(hist) <= CURVE_EXACT_SEGMENTS:
+            return _upper_monotone(head)
+        return prefix_curve(hist, d, self._orders, REL_MARGIN, *self.epsilon(d, return_order=True), head)
 
     def rdp(self, orders) -> np.ndarray:
         """Total RDP of the recorded steps at ``orders`` (+inf with a noiseless step)."""

@@ -287,3 +287,25 @@ def test_short_histories_get_each_prefix_exactly():
     curve = acc.epsilon_curve(1e-5)
     exact = [rdp.RDPAccountant().compose(acc.history[: i + 1]).epsilon(1e-5) for i in range(len(steps))]
     assert list(curve) == list(np.minimum.accumulate(np.array(exact)[::-1])[::-1])
+
+
+def test_long_curves_start_with_exact_points():
+    steps = _schedule(REGIMES[0], 30, seed=7)
+    acc = _accountant(steps)
+    curve = acc.epsilon_curve(1e-8)
+    for i in range(rdp.CURVE_EXACT_SEGMENTS):
+        assert curve[i] == min(rdp.RDPAccountant().compose(acc.history[: j + 1]).epsilon(1e-8)
+                               for j in range(i, rdp.CURVE_EXACT_SEGMENTS))
+
+
+def test_curve_of_sweep_case_1535_bounds_every_prefix_within_a_percent():
+    """bench/domain_sweep_more_failures.jsonl, id 1535 (over 10 s before): 256 segments, each its
+    own sigma; every point against an order search over its own prefix."""
+    r = random.Random(627176)
+    acc = _accountant([(1.584080846984159 * (2.2200287594405452 / 1.584080846984159) ** r.random(), 0.00010183758467463478, 1)
+                       for _ in range(256)])
+    delta = 2.420431161224661e-06
+    curve = acc.epsilon_curve(delta)
+    exact = np.array([rdp.RDPAccountant().compose(acc.history[: i + 1]).epsilon(delta) for i in range(256)])
+    assert (curve >= exact * (1 - 1e-9)).all() and (curve <= exact * 1.01).all()
+    assert (np.diff(curve) >= 0).all() and curve[-1] == exact[-1]
