@@ -7,6 +7,7 @@ measured separately (``test_cli_cold_start``).
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 
@@ -69,6 +70,25 @@ def test_rdp_vectorised_10000(benchmark):
     benchmark.group = "rdp-vectorised|10000 points"
     eps = benchmark.pedantic(rdp.epsilon, args=(sigma, q, steps, DELTA), rounds=10, iterations=1)
     benchmark.extra_info["mean_epsilon"] = float(np.mean(eps))
+
+
+def _case_1320():
+    """bench/domain_sweep_more_failures.jsonl, id 1320 (over 10 s before): 10^5 steps, each its
+    own sigma in [1.22, 4.2], q = 1.16e-4."""
+    r = random.Random(358943)
+    acc = rdp.RDPAccountant()
+    for _ in range(100_000):
+        acc.step(1.2192442829129966 * (4.196029418466512 / 1.2192442829129966) ** r.random(), 0.00011598630853008063, 1)
+    return acc
+
+
+@pytest.mark.parametrize("query", ["epsilon", "epsilon_curve"])
+def test_rdp_schedule_100000_distinct_sigmas(benchmark, query):
+    acc = _case_1320()
+    fn = getattr(acc, query)
+    fn(1.9175468191985406e-24)  # warm the JIT
+    benchmark.group = f"rdp-schedule|100000 distinct sigmas, {query}"
+    benchmark.pedantic(fn, args=(1.9175468191985406e-24,), rounds=3, iterations=1)
 
 
 def test_cli_cold_start(benchmark):

@@ -6,8 +6,9 @@ A_alpha = E_{z ~ mu0}[(mu(z)/mu0(z))^alpha]; one step is (alpha, log(A_alpha)/(a
 mechanism", arXiv:1908.10530, Theorems 4 and 5).
 
 Modules: ``log_a`` (below), ``conversion`` (a schedule's RDP to (epsilon, delta)), ``orders``
-(the search for the best order) and ``fractional`` (its fractional orders from tabulated
-quadrature nodes). Three evaluations of log A_alpha live in ``log_a``:
+(the search for the best order), ``fractional`` (its fractional orders from tabulated
+quadrature nodes), ``chord`` (its fractional orders without quadrature) and ``prefix`` (the
+total RDP of every prefix of a schedule, for the accountant's curve). Three evaluations of log A_alpha live in ``log_a``:
 
 * ``log_a_int`` -- integer alpha: the finite binomial sum (MTZ Sec. 3.3, Case I) written for
   A - 1 with ``expm1`` so log A = log1p(A - 1) keeps full relative precision for tiny q.
@@ -22,7 +23,7 @@ quadrature nodes). Three evaluations of log A_alpha live in ``log_a``:
 Where the quadrature would be expensive (small sigma: ~order / sigma^2 nodes, or a schedule of
 many distinct steps), fractional orders are bounded without it, by the smaller of the chord
 between the integer orders around them (log A_alpha is convex in alpha, Hoelder, and
-log A_1 = 0) and the closed form ``log_a_jensen`` (``orders._interpolated_min``, and
+log A_1 = 0) and the closed form ``log_a_jensen`` (``chord.interpolated_min``, and
 ``fixed_size.rdp_curve`` for fixed-size batches).
 
 Status values: kernels return NaN or +inf rather than raising; +inf is the conservative

@@ -6,15 +6,19 @@ import math
 from .._jit import jit
 from ..logmath import NEG_INF
 from .log_a import log_a
+from .truncated import schedule_log_a
 
 
 @jit
 def schedule_rdp(alpha, qs, sigmas, counts):
-    """Total RDP at order alpha of a schedule: sum_i counts_i * log A_alpha(q_i, s_i) / (alpha - 1)."""
+    """Total RDP at order alpha of a schedule: sum_i counts_i * log A_alpha(q_i, s_i) / (alpha - 1);
+    for several mechanisms each by ``truncated.schedule_log_a`` (at an integer order, an upper
+    bound within e^-40 relative of A - 1, for a fraction of the exact sum's cost)."""
+    m = qs.shape[0]
     total = 0.0
-    for i in range(qs.shape[0]):
+    for i in range(m):
         if counts[i] > 0.0:
-            total += counts[i] * log_a(qs[i], sigmas[i], alpha)
+            total += counts[i] * (log_a(qs[i], sigmas[i], alpha) if m == 1 else schedule_log_a(qs[i], sigmas[i], alpha))
     return total / (alpha - 1.0)
 
 

@@ -17,7 +17,7 @@ _TRAP_LOG_ERR = 42.0
 _TAIL_NATS = 50.0
 _MAX_NODES = 20_000_000
 #: Most quadrature nodes the order optimisation spends on fractional orders (else: the chord
-#: between the integer orders around them, ``orders._interpolated_min``).
+#: between the integer orders around them, ``chord.interpolated_min``).
 QUAD_CHEAP = 50_000
 #: Largest order searched (exact integer sums reach it; beyond, only looser bounds would be found).
 ALPHA_MAX = 5000.0

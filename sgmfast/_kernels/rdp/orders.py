@@ -8,8 +8,10 @@ import numba
 import numpy as np
 
 from .._jit import jit, jit_pair
-from .log_a import ALPHA_MAX, _log_a_int_lower, log_a, log_a_jensen
+from .log_a import ALPHA_MAX, _log_a_int_lower, log_a
 from .conversion import _from_rdp, _objective, bh_log_delta, schedule_rdp
+from .chord import interpolated_min
+from .truncated import log_a_int_trunc
 from .fractional import _node_cap, _quad_cheap, _refine  # noqa: F401 (_node_cap: read here by pld.curve_bounds)
 
 
@@ -17,12 +19,14 @@ from .fractional import _node_cap, _quad_cheap, _refine  # noqa: F401 (_node_cap
 def _objective_above(alpha, qs, sigmas, counts, target, mode, bound):
     """``_objective``, or some value >= ``bound`` when the objective is >= ``bound``.
 
-    For one mechanism at an integer order, the binomial sum stops as soon as a single term
-    proves the objective (increasing in the RDP in both modes) reaches ``bound``. Used where
-    only "better than the best so far?" matters; a value returned below ``bound`` is exact.
+    At an integer order the total sum_i counts_i log A_i is accumulated mechanism by mechanism,
+    and each binomial sum stops as soon as one term proves that the total (a sum of non-negative
+    parts) puts the objective (increasing in the RDP in both modes) at or above ``bound``. Used
+    where only "better than the best so far?" matters: a value returned below ``bound`` is
+    exact (the same sums, in the same order, as ``_objective``), and one at or above it is never
+    returned as an answer, so the early stop steers the search only.
     """
-    if qs.shape[0] != 1 or not (0.0 < qs[0] < 1.0) or alpha != math.floor(alpha) \
-            or alpha > 5000.0 or not counts[0] > 0.0 or not bound < math.inf:
+    if alpha != math.floor(alpha) or alpha > 5000.0 or not bound < math.inf:
         return _objective(alpha, qs, sigmas, counts, target, mode)
     am1 = alpha - 1.0
     if mode == 0:
@@ -33,12 +37,27 @@ def _objective_above(alpha, qs, sigmas, counts, target, mode, bound):
             return _objective(alpha, qs, sigmas, counts, target, mode)
         r_cap = max((bound + math.log(alpha)) / am1 + target - math.log1p(-1.0 / alpha),
                     -math.log(-math.expm1(2.0 * bound)))
-    cap = r_cap * am1 / counts[0]
-    la = _log_a_int_lower(qs[0], sigmas[0], alpha, max(cap, 0.0) + 1e-9 * abs(cap) + 1e-300)
-    v = _from_rdp(alpha, counts[0] * la / am1, target, mode)
-    if la >= cap:
-        return max(v, bound)
-    return v
+    cap = r_cap * am1  # on the total sum_i counts_i log A_i
+    if qs.shape[0] == 1:  # (one mechanism: the exact sum, from the top)
+        if not (0.0 < qs[0] < 1.0 and counts[0] > 0.0):
+            return _objective(alpha, qs, sigmas, counts, target, mode)
+        cap = cap / counts[0]
+        la = _log_a_int_lower(qs[0], sigmas[0], alpha, max(cap, 0.0) + 1e-9 * abs(cap) + 1e-300)
+        v = _from_rdp(alpha, counts[0] * la / am1, target, mode)
+        return max(v, bound) if la >= cap else v
+    total = 0.0
+    for i in range(qs.shape[0]):
+        if not counts[i] > 0.0:
+            continue
+        if not (0.0 < qs[i] < 1.0):
+            total += counts[i] * log_a(qs[i], sigmas[i], alpha)
+            continue
+        rest = (cap - total) / counts[i]
+        la, proved = log_a_int_trunc(qs[i], sigmas[i], alpha, max(rest, 0.0) + 1e-9 * abs(rest) + 1e-300)
+        total += counts[i] * la
+        if proved or la >= rest:
+            return max(_from_rdp(alpha, total / am1, target, mode), bound)
+    return _from_rdp(alpha, total / am1, target, mode)
 
 
 # Bracketing grid: integers on a roughly geometric grid (exact, cheap binomial sums), scanned
@@ -80,62 +99,6 @@ def _objective_capped(alpha, qs, sigmas, counts, target, mode):
     if alpha > ALPHA_MAX:
         return math.inf
     return _objective(alpha, qs, sigmas, counts, target, mode)
-
-
-@jit
-def _cheap_log_a(qs, sigmas, counts, n, out):
-    """log A at the integer order n of every mechanism (exact sums; log A_1 = 0), into ``out``."""
-    for i in range(qs.shape[0]):
-        out[i] = 0.0 if (n == 1.0 or not counts[i] > 0.0) else log_a(qs[i], sigmas[i], n)
-
-
-@jit
-def _cheap_rdp(alpha, t, qs, sigmas, counts, lo, hi):
-    """A schedule's total RDP at alpha = n + t without quadrature: each mechanism's log A_alpha
-    is at most the chord between its integer orders n and n + 1 (``lo``, ``hi``: log A is
-    convex in the order, Hoelder) and at most ``log_a_jensen``; the smaller is taken."""
-    total = 0.0
-    for i in range(qs.shape[0]):
-        if counts[i] > 0.0:
-            total += counts[i] * min((1.0 - t) * lo[i] + t * hi[i], log_a_jensen(qs[i], sigmas[i], alpha))
-    return total / (alpha - 1.0)
-
-
-@jit
-def _interpolated_min(best, best_a, qs, sigmas, counts, target, mode):
-    """Fractional orders next to the best integer without quadrature (small sigma, where it
-    would need ~order / sigma^2 nodes), by ``_cheap_rdp``: a golden-section search on
-    (best_a - 1, best_a) and (best_a, best_a + 1); every point evaluated is a valid bound."""
-    a0 = best_a
-    m = qs.shape[0]
-    lo = np.empty(m)
-    hi = np.empty(m)
-    for side in range(2):
-        n = a0 - 1.0 + side
-        if n < 1.0 or n + 1.0 > ALPHA_MAX:
-            continue
-        _cheap_log_a(qs, sigmas, counts, n, lo)
-        _cheap_log_a(qs, sigmas, counts, n + 1.0, hi)
-        t_lo = 0.0
-        t_hi = 1.0
-        for _ in range(40):
-            t1 = t_hi - 0.618 * (t_hi - t_lo)
-            t2 = t_lo + 0.618 * (t_hi - t_lo)
-            f1 = _from_rdp(n + t1, _cheap_rdp(n + t1, t1, qs, sigmas, counts, lo, hi), target, mode)
-            f2 = _from_rdp(n + t2, _cheap_rdp(n + t2, t2, qs, sigmas, counts, lo, hi), target, mode)
-            if f1 < best:
-                best = f1
-                best_a = n + t1
-            if f2 < best:
-                best = f2
-                best_a = n + t2
-            if f1 <= f2:
-                t_hi = t2
-            else:
-                t_lo = t1
-            if t_hi - t_lo < 1e-6:
-                break
-    return best, best_a
 
 
 @jit
@@ -182,11 +145,11 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
     w, fw, v, fv, e0 = best_a, best, best_a, best, 0.0
     # fractional orders by quadrature only where it is cheap over the bracket they are taken
     # from: the node count grows like sigma for large sigma and like (the order) / sigma^2 for
-    # small sigma, where the chord between the integer orders (``_interpolated_min``) still
+    # small sigma, where the chord between the integer orders (``chord.interpolated_min``) still
     # gives a valid (looser) bound in bounded time
     if ib == 0:
         if not _quad_cheap(qs, sigmas, counts, 3.0):
-            return _interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
+            return interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
         # (v, Brent's third point, is then the scan's last objective value rather than an
         # order -- unchanged from before the split; it only steers Brent's first steps, and
         # every point Brent evaluates is a valid bound)
@@ -198,7 +161,7 @@ def _optimise_order(qs, sigmas, counts, target, mode, refine, xtol):
         best, best_a, f_lo, f_hi = _settle(best, best_a, qs, sigmas, counts, target, mode)
         lo, hi, w, fw, v, fv, e0 = _brent_start(best, best_a, f_lo, f_hi)
         if not _quad_cheap(qs, sigmas, counts, best_a + 1.0):
-            return _interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
+            return interpolated_min(best, best_a, qs, sigmas, counts, target, mode)
     if not refine:
         return best, best_a
     fx, x = _refine(lo, hi, best, best_a, w, fw, v, fv, e0, qs, sigmas, counts, target, mode, xtol)
@@ -215,17 +178,31 @@ def _start_index(qs, sigmas, counts, target, mode):
     """The grid index to start the scan from: the last grid order <= an estimate of the optimal
     order. For small q the RDP is about T alpha q^2 (e^{1/s^2} - 1)/2, so
     eps(alpha) ~ T rho alpha + log(1/delta)/(alpha - 1). Only a starting point: the scan walks
-    both ways, and every order is a valid bound."""
+    both ways, and every order is a valid bound.
+
+    For a schedule of several mechanisms the estimate is capped at the smallest order
+    1 + 2 s^2 log(1/q) past which one of them has its binomial sum dominated by the top terms
+    (q^k e^{k(k-1)/(2 s^2)} grows with k) and its RDP grows like alpha / (2 s^2), not as the
+    model says. Erring low is cheap there: a walk up stops 2 orders past the optimum, evaluating
+    the orders below it (cheaper sums), while a walk down from too high evaluates every order
+    above it in full (each improves on the last, so no early stop applies)."""
     grid = DEFAULT_GRID
     n = grid.shape[0]
     rho = 0.0
+    a_break = math.inf
+    m = 0
     for i in range(qs.shape[0]):
         if counts[i] > 0.0:
+            m += 1
             rho += counts[i] * qs[i] * qs[i] * math.expm1(min(1.0 / (sigmas[i] * sigmas[i]), 700.0)) / 2.0
+            if 0.0 < qs[i] < 1.0:
+                a_break = min(a_break, 1.0 - 2.0 * sigmas[i] * sigmas[i] * math.log(qs[i]))
     if mode == 0:
         a_est = 1.0 + math.sqrt(max(-target, 1e-3) / max(rho, 1e-300))
     else:
         a_est = 0.5 * (target / max(rho, 1e-300) + 1.0)
+    if m > 1:
+        a_est = min(a_est, a_break)
     i0 = 0
     while i0 + 1 < n and grid[i0 + 1] <= a_est:
         i0 += 1
