@@ -224,13 +224,50 @@ def log_a_closed_form_bound(sigma: float, q: float, order: float) -> float:
     return float(_k.log_a_closed_form_bound(qq, s, a))
 
 
-def _margin(m: int) -> float:
-    """The factor by which the total RDP of m mechanisms is rounded up: ``REL_MARGIN`` (log A's
-    own error and a few roundings), times 1 + 4 (m - 1) units of rounding for the sum of m
-    non-negative terms (its relative error is at most about m - 1 of them: Higham, "Accuracy and
-    Stability of Numerical Algorithms", 2nd ed., Sec. 4.2; ~1e-11 for 10^5 distinct steps, which
-    ``REL_MARGIN`` alone did not cover). One mechanism: ``REL_MARGIN`` exactly, as before."""
-    return (1.0 + REL_MARGIN) * (1.0 + 4 * max(m - 1, 0) * _U)
+def _margin(m: int, qs=None, sigmas=None, alpha_max: float = _k.ALPHA_MAX) -> float:
+    """The factor by which the total RDP of m mechanisms is rounded up: ``REL_MARGIN`` and the
+    integer sums' rounding (``_sum_error``) for log A's own error, times 1 + 4 (m - 1) units of
+    rounding for the sum of m non-negative terms (its relative error is at most about m - 1 of
+    them: Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., Sec. 4.2; ~1e-11 for
+    10^5 distinct steps, which ``REL_MARGIN`` alone did not cover)."""
+    extra = 0.0 if qs is None else _sum_error(qs, sigmas, alpha_max)
+    return (1.0 + REL_MARGIN + extra) * (1.0 + 4 * max(m - 1, 0) * _U)
+
+
+#: Integer orders at which ``_sum_error`` takes its largest value (it grows with the order).
+_ERR_ORDERS = np.unique(np.round(np.geomspace(2.0, 1e6, 60)))
+
+
+def _sum_error(qs, sigmas, alpha_max: float, each: bool = False):
+    """A bound on the relative error of log A_alpha's integer binomial sums (0 < q < 1) up to
+    order ``alpha_max``, beyond ``REL_MARGIN``.  Each term's log adds log C(n, k) (three lookups
+    of lgamma, each within a few ulps of lgamma(n + 1) <= lgamma(n + 1) in size, or beyond the
+    table n incremental logs), (n - k) log(1 - q), k log q and x_k (or log expm1 x_k), x_k =
+    (k^2 - k) / (2 sigma^2) <= x_n; so it is off by at most E = u (20 lgamma(n + 1) + 8 n (|log q|
+    + |log(1 - q)|) + 8 x_n + 8 log n + 16) -- the exp and the running sum included.  A
+    log-sum-exp of such terms is then off by E, and log A = log1p(e^acc) by at most
+    E x / ((1 + x) log1p x) <= E / max(1, log A) relatively (x = e^acc), where log A is at least
+    the log of its top term, n log q + x_n (less log 2 for x_n < 1).  (The table's rounding alone
+    put log_a_int 1.5e-12 below mpmath at q = 1e-6, sigma 30, alpha 1000: over REL_MARGIN.)"""
+    qs, sigmas = np.asarray(qs, dtype=np.float64), np.asarray(sigmas, dtype=np.float64)
+    ok = (qs > 0) & (qs < 1) & np.isfinite(sigmas) & (sigmas > 0)
+    if not ok.any():
+        return np.zeros(qs.size) if each else 0.0
+    q, s = qs[ok][:, None], sigmas[ok][:, None]
+    n = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1][None, :]
+    from scipy.special import gammaln
+
+    x = n * (n - 1.0) / (2.0 * s * s)
+    e_abs = _U * (20.0 * gammaln(n + 1.0) + 8.0 * n * (np.abs(np.log(q)) + np.abs(np.log1p(-q))) + 8.0 * x
+                  + 8.0 * np.log(n) + 16.0)
+    top = n * np.log(q) + x - math.log(2.0)
+    # (up to the first checked order at or above alpha_max: E grows with the order)
+    rel = np.max(e_abs / np.maximum(1.0, top), axis=1)
+    if each:  # (one bound per mechanism: ``each``)
+        out = np.zeros(qs.size)
+        out[ok] = rel
+        return out
+    return float(np.max(rel))
 
 
 def _schedule_arrays(steps_list: Sequence[Step]):
@@ -250,7 +287,7 @@ def _schedule_arrays(steps_list: Sequence[Step]):
 def _rdp_curve(qs, sigmas, counts, orders) -> np.ndarray:
     out = np.empty(orders.shape[0])
     _k.rdp_curve(qs, sigmas, counts, orders, out)
-    return out * _margin(qs.shape[0])
+    return out * _margin(qs.shape[0], qs, sigmas, float(np.max(orders)) if orders.size else 2.0)
 
 
 def rdp(sigma: float, q: float, steps, orders, *, sampler: str = "poisson") -> np.ndarray:
@@ -297,13 +334,14 @@ def _optimise(qs, sigmas, counts, target, mode, orders):
         curve = _rdp_curve(qs, sigmas, counts, orders)
         return _k.best_of_orders(curve, orders, target, mode)
     # The margin is applied by inflating the step counts, which scales the total RDP.
-    return _k.optimise_order(qs, sigmas, counts * _margin(qs.shape[0]), target, mode, True, ORDER_XTOL)
+    return _k.optimise_order(qs, sigmas, counts * _margin(qs.shape[0], qs, sigmas), target, mode, True, ORDER_XTOL)
 
 
 def _schedule_value(qs, sigmas, counts, target: float, mode: int) -> float:
     """RDP's eps at log δ = target (mode 0) or its log δ at eps = target (mode 1) for a schedule
     of noisy steps given as arrays (no validation: for the PLD engine's caps)."""
-    return float(_k.optimise_order(qs, sigmas, counts * _margin(qs.shape[0]), target, mode, True, ORDER_XTOL)[0])
+    return float(_k.optimise_order(qs, sigmas, counts * _margin(qs.shape[0], qs, sigmas), target, mode, True,
+                                   ORDER_XTOL)[0])
 
 
 _SCALARS = (int, float)
@@ -331,7 +369,8 @@ def _fast_scalar(sigma, q, steps, value, mode):
     if steps == 0:
         return 0.0, math.nan
     v, a = _k.optimise_order(np.array([float(q)]), np.array([float(sigma)]),
-                             np.array([float(steps) * (1.0 + REL_MARGIN)]), target, mode, True, ORDER_XTOL)
+                             np.array([float(steps) * _margin(1, (float(q),), (float(sigma),))]), target, mode,
+                             True, ORDER_XTOL)
     return (float(v), float(a)) if mode == 0 else (_delta_of(v), float(a))
 
 
@@ -368,7 +407,8 @@ def _query(sigma, q, steps, value, mode, orders, return_order, sampler="poisson"
         args = [np.ascontiguousarray(x[reg]) for x in (qq, s, t, targets)]
         if o is None:
             kernel = _k.optimise_points if got.size >= _k.PARALLEL_MIN_POINTS else _k.optimise_points_serial
-            kernel(args[0], args[1], args[2] * (1.0 + REL_MARGIN), args[3], mode, True, ORDER_XTOL, got, a)
+            kernel(args[0], args[1], args[2] * (1.0 + REL_MARGIN + _sum_error(args[0], args[1], _k.ALPHA_MAX, True)),
+                   args[3], mode, True, ORDER_XTOL, got, a)
         elif sampler == "fixed_size":
             for i in range(got.size):
                 curve = _fixed_size_curve(args[1][i], args[0][i], args[2][i], o)
@@ -552,7 +592,9 @@ class RDPAccountant(Accountant):
                          for k in range(min(len(hist), CURVE_EXACT_SEGMENTS))], dtype=np.float64)
         if len(hist) <= CURVE_EXACT_SEGMENTS:
             return _upper_monotone(head)
-        return prefix_curve(hist, d, self._orders, REL_MARGIN, *self.epsilon(d, return_order=True), head)
+        qs, sigmas, _ = _schedule_arrays(hist)
+        margin = _margin(qs.size, qs, sigmas, _k.ALPHA_MAX if self._orders is None else float(np.max(self._orders)))
+        return prefix_curve(hist, d, self._orders, margin - 1.0, *self.epsilon(d, return_order=True), head)
 
     def rdp(self, orders) -> np.ndarray:
         """Total RDP of the recorded steps at ``orders`` (+inf with a noiseless step)."""

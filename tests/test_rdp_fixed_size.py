@@ -83,7 +83,10 @@ def test_total_domain_between_the_attained_pair_and_the_gaussian(sigma, g, steps
     dataset pair) and the Gaussian with sensitivity 2, so epsilon over the same orders does too."""
     o = rdp.FIXED_SIZE_ORDERS
     ours = rdp.epsilon(sigma, g, steps, delta, sampler="fixed_size")
-    assert rdp.epsilon(sigma / 2, g, steps, delta, orders=o) <= ours * (1 + 1e-12)
+    # (the Poisson bound is rounded up by its integer sums' rounding too, ``rdp._sum_error``: up
+    # to ~1e-12 relative more at q near 1, where log(1 - q) is large)
+    slack = 1e-12 + float(rdp._sum_error([g], [sigma / 2], float(o.max())))
+    assert rdp.epsilon(sigma / 2, g, steps, delta, orders=o) <= ours * (1 + slack)
     assert ours <= rdp.epsilon(sigma / 2, 1.0, steps, delta, orders=o) * (1 + 1e-12)
 
 

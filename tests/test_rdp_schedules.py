@@ -309,3 +309,16 @@ def test_curve_of_sweep_case_1535_bounds_every_prefix_within_a_percent():
     exact = np.array([rdp.RDPAccountant().compose(acc.history[: i + 1]).epsilon(delta) for i in range(256)])
     assert (curve >= exact * (1 - 1e-9)).all() and (curve <= exact * 1.01).all()
     assert (np.diff(curve) >= 0).all() and curve[-1] == exact[-1]
+
+
+@pytest.mark.parametrize("q, sigma, alpha", LOG_A_CASES + [(1e-6, 30.0, 3000.0), (1e-9, 100.0, 5000.0),
+                                                        (0.999, 2.0, 400.0)])
+def test_public_rdp_is_above_the_exact_sum(q, sigma, alpha):
+    """``rdp.rdp`` (log A / (alpha - 1), rounded up by ``REL_MARGIN`` and the integer sums'
+    rounding bound ``_sum_error``) is above the 40-digit binomial sum at every case -- the table
+    of lgamma put ``log_a_int`` 1.5e-12 below it at q = 1e-6, sigma 30, alpha 1000, which
+    ``REL_MARGIN`` = 1e-12 alone did not cover."""
+    ours = float(rdp.rdp(sigma, q, 1, [alpha])[0])
+    ref = float(_mp_log_a(q, sigma, alpha)) / (alpha - 1.0)
+    assert ours >= ref
+    assert ours <= ref * (1 + 1e-9)  # (and not by much)
