@@ -2,7 +2,7 @@
 delta(eps) intervals, their relative widths, the work each query counted and the time of a cold
 query (the one-step cache cleared); with ``--peers``, pld-accounting's eps range beside them.
 
-    python bench/allocation_range.py [--peers]
+    python bench/allocation_range.py [--peers] [--only 0,2,5]
 
 Widths and work depend on no clock (the refinement budget counts work); the times do, so say
 what else ran.  pld-accounting (``pip install pld-accounting``) takes tens of seconds a point.
@@ -45,7 +45,9 @@ if __name__ == "__main__":
     print("| σ | t | epochs | δ | ε(δ) [lower, upper] (relative width) | time, CPU, work | δ(ε) at that upper ε "
           "(relative width) | time |" + (" pld-accounting ε (width) time |" if peers else ""))
     print("|---|---|---|---|---|---|---|---|" + ("---|" if peers else ""))
-    for s, t, e, d in POINTS:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    chosen = [POINTS[int(i)] for i in only.split(",")] if only else POINTS
+    for s, t, e, d in chosen:
         b, dt, cpu, work = _cold(lambda: allocation.epsilon(s, t, t * e, d))
         w = (b.upper - b.lower) / b.upper if b.upper > 0 else 0.0
         row = f"| {s:g} | {t} | {e} | {d:g} | [{b.lower:.6g}, {b.upper:.6g}] ({w:.2e}) | {dt:.2f} s, {cpu:.2f} s, {work:.2f} |"

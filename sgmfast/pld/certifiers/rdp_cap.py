@@ -6,6 +6,37 @@ import math
 
 import numpy as np
 
+from ..._work import charge
+
+
+#: Relative grid a long schedule's noise levels are rounded down to (and rates up) for the cap.
+CAP_GRID = 1e-3
+#: Distinct (sigma, q) beyond which a schedule is coarsened (``_coarsened``).
+CAP_DISTINCT = 16
+#: Work units of one RDP optimisation per mechanism of the schedule (measured: 0.2 s for 200
+#: mechanisms here, ~1 ms each at the reference rate ``_work.UNITS_PER_SECOND``).
+UNITS_PER_MECHANISM = 2.5e5
+
+
+def _coarsened(schedule):
+    """The schedule, or for more than CAP_DISTINCT distinct (sigma, q): each sigma rounded down and
+    each q rounded up to a geometric grid of ratio 1 + CAP_GRID, equal steps merged.  RDP falls
+    with sigma and grows with q at every order, so every step's RDP only grows: the cap stays an
+    upper bound, ~0.1 % looser, at a handful of mechanisms' cost (200 noise levels within 1e-4
+    of each other took 0.2 s an optimisation, 13 s for a replace-one delta curve)."""
+    steps = [(float(s), float(q), int(c)) for s, q, c in schedule]
+    if len({(s, q) for s, q, _ in steps}) <= CAP_DISTINCT:
+        return steps
+    r = math.log1p(CAP_GRID)
+    merged: dict = {}
+    for s, q, c in steps:
+        if 0.0 < s < math.inf:
+            s = math.exp(math.floor(math.log(s) / r) * r) * (1.0 - 1e-15)
+        if 0.0 < q < 1.0:
+            q = min(1.0, math.exp(math.ceil(math.log(q) / r) * r) * (1.0 + 1e-15))
+        merged[(s, q)] = merged.get((s, q), 0) + c
+    return [(s, q, c) for (s, q), c in merged.items()]
+
 
 class RDPBound:
     """Certifier: the Rényi-DP bound of the same schedule (``sgmfast.rdp``), an upper bound on the
@@ -22,10 +53,13 @@ class RDPBound:
 
         self.replace = replace
         self._acc = rdp.RDPAccountant()
-        for sigma, q, count in schedule:
+        steps = _coarsened(schedule)
+        for sigma, q, count in steps:
             self._acc.step(sigma, q, count)
+        self._units = UNITS_PER_MECHANISM * len(steps)  # (an optimisation's work, on the one meter)
 
     def epsilon(self, target: float) -> float:
+        charge(self._units * (1 if not self.replace else 3))
         if not self.replace:
             return self._acc.epsilon(target)
         # find e with eps_ar(target / (1 + e^e)) <= e: then (1 + e^{e'}) target / (1 + e^e) <= target
@@ -43,6 +77,7 @@ class RDPBound:
         return math.inf
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
+        charge(self._units * eps.size)
         if not self.replace:
             return np.array([self._acc.delta(float(x)) for x in eps])
         out = np.empty(eps.size)
