@@ -40,6 +40,7 @@ from ._kernels import rdp as _k
 from ._types import Step
 from ._rdp_prefix import CURVE_EXACT_SEGMENTS, CURVE_ORDERS, prefix_curve  # noqa: F401 (CURVE_ORDERS: read here)
 from ._rdp_prefix import pair_ids as _pair_ids, upper_monotone as _upper_monotone
+from ._rdp_margin import REL_MARGIN, _U, _margin, _sum_error  # noqa: F401  (REL_MARGIN, _U: public, read here)
 from ._validation import (
     check_checkpoints,
     check_step_scalars,
@@ -63,14 +64,11 @@ __all__ = [
     "FIXED_SIZE_ORDERS",
 ]
 
-#: Relative amount by which total RDP is rounded up before conversion to (epsilon, delta).
-REL_MARGIN = 1e-12
 #: Relative tolerance on the optimal order in the continuous optimisation; the epsilon at the
 #: returned order is within ~1e-9 relative of the optimum (and a valid bound regardless).
 ORDER_XTOL = 1e-6
 
 
-_U = 2.0 ** -53
 
 #: Orders searched for fixed-size batches (no continuous optimisation there): 1.05 .. 10 in
 #: steps of 0.05, the integers to 256, and a few beyond.
@@ -222,52 +220,6 @@ def log_a_closed_form_bound(sigma: float, q: float, order: float) -> float:
     qq = float(check_q(q))
     a = float(check_orders(order)[0])
     return float(_k.log_a_closed_form_bound(qq, s, a))
-
-
-def _margin(m: int, qs=None, sigmas=None, alpha_max: float = _k.ALPHA_MAX) -> float:
-    """The factor by which the total RDP of m mechanisms is rounded up: ``REL_MARGIN`` and the
-    integer sums' rounding (``_sum_error``) for log A's own error, times 1 + 4 (m - 1) units of
-    rounding for the sum of m non-negative terms (its relative error is at most about m - 1 of
-    them: Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., Sec. 4.2; ~1e-11 for
-    10^5 distinct steps, which ``REL_MARGIN`` alone did not cover)."""
-    extra = 0.0 if qs is None else _sum_error(qs, sigmas, alpha_max)
-    return (1.0 + REL_MARGIN + extra) * (1.0 + 4 * max(m - 1, 0) * _U)
-
-
-#: Integer orders at which ``_sum_error`` takes its largest value (it grows with the order).
-_ERR_ORDERS = np.unique(np.round(np.geomspace(2.0, 1e6, 60)))
-
-
-def _sum_error(qs, sigmas, alpha_max: float, each: bool = False):
-    """A bound on the relative error of log A_alpha's integer binomial sums (0 < q < 1) up to
-    order ``alpha_max``, beyond ``REL_MARGIN``.  Each term's log adds log C(n, k) (three lookups
-    of lgamma, each within a few ulps of lgamma(n + 1) <= lgamma(n + 1) in size, or beyond the
-    table n incremental logs), (n - k) log(1 - q), k log q and x_k (or log expm1 x_k), x_k =
-    (k^2 - k) / (2 sigma^2) <= x_n; so it is off by at most E = u (20 lgamma(n + 1) + 8 n (|log q|
-    + |log(1 - q)|) + 8 x_n + 8 log n + 16) -- the exp and the running sum included.  A
-    log-sum-exp of such terms is then off by E, and log A = log1p(e^acc) by at most
-    E x / ((1 + x) log1p x) <= E / max(1, log A) relatively (x = e^acc), where log A is at least
-    the log of its top term, n log q + x_n (less log 2 for x_n < 1).  (The table's rounding alone
-    put log_a_int 1.5e-12 below mpmath at q = 1e-6, sigma 30, alpha 1000: over REL_MARGIN.)"""
-    qs, sigmas = np.asarray(qs, dtype=np.float64), np.asarray(sigmas, dtype=np.float64)
-    ok = (qs > 0) & (qs < 1) & np.isfinite(sigmas) & (sigmas > 0)
-    if not ok.any():
-        return np.zeros(qs.size) if each else 0.0
-    q, s = qs[ok][:, None], sigmas[ok][:, None]
-    n = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1][None, :]
-    from scipy.special import gammaln
-
-    x = n * (n - 1.0) / (2.0 * s * s)
-    e_abs = _U * (20.0 * gammaln(n + 1.0) + 8.0 * n * (np.abs(np.log(q)) + np.abs(np.log1p(-q))) + 8.0 * x
-                  + 8.0 * np.log(n) + 16.0)
-    top = n * np.log(q) + x - math.log(2.0)
-    # (up to the first checked order at or above alpha_max: E grows with the order)
-    rel = np.max(e_abs / np.maximum(1.0, top), axis=1)
-    if each:  # (one bound per mechanism: ``each``)
-        out = np.zeros(qs.size)
-        out[ok] = rel
-        return out
-    return float(np.max(rel))
 
 
 def _schedule_arrays(steps_list: Sequence[Step]):

@@ -42,3 +42,35 @@ def test_three_steps_small_sigma_bracket_the_quadrature(sigma, delta):
     # the lower end is the tail's (it was the sum statistic's, 8.06 at sigma 0.5, before the
     # closed-form tail: the lattice could not reach W ~ e^9)
     assert _delta_remove_t3(sigma, b.lower / 0.97) < delta  # (within 3 % of the true eps)
+    # and the upper end within 1 %: the add direction, which the lattice cannot resolve here (S
+    # near 0), is bounded in closed form (``epoch_add``) far below it -- it was the Gaussian
+    # mechanism's, 9.997 at sigma 0.5, before
+    assert b.upper < math.inf and _delta_remove_t3(sigma, 0.99 * b.upper) > delta
+
+
+def _delta_add_t2(sigma: float, eps: float) -> float:
+    """The add direction's exact δ(eps) of one epoch with t = 2: E_Q[(1 - e^eps S/2)_+], S = W_1 +
+    W_2, W_2 integrated in closed form (the log-normal put), W_1 by quadrature."""
+    from scipy import integrate
+
+    s = 1.0 / sigma
+
+    def put(k):  # E[(k - W)_+]
+        if k <= 0:
+            return 0.0
+        d1 = (-math.log(k) + 0.5 * s * s) / s
+        return k * norm.cdf(-(d1 - s)) - norm.cdf(-d1)
+
+    return integrate.quad(lambda z: norm.pdf(z) * put(2 * math.exp(-eps) - math.exp(s * z - 0.5 * s * s)), -40, 40,
+                          limit=400, epsabs=1e-300, epsrel=1e-10)[0] * math.exp(eps) / 2
+
+
+@pytest.mark.parametrize("sigma, eps", [(0.5, 2.0), (0.5, 6.0), (0.8, 1.0), (0.8, 4.0), (1.5, 0.5), (3.0, 0.2)])
+def test_add_direction_closed_form_is_above_the_exact_t2(sigma, eps):
+    from sgmfast.pld.samplers import epoch_add
+
+    exact = _delta_add_t2(sigma, eps)
+    assert float(epoch_add.delta_upper(sigma, 2, 1, np.array([eps]))[0]) >= exact
+    # and the eps form agrees with the delta form
+    if exact > 1e-300:
+        assert epoch_add.eps_upper(sigma, 2, 1, exact) >= eps * (1 - 1e-9)

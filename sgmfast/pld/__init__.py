@@ -32,6 +32,7 @@ floor  module                          what it holds
 6      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
 6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
+6      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
 6      ``samplers.shuffle``            the permutation shuffle: sound, loose
 6      ``samplers.fixed_size``         sampling without replacement, replace-one
 6      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile

@@ -23,10 +23,9 @@ import math
 import numpy as np
 
 from ..._types import Bounds
-from ..common import ADD, REMOVE, refine_levels
-from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
-from ..grid.queries import eps_bound
-from . import balls_in_bins as bb
+from ..common import refine_levels
+from ..grid.composition import eps_groups, recentred
+from . import balls_in_bins as bb, epoch_add
 
 #: work (seconds of ``_work`` units) a curve may spend refining: a few single queries' worth
 CURVE_BUDGET = 1.5 * bb.BUDGET
@@ -105,6 +104,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     gauss = np.array([bb._gauss_eps(sigma, int(c), delta) for c in counts])
     lo0 = np.array([bb._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
     centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
+    add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments each)
 
     def narrow(lo, up, each=False):
         ok = up - lo <= accuracy * up
@@ -116,15 +116,8 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
             above = centres.get(i + 1, centres[len(counts) - 1])[0]
             centres[i] = [max(above * math.sqrt(c / counts[i + 1]), 1e-3)]
 
-        def run(eps_c):
-            up = lo = 0.0
-            for add in (REMOVE, ADD):
-                one = epoch.one_step(add, step, tail)
-                up = max(up, eps_bound(compose_repeated(one, c, step, eps_c, tail, True), delta))
-                lo = max(lo, eps_bound(compose_repeated(one, c, step, eps_c, tail, False), delta))
-            return lo, up
-
-        return recentred(run, centres[i], lambda a, b: b - a <= accuracy * b)
+        return recentred(lambda eps_c: bb.eps_bounds(epoch, step, c, c, eps_c, tail, delta, add_caps[i]), centres[i],
+                         lambda a, b: b - a <= accuracy * b)
 
     attempt, state = _levels(sigma, t, accuracy, lambda: tail, per_count, hi, lo_i)
     state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
@@ -142,6 +135,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     # (then from the least upper δ found, as a single query does)
     tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps) / big)]
     gauss = np.array([float(bb._gauss_delta(sigma, int(c), eps)[1][0]) for c in counts])
+    add_caps = [epoch_add.delta_upper(sigma, t, int(c), eps) for c in counts]
     lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps)[0][0]) for c in counts])
 
     def narrow(lo, up, each=False):
@@ -150,12 +144,8 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
 
     def per_count(epoch, step, i):
         c = int(counts[i])
-        up = lo = 0.0
-        for add in (REMOVE, ADD):
-            one = epoch.one_step(add, step, tail[0])
-            up = max(up, float(repeated_delta(one, c, step, eps, groups, tail[0], True)[0]))
-            lo = max(lo, float(repeated_delta(one, c, step, eps, groups, tail[0], False)[0]))
-        return lo, up
+        up, lo = bb.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i])
+        return float(lo[0]), float(up[0])
 
     def tail_now():
         pos = state["up"][state["up"] > 0]

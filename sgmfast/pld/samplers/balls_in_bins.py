@@ -79,8 +79,8 @@ from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
-from . import epoch_tail
-from .epoch_power import Windows, _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401
+from . import epoch_add, epoch_tail
+from .epoch_power import Windows, _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
 from .epoch_tail import _chernoff_over
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
@@ -357,18 +357,11 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     # the truncation's P-mass budget, taken to its decade: nearby queries share the epoch
     tail = _tail_decade(accuracy * delta / e_hi)
     centre = [_poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
+    add_cap = epoch_add.eps_upper(sigma, t, e_hi, delta)
 
     def evaluate(epoch, step):
-        def run(eps_c):
-            up = lo = 0.0
-            for add in (REMOVE, ADD):
-                one = epoch.one_step(add, step, tail)
-                up = max(up, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta))
-                if e_lo:
-                    lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
-            return lo, up
-
-        return recentred(run, centre, narrow)
+        return recentred(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap), centre,
+                         narrow)
 
     def narrow(lo, up):
         return up - lo <= accuracy * up
@@ -419,14 +412,10 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     tail = [_tail_decade(accuracy * _poisson_delta_guess(sigma, t, e_hi * t, eps) / e_hi)]
     groups = eps_groups(eps)  # one tilt per group of nearby eps; the epoch lattice is shared
 
+    add_cap = epoch_add.delta_upper(sigma, t, e_hi, eps)
+
     def evaluate(epoch, step):
-        up = np.zeros(eps.size)
-        lo = np.zeros(eps.size)
-        for add in (REMOVE, ADD):
-            one = epoch.one_step(add, step, tail[0])
-            up = np.maximum(up, repeated_delta(one, e_hi, step, eps, groups, tail[0], True))
-            if e_lo:
-                lo = np.maximum(lo, repeated_delta(one, e_lo, step, eps, groups, tail[0], False))
+        up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap)
         pos = up[up > 0]
         if pos.size:
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / e_hi))
@@ -439,6 +428,37 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
     return out(lo, up)
+
+
+def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap):
+    """(upper, lower) δ at ``eps`` of e_hi and e_lo epochs, as ``eps_bounds``."""
+    one = epoch.one_step(REMOVE, step, tail)
+    up = repeated_delta(one, e_hi, step, eps, groups, tail, True)
+    lo = repeated_delta(one, e_lo, step, eps, groups, tail, False) if e_lo else np.zeros(eps.size)
+    if np.all(add_cap <= lo):
+        return up, lo
+    one = epoch.one_step(ADD, step, tail)
+    up = np.maximum(up, np.minimum(add_cap, repeated_delta(one, e_hi, step, eps, groups, tail, True)))
+    if e_lo:
+        lo = np.maximum(lo, repeated_delta(one, e_lo, step, eps, groups, tail, False))
+    return up, lo
+
+
+def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap):
+    """(lower, upper) eps(δ) of e_lo and e_hi epochs on one lattice and loss grid, both
+    directions; the add direction's upper is also capped by ``add_cap`` (``epoch_add``), and
+    where that cap is at most the remove direction's lower bound the add direction cannot be the
+    larger one and is not composed at all."""
+    one = epoch.one_step(REMOVE, step, tail)
+    up = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
+    lo = eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta) if e_lo else 0.0
+    if add_cap <= lo:
+        return lo, up
+    one = epoch.one_step(ADD, step, tail)
+    up = max(up, min(add_cap, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)))
+    if e_lo:
+        lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
+    return lo, up
 
 
 def _levels(sigma, t, accuracy, tail, evaluate):
