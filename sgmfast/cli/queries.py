@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .common import _fmt, _relation, _resolve_q_steps
+from .common import CalibrationMismatch, _fmt, _relation, _resolve_q_steps
 
 
 def _cmd_epsilon(args) -> None:
@@ -120,6 +120,12 @@ def _cmd_calibrate(args) -> None:
         print(f"accountant: {args.accountant}")
         return
     upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler)
+    if upper > args.epsilon * (1 + 1e-9):
+        # (the calibration verified its answer with this accountant; a second evaluation can only
+        # disagree where a grid could not be built the second time -- memory ran short -- and the
+        # looser fallback bound came back: an answer that contradicts its target is not printed)
+        raise CalibrationMismatch(f"the accountant gives epsilon {upper:.6g} at the calibrated sigma {sigma:.6g}, "
+                                  f"over the target {args.epsilon:g} (was memory short? try again with more)")
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
     print(f"epsilon: {_fmt(upper, 'up')}")
