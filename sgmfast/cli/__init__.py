@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 
+from .._failures import Unverified
 from .common import CURVE_POINTS, EXIT_USAGE, TRADEOFF_POINTS, _fmt, _UsageError  # noqa: F401  (the tests read them here)
 from .parser import _build_parser
 
@@ -78,6 +79,9 @@ def _run(argv) -> int:
         return EXIT_USAGE
     except MemoryError as exc:
         print(f"sgmfast: error: out of memory: {exc}", file=sys.stderr)
+        return 1
+    except Unverified as exc:
+        print(f"sgmfast: error: {exc}", file=sys.stderr)
         return 1
     return 0
 

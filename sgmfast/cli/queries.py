@@ -57,16 +57,32 @@ def _warn_wide(b, accuracy: float) -> None:
           "hold; --accountant rdp gives a Renyi-DP upper bound)", file=sys.stderr)
 
 
-def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
-    """(upper, lower) epsilon at the calibrated point; lower is None for RDP."""
+def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson", target=None):
+    """(upper, lower) epsilon at the calibrated point; lower is None for RDP.  The upper end is
+    the least of this evaluation and the one the calibration verified its answer with (both
+    certified: a second evaluation can be looser, e.g. when memory ran short); above ``target``
+    ``Unverified``, never a printed number that misses the target."""
+    from ..calibrate.noise import verified_epsilon
+
     if accountant == "rdp":
         from .. import rdp
 
-        return rdp.epsilon(sigma, q, steps, delta, sampler=sampler), None
-    from .. import pld
+        upper, lower = float(rdp.epsilon(sigma, q, steps, delta, sampler=sampler)), None
+    else:
+        from .. import pld
 
-    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
-    return float(b.upper), float(b.lower)
+        b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
+        upper, lower = float(b.upper), float(b.lower)
+    seen = verified_epsilon(accountant, sigma, q, steps, delta, None if accountant == "rdp" else accuracy, sampler)
+    if seen is not None and seen < upper:
+        upper = seen
+        lower = None if lower is None else min(lower, upper)
+    if target is not None and upper > target:
+        from .._failures import Unverified
+
+        raise Unverified(f"the calibrated point could not be verified: its certified epsilon is {upper:.6g} "
+                           f"> target {target:g} (please report)")
+    return upper, lower
 
 
 def _cmd_calibrate(args) -> None:
@@ -119,7 +135,7 @@ def _cmd_calibrate(args) -> None:
         print("steps: inf")
         print(f"accountant: {args.accountant}")
         return
-    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler)
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler, args.epsilon)
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
     print(f"epsilon: {_fmt(upper, 'up')}")
