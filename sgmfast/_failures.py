@@ -25,3 +25,8 @@ class WorkLimit(GridFailure):
 
 class StepUnderflow(GridFailure):
     """Refining the grid step would take it below the smallest step supported (1e-12)."""
+
+
+class Unverified(RuntimeError):
+    """A calibrated answer whose certified value, evaluated again, misses the target it was
+    verified against (the command line reports it as an error rather than print that value)."""

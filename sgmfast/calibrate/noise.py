@@ -49,9 +49,41 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
     return check_epsilon(epsilon)
 
 
+#: The least certified upper epsilon seen at each recent point (key: ``_point_key``): the value a
+#: returned answer was verified with, which a caller can report (``verified_epsilon``) -- a
+#: second evaluation of the same point may be looser (a MemoryError ends a grid's refinement
+#: early; both are certified upper bounds, so the least holds).
+_SEEN: dict = {}
+_SEEN_MAX = 256
+
+
+def _point_key(accountant, sigma, q, steps, delta, accuracy, sampler):
+    # (RDP has no accuracy: the searches pass theirs along anyway)
+    return (accountant, float(sigma), float(q), float(steps), float(delta),
+            None if accuracy is None or accountant == "rdp" else float(accuracy), sampler)
+
+
+def verified_epsilon(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
+    """The least certified upper epsilon a calibration in this process saw at this point, or
+    None (not evaluated, or forgotten: only the last ``_SEEN_MAX`` points are kept)."""
+    return _SEEN.get(_point_key(accountant, sigma, q, steps, delta, accuracy, sampler))
+
+
 def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
     """The epsilon the public accountant reports: what every returned value is verified with
-    (Poisson: the engine's accountant, through the contract of ``sgmfast._accountant``)."""
+    (Poisson: the engine's accountant, through the contract of ``sgmfast._accountant``); the
+    least value seen at each point is kept (``verified_epsilon``)."""
+    value = _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler)
+    key = _point_key(accountant, sigma, q, steps, delta, accuracy, sampler)
+    old = _SEEN.pop(key, None)
+    _SEEN[key] = value if old is None else min(old, value)
+    while len(_SEEN) > _SEEN_MAX:
+        del _SEEN[next(iter(_SEEN))]
+    return value
+
+
+def _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
+    """``_public_eps`` without the record."""
     if sampler == "shuffle":  # (its upper bound alone: the lower one is not needed here)
         from ..pld import samplers, shuffle
 

@@ -19,7 +19,8 @@ import os
 import sys
 import warnings
 
-from .common import CURVE_POINTS, EXIT_USAGE, TRADEOFF_POINTS, CalibrationMismatch, _fmt, _UsageError  # noqa: F401
+from .._failures import Unverified
+from .common import CURVE_POINTS, EXIT_USAGE, TRADEOFF_POINTS, _fmt, _UsageError  # noqa: F401  (the tests read them here)
 from .parser import _build_parser
 
 #: subcommand -> (module of this package, function)
@@ -79,7 +80,7 @@ def _run(argv) -> int:
     except MemoryError as exc:
         print(f"sgmfast: error: out of memory: {exc}", file=sys.stderr)
         return 1
-    except CalibrationMismatch as exc:
+    except Unverified as exc:
         print(f"sgmfast: error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -100,7 +100,3 @@ def _relation(args, sampler: str) -> str:
     except ValueError:
         own = " or ".join(r.replace("_", "-") for r in TABLE[sampler].relations["pld"])
         raise ValueError(f"--sampler {args.sampler} is analysed under --relation {own} only") from None
-
-
-class CalibrationMismatch(RuntimeError):
-    """The calibrated value, evaluated again for printing, misses its target (exit code 1)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
-from .common import CalibrationMismatch, _fmt, _relation, _resolve_q_steps
+from .common import _fmt, _relation, _resolve_q_steps
 
 
 def _cmd_epsilon(args) -> None:
@@ -57,16 +57,32 @@ def _warn_wide(b, accuracy: float) -> None:
           "hold; --accountant rdp gives a Renyi-DP upper bound)", file=sys.stderr)
 
 
-def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
-    """(upper, lower) epsilon at the calibrated point; lower is None for RDP."""
+def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson", target=None):
+    """(upper, lower) epsilon at the calibrated point; lower is None for RDP.  The upper end is
+    the least of this evaluation and the one the calibration verified its answer with (both
+    certified: a second evaluation can be looser, e.g. when memory ran short); above ``target``
+    ``Unverified``, never a printed number that misses the target."""
+    from ..calibrate.noise import verified_epsilon
+
     if accountant == "rdp":
         from .. import rdp
 
-        return rdp.epsilon(sigma, q, steps, delta, sampler=sampler), None
-    from .. import pld
+        upper, lower = float(rdp.epsilon(sigma, q, steps, delta, sampler=sampler)), None
+    else:
+        from .. import pld
 
-    b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
-    return float(b.upper), float(b.lower)
+        b = pld.epsilon(sigma, q, steps, delta, accuracy=accuracy, sampler=sampler)
+        upper, lower = float(b.upper), float(b.lower)
+    seen = verified_epsilon(accountant, sigma, q, steps, delta, None if accountant == "rdp" else accuracy, sampler)
+    if seen is not None and seen < upper:
+        upper = seen
+        lower = None if lower is None else min(lower, upper)
+    if target is not None and upper > target:
+        from .._failures import Unverified
+
+        raise Unverified(f"the calibrated point could not be verified: its certified epsilon is {upper:.6g} "
+                           f"> target {target:g} (please report)")
+    return upper, lower
 
 
 def _cmd_calibrate(args) -> None:
@@ -119,13 +135,7 @@ def _cmd_calibrate(args) -> None:
         print("steps: inf")
         print(f"accountant: {args.accountant}")
         return
-    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler)
-    if upper > args.epsilon * (1 + 1e-9):
-        # (the calibration verified its answer with this accountant; a second evaluation can only
-        # disagree where a grid could not be built the second time -- memory ran short -- and the
-        # looser fallback bound came back: an answer that contradicts its target is not printed)
-        raise CalibrationMismatch(f"the accountant gives epsilon {upper:.6g} at the calibrated sigma {sigma:.6g}, "
-                                  f"over the target {args.epsilon:g} (was memory short? try again with more)")
+    upper, lower = _achieved(args.accountant, sigma, q, steps, args.delta, args.accuracy, sampler, args.epsilon)
     # sigma is printed rounded up: a larger noise multiplier is still private.
     print(f"sigma: {_fmt(float(sigma), 'up')}")
     print(f"epsilon: {_fmt(upper, 'up')}")

@@ -34,6 +34,7 @@ floor  module                          what it holds
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
 6      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
 6      ``samplers.shuffle``            the permutation shuffle: sound, loose
+6      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5)
 6      ``samplers.fixed_size``         sampling without replacement, replace-one
 6      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile
 6      ``curve_grids``                 privacy curves: the spectra all checkpoints share

@@ -115,13 +115,16 @@ def _kept_events(count, cu, ru, rem_goal):
             return None
 
 
-def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0=False):
+def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0=False, hyb=None):
     """The terms of the decomposition, the tail R = [cut, +inf) on the coarse grid of spacing
     m * step: returns (grids, rem) -- δ(eps) is bounded by sum_k δ_{G_k}(eps) (+ rem,
     pessimistic) -- or None when more than EVENT_MAX terms would be needed to bring rem below
-    ``rem_goal``.  ``fine0``: the term with k = 0 keeps the fine grid (eps inside the bulk)."""
+    ``rem_goal``.  ``fine0``: the term with k = 0 keeps the fine grid (eps inside the bulk).
+    ``hyb``: the one-step pieces (an ``onestep.Hybrid`` on these grids, cut there) of another
+    dominating pair (the fixed-size sampler's symmetrised one); default: the SGM direction's."""
     big = m * step
-    hyb = hybrid_step(sigma, q, add, step, m, tau, 1e-300, max(math.ceil(cut / big), 1))
+    if hyb is None:
+        hyb = hybrid_step(sigma, q, add, step, m, tau, 1e-300, max(math.ceil(cut / big), 1))
     if hyb.high is None:
         return None
     core = hyb.core

@@ -31,7 +31,11 @@ every eps of either sign, so the dominance survives composition), the convex-ord
 for the lower; the atom is exact up to the rounding of erf (charged as 64 ulp, as in
 ``_kernels.pld.exact``).  The pieces' masses are added on one grid: a disjoint union of pairs is
 discretised piece by piece.  T steps are then composed by stages 2-3 with their round-off and
-window charges, and read off by ``queries``.
+window charges, and read off by ``queries``.  A single run is first tried as a sum over its
+far-tail steps (``fixed_size_tail``: stage 5 on this pair), which resolves small batch fractions
+at small δ where one tilted transform cannot (its round-off floor decides both bounds there);
+where that is not narrow enough, the compositions refine from its interval.  The compositions
+are kept to ``COMPOSE_BINS`` bins (memory), the refinements to ``BUDGET`` of counted work.
 
 **Runs of different (sigma, gamma)** (``epsilon_runs``, ``delta_runs``).  Each step is dominated
 by its own symmetrised pair, so an adaptive run of steps with different noise or batch fraction
@@ -61,22 +65,33 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from ..._failures import GridTooLarge
+from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, cache_put, refine_levels, too_many_bins
+from ..common import (ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, bins_limit, cache_put,
+                      refine_levels, too_many_bins)
 from ..engine import Engine
 from ..grid.composition import compose_copies, copies_delta, eps_groups, recentred
 from ..grid.estimates import initial_step
 from ..grid.onestep import OneStep, discretise, grid_range
 from ..grid.queries import eps_bound
 from ..schedules import make_engine
+from . import fixed_size_tail
 
-#: Seconds a query may spend refining its grid before it returns what it has (always certified).
+#: Seconds of counted work (``_work``, not the clock) a query may spend refining its grids before
+#: it returns what it has (always certified).
 BUDGET = 3.0
 #: Most bins of one step's grid: a finer step than the accuracy asks for is coarsened (still
 #: certified, only wider).
 MAX_STEP_BINS = 1 << 21
+#: The Poisson pair's accuracy where a query starts (its lower bound is a lower bound here; its ε
+#: only says where to look: the fixed-size pair's own grids refine both ends).
+START_ACCURACY = 0.05
+#: Most bins of a grid or transform of the compositions (MAX_BINS is 4 times more): with the
+#: one-step cache this keeps a query's memory to a few hundred MB (it reached 0.7 GB).
+COMPOSE_BINS = 1 << 22
+#: The far-tail cut lies half way to this multiple of the likely ε (at most the upper bound).
+CUT_REACH = 1.25
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a few ulp)
 _ULPS8 = 8.0 * 2.0 ** -53
 
@@ -249,11 +264,28 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
             return Bounds(0.0, 0.0)
         up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy).upper
         return Bounds(min(_epsilon(noisy, delta, accuracy).lower, up), up)
-    attained, s_gauss = _start(runs)
+    coarse, s_gauss = _start(runs, START_ACCURACY)
     gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return gauss
-    lo0 = float(attained.epsilon(delta)[0])
+    lo0, guess = (float(x) for x in coarse.epsilon(delta)[:2])
+    up0 = float(gauss.upper)
+    if len(runs) == 1 and runs[0][2] >= 2:  # first the far-tail events (cheap where they apply)
+        got = _tail_epsilon(runs[0], delta, accuracy, lo0, up0, guess)
+        if got is not None and got.upper - got.lower <= accuracy * got.upper:
+            return got
+        if got is not None:
+            lo0, up0 = got.lower, got.upper
+    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0)
+    return Bounds(float(min(lo, up)), float(up))
+
+
+def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: float):
+    """(lower, upper) of ``_epsilon`` by the T-fold compositions of the one-step arrays (stages
+    2-3), refined from the certified start [lo0, up0], intersected with the Poisson pair's lower
+    bound at the accuracy of the first start (a dataset pair attains it)."""
+    attained, _ = _start(runs)
+    lo0 = max(lo0, float(attained.epsilon(delta)[0]))
     centre = [max(lo0, 1e-3)]  # where the composition is tilted to: the answer's neighbourhood
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
@@ -261,9 +293,48 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
                                         eps_bound(compose_copies(parts, step, eps_c, TAU_STEP, True), delta)),
                          centre, lambda lo, up: up - lo <= accuracy * up)
 
-    lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
-                           lambda lo, up: up - lo <= accuracy * up, lo0, float(gauss.upper), BUDGET)
+    with bins_limit(COMPOSE_BINS):  # (memory: the arrays of one composition, a few hundred MB at most)
+        return refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
+                             lambda lo, up: up - lo <= accuracy * up, lo0, up0, BUDGET)
+
+
+def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float) -> Bounds | None:
+    """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
+    (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
+    ``guess``; None where the decomposition does not apply on the first grid."""
+    sigma, q, T = run
+    state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
+    step0 = tail_step0(accuracy, state["centre"])
+
+    def attempt(level):
+        eps_c, lo, up = state["centre"], state["lo"], state["up"]
+        # the cut a little above the likely eps (``certifiers.tail``): the term without tail
+        # steps then has a bounded core reaching past eps, which its tilt centres
+        cut = 0.5 * (eps_c + min(up, CUT_REACH * eps_c))
+        ev = fixed_size_tail.event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo,
+                                       1e-3 * accuracy * delta)
+        if ev is None:
+            raise GridFailure("no far-tail decomposition on this grid")
+        lo, up = fixed_size_tail.epsilon_bounds(ev, delta, lo, up)
+        state.update(lo=lo, up=up, centre=0.5 * (lo + up) if up < math.inf else eps_c)
+        return lo, up
+
+    try:
+        lo, up = attempt(0)
+    except (GridFailure, ArithmeticError):
+        return None
+    if up - lo <= accuracy * up:
+        return Bounds(float(min(lo, up)), float(up))
+    lo, up = refine_levels(lambda level: attempt(level + 1), lambda lo, up: up - lo <= accuracy * up,
+                           state["lo"], state["up"], BUDGET)
     return Bounds(float(min(lo, up)), float(up))
+
+
+def tail_step0(accuracy: float, eps_c: float) -> float:
+    """The far-tail decomposition's first grid step: a quarter of the accuracy's share of eps (on
+    quarter octaves of 1e-6, so that nearby queries share their one-step arrays)."""
+    d = 0.25 * accuracy * max(eps_c, 1e-3)
+    return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
 
 
 def delta(sigma: float, q: float, steps: int, epsilon, *, accuracy: float = 1e-3) -> Bounds:
@@ -307,8 +378,9 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     def narrow(lo, up):
         return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
 
-    lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo0,
-                           np.minimum(flat(gauss.upper), 1.0), BUDGET)
+    with bins_limit(COMPOSE_BINS):  # (memory, as for epsilon)
+        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo0,
+                               np.minimum(flat(gauss.upper), 1.0), BUDGET)
     return np.minimum(lo, up), up
 
 

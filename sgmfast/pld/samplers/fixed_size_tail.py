@@ -1,0 +1,126 @@
+"""Fixed-size batches at small δ: the symmetrised pair's far-tail events (stage 5 on the pair of
+``fixed_size``).
+
+Why.  With a small batch fraction the one-step loss is ~0 unless the example is drawn, and at
+small δ the answer is set by one or two drawn steps far out in the tail (q = 1e-4, T = 100,
+δ = 1e-12: about 1 % of runs draw the example at all).  One exponential tilt cannot centre the
+T-fold FFT power there: the tail's own tilted mass runs off the grid, and the tilted
+transform's round-off floor decides both bounds (the single-transform composition of
+``fixed_size`` stopped at [0.3397, 0.3958] after 3.7 s and 0.7 GB there; its upper bound
+ranged 0.36-0.86 as the tilt moved by 2 %).
+
+How.  ``grid.tail_events`` (module notes there) cuts the one-step PLD at a loss c > 0 into a core
+C (fine grid) and a tail R = [c, +inf) (coarse grid) and sums
+
+    P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k}
+
+term by term, each composed by itself (its round-off relative to its own mass), the terms with
+more than K tail steps charged by the union bound (upper) or dropped (lower).  Here the
+one-step measure is the symmetrised pair's (``fixed_size`` module notes): for c > 0 its part
+above c is the remove direction's (P, Q) at noise sigma / 2 on x > 1/2 above c, so R is that
+direction's coarse discretisation from c up (mass above the grid to +inf, pessimistic); C is
+the rest of the pair on the fine grid -- the remove direction's losses in [0, c], the add
+direction's on x > 1/2 (negative losses; mass below the grid moved up / dropped) and the atom
+at 0 (exact up to erf's rounding, charged).  The pieces are disjoint parts of one measure,
+each discretised with the rounding of its bound, so the sum bounds δ both ways exactly as in
+``tail_events``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import erf
+
+from ..._failures import GridFailure
+from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put
+from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
+from ..grid.queries import scan
+from ..grid.tail_events import EventSum, event_grids
+
+_LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (as in ``fixed_size``)
+
+
+def sym_hybrid(sigma: float, q: float, step: float, m: int, hi_cut: int, tau: float = TAU_STEP) -> Hybrid:
+    """The symmetrised pair of one step (noise multiplier sigma, batch fraction q) as a core on
+    the grid of spacing ``step`` and a tail from coarse point ``hi_cut`` >= 1 up on the grid of
+    spacing m * step (module notes); cached."""
+    key = ("fixed_size_hybrid", sigma, q, step, m, hi_cut, tau)
+    hit = STEP_CACHE.get(key)
+    if hit is not None:
+        return hit
+    s, big = 0.5 * sigma, m * step
+    if big / m != step:
+        raise FloatingPointError("coarse grid step is not an exact multiple of the fine one")
+    b_lo, b_hi = grid_range(s, q, REMOVE, big, tau)
+    a_lo, _ = grid_range(s, q, ADD, step, tau)
+    c_hi = min(max(hi_cut, 1), b_hi)
+    if c_hi >= b_hi:
+        raise NotApplicable("the cut lies above the one-step grid: no tail")
+    h = Hybrid()
+    h.m, h.low, h.big_lo, h.big_hi = m, None, c_hi, b_hi
+    h.high = discretise(s, q, REMOVE, big, tau, c_hi, b_hi, False, True)
+    top = c_hi * m
+    pos = discretise(s, q, REMOVE, step, tau, 0, top, keep_low=False, keep_high=False)
+    neg = discretise(s, q, ADD, step, tau, min(a_lo, -1), 0, keep_low=True, keep_high=False)
+    c = (1.0 - q) * float(erf(1.0 / (sigma * math.sqrt(2.0))))
+    j_lo = neg.j_lo
+    pess, opt = np.zeros(top - j_lo + 1), np.zeros(top - j_lo + 1)
+    for whole, piece, at in ((pess, pos.pess, -j_lo), (pess, neg.pess, 0), (opt, pos.opt, -j_lo), (opt, neg.opt, 0)):
+        whole[at : at + piece.size] += piece
+    pess[-j_lo] += c * (1.0 + _LIBM)
+    opt[-j_lo] += c * (1.0 - _LIBM)
+    core = OneStep(j_lo, pess, pos.p_inf + neg.p_inf, step, None, None, None)
+    core._opt = opt
+    h.core = core
+    h.p_inf = h.high.p_inf + core.p_inf
+    cache_put(key, h)
+    return h
+
+
+def coarse_factor(accuracy: float, eps_c: float, step: float) -> int:
+    """m: the tail's coarse grid spacing over the fine one (as ``tail_events.event_sum``)."""
+    return 2 ** max(0, min(12, round(math.log2(0.25 * accuracy * max(eps_c, 1e-3) / step))))
+
+
+def event_sum(sigma: float, q: float, count: int, step: float, accuracy: float, eps_c: float, cut: float,
+              eps_lo: float, rem_goal: float, tau: float = TAU_STEP) -> EventSum | None:
+    """The symmetrised pair's ``EventSum`` over ``count`` steps, the tail cut near ``cut`` > 0;
+    None where the decomposition does not apply (too many tail events, no tail, windows too
+    long)."""
+    if count < 2 or not cut > 0:
+        return None
+    m = coarse_factor(accuracy, eps_c, step)
+    try:
+        hyb = sym_hybrid(sigma, q, step, m, max(math.ceil(cut / (m * step)), 1), tau)
+    except NotApplicable:
+        return None
+    out = []
+    for pess in (True, False):
+        try:
+            r = event_grids(0.5 * sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal,
+                            hyb=hyb)
+        except (GridFailure, NotApplicable):
+            r = None
+        if r is None:
+            return None
+        out.append(r)
+    (g_up, rem_up), (g_lo, _) = out
+    return EventSum(g_up, rem_up, g_lo, False)
+
+
+def epsilon_bounds(ev: EventSum, delta: float, lo: float, up: float) -> tuple[float, float]:
+    """(lower, upper) of eps(delta) read off ``ev`` inside [lo, up] (lo a certified lower bound,
+    up a certified upper one): any eps whose upper δ is <= delta bounds eps(delta) from above,
+    any whose lower δ exceeds it from below, whatever the curves do between the points tried.
+    The upper end is searched twice, the second time inside the first's bracket (a bracket
+    starting at a loose bound, 100 times the answer, leaves the first search 1e-6 of it)."""
+    hit_up = None
+    for _ in range(2):
+        hit = scan(lambda e: ev.delta_upper(e) <= delta, lo, up if hit_up is None else hit_up, first=True)
+        if hit is None:
+            break
+        hit_up = hit
+    hit_lo = scan(lambda e: ev.delta_lower(e) > delta, lo, up if hit_up is None else hit_up, first=False)
+    return (lo if hit_lo is None else max(lo, hit_lo)), (up if hit_up is None else min(up, hit_up))
