@@ -102,3 +102,29 @@ def test_cli_calibrate_refuses_to_print_an_unverified_epsilon(capsys, monkeypatc
     code = main(CAL_ARGV)
     out, err = capsys.readouterr()
     assert code == 1 and "could not be verified" in err and "epsilon:" not in out
+
+
+def test_fixed_size_curve_costs_a_few_of_its_last_point():
+    """A sampler curve answers the last checkpoint, then the others in spread order while 1.5
+    times that query's work lasts (``samplers.curve``; one full query per checkpoint took 60 s
+    for 30 checkpoints); the rest are bracketed by monotonicity, and every point overlaps its
+    own single query."""
+    import numpy as np
+
+    from sgmfast import pld
+    from sgmfast._work import UNITS_PER_SECOND, metered
+    from sgmfast.pld.common import STEP_CACHE
+
+    steps = list(range(100, 1001, 100))
+    STEP_CACHE.clear()
+    with metered() as one_m:
+        one = pld.epsilon(1.0, 0.01, steps[-1], 1e-6, sampler="fixed_size")
+    STEP_CACHE.clear()
+    with metered() as m:
+        b = pld.epsilon_curve(1.0, 0.01, steps, 1e-6, sampler="fixed_size")
+    assert m.units <= 2.6 * one_m.units + 1.05 * UNITS_PER_SECOND
+    assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0)
+    assert b.lower[-1] <= one.upper and one.lower <= b.upper[-1]
+    for i in (0, 4):
+        s = pld.epsilon(1.0, 0.01, steps[i], 1e-6, sampler="fixed_size")
+        assert b.lower[i] <= s.upper * (1 + 1e-12) and s.lower <= b.upper[i] * (1 + 1e-12)

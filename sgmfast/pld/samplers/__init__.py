@@ -29,7 +29,9 @@ import warnings
 import numpy as np
 
 from ..._types import Bounds
+from ..._work import UNITS_PER_SECOND, metered
 from ..common import broadcast_groups
+from ..curve_grids import _spread
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
 
@@ -134,13 +136,20 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
     return out
 
 
+#: A sampler curve's work after its last checkpoint's query: at most this many times that
+#: query's, or CURVE_FLOOR seconds of work (``_work``) where that is more.
+CURVE_FACTOR, CURVE_FLOOR = 1.5, 1.0
+
+
 def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float, accuracy,
           relation: str | None = None) -> Bounds:
-    """``kind`` at each checkpoint of one run of a non-Poisson sampler: a certified query per
-    checkpoint (the one-step or epoch distribution is built once and kept in the cache, so each
-    costs a composition), then made non-decreasing -- both ε(δ) and δ(ε) grow with the steps (a
-    run's prefix is a post-processing of it), so an upper bound holds at every earlier
-    checkpoint and a lower bound at every later one."""
+    """``kind`` at each checkpoint of one run of a non-Poisson sampler.  Balls-in-bins: on one
+    epoch lattice (``allocation_curve``).  The others: a certified query per checkpoint (the
+    one-step distributions are kept in the cache, so each costs its compositions), the last
+    checkpoint first and then in ``_spread`` order while the work lasts (CURVE_FACTOR); then
+    made non-decreasing -- both ε(δ) and δ(ε) grow with the steps (a run's prefix is a
+    post-processing of it), so an upper bound holds at every earlier checkpoint and a lower
+    bound at every later one, which brackets the checkpoints left out."""
     if sampler == "balls_in_bins" and q > 0.0 and 0.0 < sigma < math.inf and checkpoints[-1] > 0:
         t = batches_per_epoch(q, sampler)
         if t > 1:  # (one lattice for all checkpoints: ``allocation_curve``)
@@ -148,10 +157,20 @@ def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float
 
             return getattr(allocation_curve, kind + "_curve")(sigma, t, checkpoints, x, accuracy)
     n = len(checkpoints)
-    lo, up = np.empty(n), np.empty(n)
-    for i, t in enumerate(checkpoints.tolist()):
-        b = _one(kind, sampler, relation, sigma, q, int(t), x if kind == "epsilon" else np.array([x]), accuracy)
-        lo[i], up[i] = float(np.ravel(b.lower)[0]), float(np.ravel(b.upper)[0])
+    lo, up = np.zeros(n), np.full(n, np.inf)
+    steps = checkpoints.tolist()
+    x1 = x if kind == "epsilon" else np.array([x])
+    with metered() as meter:
+        # the last checkpoint first, then the first, then the middles of the widest gaps (the
+        # rest bracketed by monotonicity), until CURVE_FACTOR times the last one's work is spent:
+        # one full query each made a 30-checkpoint fixed-size curve cost 30 queries (60-120 s)
+        for k, i in enumerate(_spread(n)):
+            if k == 1:
+                limit = meter.units + max(CURVE_FACTOR * meter.units, CURVE_FLOOR * UNITS_PER_SECOND)
+            if k and meter.units >= limit:
+                break
+            b = _one(kind, sampler, relation, sigma, q, int(steps[i]), x1, accuracy)
+            lo[i], up[i] = float(np.ravel(b.lower)[0]), float(np.ravel(b.upper)[0])
     out = Bounds(np.maximum.accumulate(lo), np.minimum.accumulate(up[::-1])[::-1])
     warn_if_loose(sampler, out)
     return out
