@@ -86,10 +86,17 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal):
             return None
         cut = max(cut, (one.j_lo + int(idx[0])) * step)
         m = 2 ** max(0, min(16, math.floor(math.log2(cut / (64 * step)))))
+    return both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0)
+
+
+def both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0=False, hyb=None):
+    """The ``EventSum`` of both roundings' ``event_grids`` (remove direction), or None where
+    either cannot be built."""
     out = []
     for pess in (True, False):
         try:
-            r = event_grids(sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0)
+            r = event_grids(sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0,
+                            hyb=hyb)
         except (GridFailure, NotApplicable):
             r = None
         if r is None:

@@ -33,11 +33,10 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from ..._failures import GridFailure
 from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put
 from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
 from ..grid.queries import scan
-from ..grid.tail_events import EventSum, event_grids
+from ..grid.tail_events import EventSum, both_roundings
 
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (as in ``fixed_size``)
 
@@ -96,18 +95,7 @@ def event_sum(sigma: float, q: float, count: int, step: float, accuracy: float, 
         hyb = sym_hybrid(sigma, q, step, m, max(math.ceil(cut / (m * step)), 1), tau)
     except NotApplicable:
         return None
-    out = []
-    for pess in (True, False):
-        try:
-            r = event_grids(0.5 * sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal,
-                            hyb=hyb)
-        except (GridFailure, NotApplicable):
-            r = None
-        if r is None:
-            return None
-        out.append(r)
-    (g_up, rem_up), (g_lo, _) = out
-    return EventSum(g_up, rem_up, g_lo, False)
+    return both_roundings(0.5 * sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, hyb=hyb)
 
 
 def epsilon_bounds(ev: EventSum, delta: float, lo: float, up: float) -> tuple[float, float]:
