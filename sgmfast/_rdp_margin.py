@@ -43,18 +43,35 @@ def _sum_error(qs, sigmas, alpha_max: float, each: bool = False):
     put log_a_int 1.5e-12 below mpmath at q = 1e-6, sigma 30, alpha 1000: over REL_MARGIN.)"""
     qs, sigmas = np.asarray(qs, dtype=np.float64), np.asarray(sigmas, dtype=np.float64)
     ok = (qs > 0) & (qs < 1) & np.isfinite(sigmas) & (sigmas > 0)
-    if not ok.any():
-        return np.zeros(qs.size) if each else 0.0
-    q, s = qs[ok][:, None], sigmas[ok][:, None]
-    n = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1][None, :]
-    x = n * (n - 1.0) / (2.0 * s * s)
-    e_abs = _U * (20.0 * gammaln(n + 1.0) + 8.0 * n * (np.abs(np.log(q)) + np.abs(np.log1p(-q))) + 8.0 * x
-                  + 8.0 * np.log(n) + 16.0)
-    top = n * np.log(q) + x - math.log(2.0)
-    # (up to the first checked order at or above alpha_max: E grows with the order)
-    rel = np.max(e_abs / np.maximum(1.0, top), axis=1)
+    rel = np.zeros(int(ok.sum()))
+    qo, so = qs[ok], sigmas[ok]
+    for a in range(0, rel.size, _CHUNK):  # (bounded memory for 10^5 distinct mechanisms)
+        rel[a:a + _CHUNK] = _rel_error(qo[a:a + _CHUNK], so[a:a + _CHUNK], alpha_max)
     if each:  # (one bound per mechanism: ``each``)
         out = np.zeros(qs.size)
         out[ok] = rel
         return out
-    return float(np.max(rel))
+    return float(rel.max()) if rel.size else 0.0
+
+
+_CHUNK = 4096
+
+
+def _rel_error(q, s, alpha_max: float) -> np.ndarray:
+    """``_sum_error`` of each mechanism: the largest E / max(1, top) over the orders up to
+    alpha_max, every order between two checked ones n_j < n < n_{j+1} covered by E(n_{j+1}) (E
+    grows with n) over the least top on [n_j, n_{j+1}] (top is convex in n: its vertex
+    0.5 - s^2 log q, clipped to the interval)."""
+    q, s = q[:, None], s[:, None]
+    grid = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1]
+    lo_n, hi_n = np.concatenate(([2.0], grid[:-1]))[None, :], grid[None, :]
+    lq = np.log(q)
+
+    def top(n):
+        return n * lq + n * (n - 1.0) / (2.0 * s * s) - math.log(2.0)
+
+    least = top(np.clip(0.5 - s * s * lq, lo_n, hi_n))
+    x = hi_n * (hi_n - 1.0) / (2.0 * s * s)
+    e_abs = _U * (20.0 * gammaln(hi_n + 1.0) + 8.0 * hi_n * (np.abs(lq) + np.abs(np.log1p(-q))) + 8.0 * x
+                  + 8.0 * np.log(hi_n) + 16.0)
+    return np.max(e_abs / np.maximum(1.0, least), axis=1)

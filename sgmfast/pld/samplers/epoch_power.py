@@ -52,13 +52,13 @@ class Windows:
         # each log within (size + 2 |lam| x_max + 3 B + 4) u relative (``chernoff_sums``); over n
         # <= t terms that is far below the e^{-1} slack taken off CUT
         r = (wc.size + 2.0 * lams * x[-1] + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
-        assert float(np.max(t * r)) < 0.5
+        fine = t * r < 0.5  # (where it is not, that lam is not used)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # (a sum near the underflow range has lost terms to it -- an M(-lam) too small, an
             # unsound bound: such lam are not used)
-            self._lneg = np.where(m_neg > 1e-250, np.log(m_neg), np.nan)
-            self._lpos = np.where(np.isfinite(m_pos) & (m_pos > 0), np.log(m_pos), np.inf)
-            self._ldpos = np.where(np.isfinite(d_pos) & (d_pos > 0), np.log(d_pos), np.inf)
+            self._lneg = np.where((m_neg > 1e-250) & fine, np.log(m_neg), np.nan)
+            self._lpos = np.where(np.isfinite(m_pos) & (m_pos > 0) & fine, np.log(m_pos), np.inf)
+            self._ldpos = np.where(np.isfinite(d_pos) & (d_pos > 0) & fine, np.log(d_pos), np.inf)
         self._lams, self._t, self._h, self._cap = lams, t, h, cap_index
         self._memo = {}
         self.products = 0
@@ -74,13 +74,15 @@ class Windows:
         target = math.log(CUT) - 1.0
         with np.errstate(invalid="ignore", over="ignore"):
             # below: Q(S_n < y) <= e^{lam y} M(-lam)^n <= CUT for y <= (target - n log M(-lam)) / lam
-            y_lo = float(np.nanmax((target - n * self._lneg) / lams))
+            v = (target - n * self._lneg) / lams
+            y_lo = float(np.nanmax(v)) if not np.all(np.isnan(v)) else -math.inf
             # above: both e^{-lam y} M^n and e^{-lam y} M^{n-1} (n M' + (t - n) M) / t <= CUT
             q_y = (n * self._lpos - target) / lams
             p_y = ((n - 1) * self._lpos + np.logaddexp(math.log(n) + self._ldpos,
                                                        math.log(max(t - n, 0) or 1e-300) + self._lpos)
                    - math.log(t) - target) / lams
-            y_hi = float(np.nanmin(np.maximum(q_y, p_y)))
+            v = np.maximum(q_y, p_y)
+            y_hi = float(np.nanmin(v)) if not np.all(np.isnan(v)) else math.inf
         lo = max(0, int(math.floor(y_lo / h)) - 1) if math.isfinite(y_lo) else 0
         hi = min(self._cap, int(math.ceil(y_hi / h)) + 2) if math.isfinite(y_hi) else self._cap
         return lo, max(hi, lo + 1)
