@@ -6,6 +6,7 @@ attack's TPR.  The root finders are in ``roots``."""
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -55,6 +56,7 @@ def _check_target_epsilon(epsilon) -> np.ndarray:
 #: early; both are certified upper bounds, so the least holds).
 _SEEN: dict = {}
 _SEEN_MAX = 256
+_SEEN_LOCK = threading.Lock()
 
 
 def _point_key(accountant, sigma, q, steps, delta, accuracy, sampler):
@@ -75,10 +77,11 @@ def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson")
     least value seen at each point is kept (``verified_epsilon``)."""
     value = _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler)
     key = _point_key(accountant, sigma, q, steps, delta, accuracy, sampler)
-    old = _SEEN.pop(key, None)
-    _SEEN[key] = value if old is None else min(old, value)
-    while len(_SEEN) > _SEEN_MAX:
-        del _SEEN[next(iter(_SEEN))]
+    with _SEEN_LOCK:  # (calibrations may run in threads, ``executor=``)
+        old = _SEEN.pop(key, None)
+        _SEEN[key] = value if old is None else min(old, value)
+        while len(_SEEN) > _SEEN_MAX:
+            del _SEEN[next(iter(_SEEN))]
     return value
 
 
