@@ -64,6 +64,15 @@ def _settled(lo, up, hi_i, lo_i):
     return up - lo <= 0.1 * least
 
 
+def _with_capped(c_up: np.ndarray, capped: dict) -> np.ndarray:
+    """Each count's upper end intersected with its capped ones (``bb.eps_bounds``)."""
+    out = np.array(c_up, dtype=np.float64)
+    for i, ups in capped.items():
+        for u in ups:
+            out[i] = min(out[i], float(np.ravel(u)[0]))
+    return out
+
+
 def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i):
     """refine_levels' attempts over the counts: level r's epoch (one lattice), then
     ``per_count(epoch, step, i)`` for each count still wide (the others keep their bounds)."""
@@ -104,7 +113,8 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     gauss = np.array([bb._gauss_eps(sigma, int(c), delta) for c in counts])
     lo0 = np.array([bb._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
     centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
-    add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments each)
+    add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments)
+    capped: dict = {}  # (per count, the upper ends with the add direction capped: ``bb.eps_bounds``)
 
     def narrow(lo, up, each=False):
         ok = up - lo <= accuracy * up
@@ -116,12 +126,14 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
             above = centres.get(i + 1, centres[len(counts) - 1])[0]
             centres[i] = [max(above * math.sqrt(c / counts[i + 1]), 1e-3)]
 
-        return recentred(lambda eps_c: bb.eps_bounds(epoch, step, c, c, eps_c, tail, delta, add_caps[i]), centres[i],
-                         lambda a, b: b - a <= accuracy * b)
+        return recentred(lambda eps_c: bb.eps_bounds(epoch, step, c, c, eps_c, tail, delta, add_caps[i],
+                                                     capped.setdefault(i, [])),
+                         centres[i], lambda a, b: b - a <= accuracy * b)
 
     attempt, state = _levels(sigma, t, accuracy, lambda: tail, per_count, hi, lo_i)
     state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
     c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
+    c_up = _with_capped(c_up, capped)
     return _at_checkpoints(np.minimum(c_lo, c_up), c_up, hi, lo_i)
 
 
@@ -136,6 +148,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps) / big)]
     gauss = np.array([float(bb._gauss_delta(sigma, int(c), eps)[1][0]) for c in counts])
     add_caps = [epoch_add.delta_upper(sigma, t, int(c), eps) for c in counts]
+    capped: dict = {}  # (per count, the upper ends with the add direction capped)
     lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps)[0][0]) for c in counts])
 
     def narrow(lo, up, each=False):
@@ -144,7 +157,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
 
     def per_count(epoch, step, i):
         c = int(counts[i])
-        up, lo = bb.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i])
+        up, lo = bb.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i], capped.setdefault(i, []))
         return float(lo[0]), float(up[0])
 
     def tail_now():
@@ -156,4 +169,5 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     attempt, state = _levels(sigma, t, accuracy, tail_now, per_count, hi, lo_i)
     state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
     c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
+    c_up = _with_capped(c_up, capped)
     return _at_checkpoints(np.minimum(c_lo, c_up), c_up, hi, lo_i)

@@ -379,9 +379,11 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     centre = [_poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
     add_cap = epoch_add.eps_upper(sigma, t, e_hi, delta)
 
+    capped = []  # (the upper ends with the add direction capped: intersected at the end)
+
     def evaluate(epoch, step):
-        return recentred(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap), centre,
-                         narrow)
+        return recentred(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped),
+                         centre, narrow)
 
     def narrow(lo, up):
         return up - lo <= accuracy * up
@@ -389,6 +391,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, lo0, gauss, BUDGET,
                            growth=LEVEL_GROWTH)
+    up = min(up, *capped) if capped else up
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -433,9 +436,10 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     groups = eps_groups(eps)  # one tilt per group of nearby eps; the epoch lattice is shared
 
     add_cap = epoch_add.delta_upper(sigma, t, e_hi, eps)
+    capped = []  # (the upper ends with the add direction capped: intersected at the end)
 
     def evaluate(epoch, step):
-        up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap)
+        up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped)
         pos = up[up > 0]
         if pos.size:
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / e_hi))
@@ -447,38 +451,50 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
+    for c in capped:
+        up = np.minimum(up, c)
     return out(lo, up)
 
 
-def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap):
-    """(upper, lower) δ at ``eps`` of e_hi and e_lo epochs, as ``eps_bounds``."""
+def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap, capped=None):
+    """(upper, lower) δ at ``eps`` of e_hi and e_lo epochs, as ``eps_bounds`` (the capped upper
+    to ``capped``)."""
     one = epoch.one_step(REMOVE, step, tail)
     up = repeated_delta(one, e_hi, step, eps, groups, tail, True)
     lo = repeated_delta(one, e_lo, step, eps, groups, tail, False) if e_lo else np.zeros(eps.size)
     if np.all(add_cap <= lo):
         return up, lo
     one = epoch.one_step(ADD, step, tail)
-    up = np.maximum(up, np.minimum(add_cap, repeated_delta(one, e_hi, step, eps, groups, tail, True)))
+    up_add = repeated_delta(one, e_hi, step, eps, groups, tail, True)
+    if capped is not None:
+        capped.append(np.maximum(up, np.minimum(add_cap, up_add)))
+    up = np.maximum(up, up_add)
     if e_lo:
         lo = np.maximum(lo, repeated_delta(one, e_lo, step, eps, groups, tail, False))
     return up, lo
 
 
-def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap):
+def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None):
     """(lower, upper) eps(δ) of e_lo and e_hi epochs on one lattice and loss grid, both
-    directions; the add direction's upper is also capped by ``add_cap`` (``epoch_add``), and
-    where that cap is at most the remove direction's lower bound the add direction cannot be the
-    larger one and is not composed at all."""
+    directions.  Where ``add_cap`` (``epoch_add``'s bound on the add direction) is at most the
+    remove direction's lower bound, the add direction cannot be the larger one and is not
+    composed at all.  Otherwise the upper returned is the lattice's own -- the refinement judges
+    its progress on it: capped, a finite but stuck upper end stopped it after two levels while
+    finer ones resolve the add direction (sigma 1.1, t 2, 200 epochs, δ 1e-12: [118.78, 199.0]
+    for [118.793, 118.806]) -- and the capped one, max(remove, min(add, cap)), goes to the list
+    ``capped`` for the caller to intersect with at the end."""
     one = epoch.one_step(REMOVE, step, tail)
     up = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
     lo = eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta) if e_lo else 0.0
     if add_cap <= lo:
         return lo, up
     one = epoch.one_step(ADD, step, tail)
-    up = max(up, min(add_cap, eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)))
+    up_add = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
+    if capped is not None:
+        capped.append(max(up, min(add_cap, up_add)))
     if e_lo:
         lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
-    return lo, up
+    return lo, max(up, up_add)
 
 
 def _levels(sigma, t, accuracy, tail, evaluate):
