@@ -82,3 +82,27 @@ def test_add_cap_does_not_stop_the_refinement():
     [118.78, 173.2], the Gaussian mechanism's end; finer levels resolve the add direction.)"""
     b = allocation.epsilon(1.0960928185548735, 2, 400, 1e-12)
     assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def test_heavy_tail_lower_end_is_tilted():
+    """sigma 0.7, t 20, one epoch: delta is set by S ~ 40 t, where the lattice's Q-masses lie far
+    below the untilted power's flat round-off floor; the lower end read [3.6226, 3.6845] with that
+    floor.  pld-accounting 2.0 certifies [3.66682, 3.69510] here (bench/README): the intervals
+    must overlap, and ours is to be the narrower."""
+    b = allocation.epsilon(0.7, 20, 20, 1e-5)
+    assert b.lower <= 3.69510 and b.upper >= 3.66682
+    assert b.upper - b.lower <= 3e-3 * b.upper
+
+
+def test_lower_power_skips_its_tilts_only_where_the_floor_is_small():
+    from sgmfast.pld.samplers.epoch_power import _lower_power, _power
+
+    h, t = 0.05, 8
+    x = np.arange(400) * h
+    w = np.exp(-x) * h
+    w /= w.sum() * (1 + 1e-9)
+    o, y, e = _power(w, t, 4000)
+    o0, flat = _lower_power(w, t, 4000, h, 1.0, lost=1.0)  # (any floor is below 1: no tilt)
+    assert o0 == o and np.array_equal(flat, np.maximum(y - e, 0.0))
+    o1, tilted = _lower_power(w, t, 4000, h, 1.0, lost=0.0)
+    assert o1 == o and np.all(tilted >= flat) and np.any(tilted > flat)

@@ -160,15 +160,23 @@ def _upper_power(w, t, C, h, s, strong=False, wins=None):
     return _tilted_power(w, t, C, h, s, True, strong, wins)
 
 
-def _lower_power(w, t, C, h, s, strong=False, wins=None):
+def _lower_power(w, t, C, h, s, strong=False, wins=None, lost=0.0):
     """Entry-wise lower bounds on the t-fold power of w, and 0.0 (the error is already taken
     off): as ``_upper_power``, each entry the largest of the three certified lower values --
     the untilted power minus its flat round-off bound is 0 in the far tails, where the tilted
-    powers still resolve the masses that set a small δ."""
-    return _tilted_power(w, t, C, h, s, False, strong, wins)
+    powers still resolve the masses that set a small δ.  With ``lost`` > 0 the tilts are skipped
+    where the flat bound takes at most ``lost`` of P- and Q-mass in all (``_floor_mass``)."""
+    return _tilted_power(w, t, C, h, s, False, strong, wins, lost)
 
 
-def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None):
+def _floor_mass(o, size, e, h, t):
+    """The most P- or Q-mass a flat per-entry error ``e`` over the entries o .. o + size - 1 of
+    the lattice of S can hold (the P-mass of S = x is its Q-mass times x / t)."""
+    top = (o + size - 1) * h / t
+    return e * size * max(1.0, top)
+
+
+def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
     """(offset, entry-wise bounds) of the t-fold power, each entry the least (upper) or largest
     (lower) of the untilted power's and the tilted ones' certified values.  All of them are cut
     to the same windows: the tilt of a law restricted to an event of the partial sums is the
@@ -178,6 +186,10 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None):
     o, y, e = _power(w, t, C, wins)
     sign = 1.0 if upper else -1.0
     out = y + e if upper else np.maximum(y - e, 0.0)
+    if not upper and _floor_mass(o, out.size, e, h, t) <= lost:
+        # (the round-off floor cannot move δ by more than ``lost``: the tilts would not pay.  One
+        # tilt fewer is not a lower bound's risk -- each entry is the largest of certified values)
+        return o, out
     var = max(float(w @ (x * x)) - float(w @ x) ** 2, 1e-300)
     # the tilt must not let the tilted law sit at the lattice top: e^{lam W_max} stays below
     # P(W > W_max)^{-1/2}
