@@ -33,7 +33,7 @@ def _delta_remove_t3(sigma: float, eps: float, n: int = 2401) -> float:
     return float(wz @ call @ wz) / 3.0
 
 
-@pytest.mark.parametrize("sigma, delta", [(0.5, 1e-5), (0.6, 1e-6)])
+@pytest.mark.parametrize("sigma, delta", [(0.5, 1e-5), (0.6, 1e-6), (0.45, 1e-3), (0.55, 1e-8), (0.7, 1e-10)])
 def test_three_steps_small_sigma_bracket_the_quadrature(sigma, delta):
     b = allocation.epsilon(sigma, 3, 3, delta)
     assert _delta_remove_t3(sigma, b.lower) >= delta  # the lower end is below the true eps
@@ -106,3 +106,42 @@ def test_lower_power_skips_its_tilts_only_where_the_floor_is_small():
     assert o0 == o and np.array_equal(flat, np.maximum(y - e, 0.0))
     o1, tilted = _lower_power(w, t, 4000, h, 1.0, lost=0.0)
     assert o1 == o and np.all(tilted >= flat) and np.any(tilted > flat)
+
+
+def test_three_steps_small_sigma_meet_the_accuracy():
+    """The coordinate that holds the example above the lattice, with the others' sum bounded from
+    both sides (``epoch_tail.rungs``, ``lower_rungs``): sigma 0.5 and 0.7 at t = 3 were 1.7e-3 wide
+    when the lower end took the others' sum as 0."""
+    for sigma, delta in ((0.5, 1e-5), (0.7, 1e-10)):
+        b = allocation.epsilon(sigma, 3, 3, delta)
+        assert b.upper - b.lower <= 1e-3 * b.upper
+
+
+def _cut_sum_sf(sigma: float, w_max: float, r: float) -> float:
+    """P(W_1 + W_2 > r, both <= w_max) for iid log W ~ N(-s^2/2, s^2), by quadrature over W_1."""
+    from scipy import integrate
+
+    s = 1.0 / sigma
+
+    def sf(w):  # (upper tails: no cancellation between two CDFs near 1)
+        return norm.sf((math.log(w) + 0.5 * s * s) / s) if w > 0 else 1.0
+
+    top = (math.log(w_max) + 0.5 * s * s) / s
+    s_max = sf(w_max)
+    return integrate.quad(lambda z: norm.pdf(z) * max(0.0, sf(r - math.exp(s * z - 0.5 * s * s)) - s_max),
+                          -40, top, limit=800, epsabs=1e-300, epsrel=1e-8)[0]
+
+
+@pytest.mark.parametrize("sigma", [0.4, 0.5, 0.8])
+def test_rungs_bound_the_others_sum_from_above(sigma):
+    """The upper rungs (plain and truncated Chernoff on the lattice's majorant) leave at least
+    the exact P(R > r_{k-1}) at or above r_k (t = 3: R the sum of two cut coordinates)."""
+    from sgmfast.pld.samplers import balls_in_bins as bb
+
+    h, w_max, cap = bb._lattice(sigma, 3, 1e-3, 1e-12, 0)
+    ep = bb.epoch(sigma, 3, h, w_max, cap, 1e-12)
+    r, weight = ep.tail_rungs(False)
+    above = np.cumsum(weight[::-1])[::-1]  # P(R* >= r_k)
+    for k in range(1, r.size):
+        if r[k - 1] < 2 * ep.w_max:
+            assert above[k] >= _cut_sum_sf(sigma, ep.w_max, float(r[k - 1])) * (1 - 1e-9)

@@ -116,7 +116,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "q_cut", "span", "w_max",
-                 "_steps", "s", "_wu", "_rungs")
+                 "_steps", "s", "_wu", "_wl", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -153,14 +153,21 @@ class Epoch:
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut
-        self.w_max, self.s, self._wu, self._rungs = w_max, s, wu, {}
+        self.w_max, self.s, self._wu, self._wl, self._rungs = w_max, s, wu, wl, {}
         self._steps = {}
 
     def tail_rungs(self, shifted: bool):
         """The rungs of ``epoch_tail``'s bound on the other coordinates' sum (kept)."""
         if shifted not in self._rungs:
-            self._rungs[shifted] = epoch_tail.rungs(self._wu, self.h, self.t - 1, self.w_max, shifted)
+            self._rungs[shifted] = epoch_tail.rungs(self._wu, self.h, self.t - 1, self.w_max, shifted, self.s)
         return self._rungs[shifted]
+
+    def tail_lower_rungs(self):
+        """The rungs of ``epoch_tail``'s lower bound on the other coordinates' sum (kept)."""
+        if "lower" not in self._rungs:
+            self._rungs["lower"] = epoch_tail.lower_rungs(self._wl, self.h, self.t - 1, self.eta, self.rho,
+                                                          None if self.e_lo else self.lo)
+        return self._rungs["lower"]
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
         """One direction on the loss grid of spacing ``step`` (module notes, step 4), kept."""

@@ -24,9 +24,18 @@ the P'-mass of W_i > W_max at log((W_i + r_k) / t), rounded up on the grid
 (``_kernels.pld.allocation.tail_bins``).  The loss being pointwise larger (a coupling), the
 composed delta only grows: delta = E_P[(1 - e^{eps - sum L})_+] is increasing in each loss.
 
-Lower bound: R >= 0, so the loss on B is at least log(W_i / t), rounded down on the grid; only
-the part above the lattice's top loss or W_i >= 1000 (t - 1) is kept (a sub-measure of the truth: the rest of the
-event is dropped).
+The rungs' tails take the least of plain Chernoff and, for a heavy-tailed W, Chernoff on the
+coordinates truncated at M plus the union bound on one above M (``_truncated_tails``).
+
+Lower bound: the mechanism that reports each coordinate's lattice cell for W <= W_max (the
+lattice's lower law, ``w_lower``) and W itself above: post-processing, so its δ is at most the
+true one.  On B its loss is log((W_i + R') / t), R' the other coordinates' reported means, and
+R' is stochastically above the lower rungs (``lower_rungs``: Chernoff below its mean, the
+lattice of S around and above it), so B's P'-mass goes to log((W_i + r) / t) at each rung r,
+rounded down.  "Exactly one other coordinate above W_max" (disjoint from B and from the lattice's
+event) is added the same way with W_j's law and t - 1 choices, times a lower bound on the chance
+that no third coordinate is above W_max.  Only the part above the lattice's top loss or W_i >= 1000
+(t - 1) is kept (a sub-measure of the truth: the rest is dropped).
 """
 
 from __future__ import annotations
@@ -55,12 +64,12 @@ def coarse_majorant(w: np.ndarray, h: float, most: int = COARSE):
     return out * (1.0 + 1e-12), f * h
 
 
-def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False):
+def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False, s: float | None = None):
     """(r, weight): the stochastic upper bound R* of the sum of t1 cut lattice variables (masses
     w at k h, each <= W_max; with ``shifted`` one of them has the P-law x w(x) instead): rungs r
     and P(R* = r) (module notes).  ``_chernoff_over(w, h, t, cap)`` bounds (E[S / t; S > cap],
     P(S > cap)) for a sum S of t; the first, times t, bounds P(S' > cap) for S' = one P-law
-    variable + t - 1 others."""
+    variable + t - 1 others.  With ``s`` (log W's sd) the tails also take ``_truncated_tails``."""
     wc, H = coarse_majorant(w, h)
     x = np.arange(wc.size) * H
     m1, m2, m3 = float(wc @ x), float(wc @ (x * x)), float(wc @ (x * x * x))
@@ -71,13 +80,17 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False)
         mu, sd = t1 * m1, math.sqrt(max(t1 * (m2 - m1 * m1), 0.0))
     top = t1 * w_max
     r = [mu + 0.5 * k * sd for k in range(1, 13)]
+    if s is not None:  # (the truncated bounds resolve R near its mean: ``_truncated_tails``)
+        r += [mu * (1.0 + 0.5 ** j) for j in range(1, 14) if mu * 0.5 ** j < 0.5 * sd]
     g = 8.0 * sd
     while mu + g < top and len(r) < 40:
         r.append(mu + g)
         g *= 2.0
-    r = sorted(v for v in r if v < top) + [top]
+    r = sorted({v for v in r if v < top}) + [top]
     p_b, q_b = _chernoff_over_many(wc, H, t1, r[:-1]) if len(r) > 1 else (np.zeros(0), np.zeros(0))
     tails = np.minimum(1.0, t1 * p_b * (1.0 + 1e-12)) if shifted else q_b
+    if s is not None and len(r) > 1:
+        tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, shifted))
     tails = np.minimum.accumulate(np.concatenate((tails, [0.0])))
     prev = np.concatenate(([1.0], tails[:-1]))
     weight = (prev - tails) * (1.0 + 1e-12)
@@ -92,7 +105,8 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     the grid (the caller's +inf mass)."""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     # (its work on the one meter: a pass over the grid per rung, the lower one, the rungs' MGFs)
-    charge(PER_BIN_DISCRETISE * n * (epoch.tail_rungs(False)[0].size + epoch.tail_rungs(True)[0].size + 1))
+    charge(PER_BIN_DISCRETISE * n * (epoch.tail_rungs(False)[0].size + epoch.tail_rungs(True)[0].size
+                                     + 2 * epoch.tail_lower_rungs()[0].size))
     beyond = 0.0
     for r, wgt in zip(*epoch.tail_rungs(False)):  # (B: the example's coordinate above W_max)
         beyond += ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess)
@@ -101,17 +115,120 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
             beyond += ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
                                    j_lo, n, True, pess)
     low = np.zeros(n)
-    ka.tail_bins(s, 1.0, w_max, float(t), 0.0, 1.0, step, j_lo, n, False, low)
-    # (kept only where it beats the lattice's atoms, which lose the far tail to round-off: above
-    # the lattice's top, or where W_i >= 1000 (t - 1), when log(W_i / t) is within ~1e-3 of the
-    # loss log((W_i + R) / t); below, for large t it is far under the true loss -- a lower bound
-    # may drop mass)
+    # below: B, and "exactly one other coordinate j above W_max" (disjoint events, and disjoint
+    # from the lattice's "all at most W_max"): on the latter the reported others, conditioned on
+    # being at most W_max, are stochastically above the lower rungs (the example's, of P-law, more
+    # so: its likelihood ratio W is increasing), with probability at least 1 - P'(W > W_max) -
+    # (t - 2) P(W > W_max) -- at sigma 0.4, t 10^4 this event's P-mass is ~half of delta 1e-5
+    q_w = math.exp(float(ka.log_sf(w_max, s, 0.0))) * (1.0 + 1e-9)
+    p_w = math.exp(float(ka.log_sf(w_max, s, 1.0))) * (1.0 + 1e-9)
+    others = (t - 1) * max(0.0, 1.0 - p_w - (t - 2) * q_w) * (1.0 - 1e-9)
+    for r, wgt in zip(*epoch.tail_lower_rungs()):  # (R at least a rung, ``lower_rungs``)
+        ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low)
+        if others > 0.0:
+            ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low)
+    # (kept only above the lattice's top or where W_i >= 1000 (t - 1), where the lattice's atoms
+    # lose the far tail to round-off; below, each bin holding it would move its lattice atom down to
+    # the grid point -- a lower bound may, but keeping it only where it outweighs that atom cost
+    # sigma 2, t 1000, delta 1e-12 its lower end: 0.10436 -> 0.104351 -- so it is dropped there)
     w_cut = min((epoch.up.size - 1) * epoch.h, 1000.0 * (t - 1))
-    low[:max(0, min(n, math.ceil(math.log(w_cut / t) / step) - j_lo + 1))] = 0.0
+    cut = max(0, min(n, math.ceil(math.log(w_cut / t) / step) - j_lo + 1))
+    low[:cut] = 0.0
     hit = low > 0
     frac[hit] = 0.0
     amass[hit] += low[hit]
     return beyond
+
+
+#: Truncation points of ``_truncated_tails`` (geometric from 8 E[W] to the lattice's top), and the
+#: lam values of its tables and of ``lower_rungs``' (spacing ~0.1 in log lam: any lam is a bound).
+TRUNCATIONS, FEW_LAMS = 8, 201
+
+
+def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: float, s: float,
+                     shifted: bool = False) -> np.ndarray:
+    """Upper bounds on P(R > cap) for R the sum of t1 cut variables of the convex-order majorant wc
+    (spacing H; with ``shifted`` one of them of P-law), each the least over truncation points M
+    of P(some W_j > M) + Chernoff for the sum of the W_j 1{W_j <= M}: R > cap needs one or the
+    other.  The MGF of W 1{W <= M} is at most wc's terms at points <= M (a point's mass comes
+    from W values within a spacing of it, split in mean; those at most M are split between points
+    at most M, and the others' shares only add) plus P(W > M) at 0; the P-law one's, E[W e^{lam W};
+    W <= M] + P'(W > M), likewise.  A heavy-tailed W makes the plain Chernoff bound loose by orders
+    (sigma 0.4, t 10^4: P(R > 4.5 E R) <= 0.15 plain)."""
+    best = np.ones(caps.size)
+    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, TRUNCATIONS).astype(np.int64)):
+        q_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9))
+        p_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9)) if shifted else 0.0
+        union = ((t1 - 1) * q_m + p_m) if shifted else t1 * q_m
+        if union >= 1.0:
+            continue
+        wm = wc[:k + 1].copy()
+        wm[0] += q_m
+        p_b, q_b = _chernoff_over_many(wm, H, t1, caps, p_m, FEW_LAMS)
+        chern = np.minimum(1.0, t1 * p_b * (1.0 + 1e-12)) if shifted else q_b
+        best = np.minimum(best, chern + union * (1.0 + 1e-12))
+    return best
+
+
+def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
+    """(r, weight): a law R_** of at most unit mass, stochastically below R' = the sum of t1 of
+    the lower bound's reported cell means (``w_lower``: lattice points x with masses wl, every
+    mean at least x (1 - rho) - eta, the cells' missing mass at mean >= 0).  On B the reported
+    mechanism's loss is log((W_i + R') / t), increasing in R'; with P(R_** >= r) <= P(R' >= r)
+    for every r, putting B's P'-mass at log((W_i + R_**) / t) gives a lower δ (module notes:
+    the former R >= 0 is the rung r = 0 alone).  Two lower bounds on P(R' >= r), the larger kept:
+
+    * Chernoff: P(R' < r) <= e^{lam (r + t1 eta)} M(-lam)^t1 (lam > 0) with M the MGF of the
+      points scaled by 1 - rho and the missing mass at 0 -- at least the true one, as is the
+      convex-order majorant's (``coarse_majorant``: e^{-lam x} is convex);
+    * the lattice ``lo`` (entry-wise lower bounds on the law of the sum X_1 + ... + X_{t1+1} of
+      the points, ``balls_in_bins.Epoch``): X_1 + ... + X_t1 > y - c where the t1 + 1 sum is at
+      least y and X_{t1+1} < c, so P(X_1 + .. + X_t1 > y - c) >= P(sum >= y) - P(X >= c), and
+      P(X >= c) <= 1 - (the points' masses below c); with y - c >= (r + t1 eta) / (1 - rho)
+      that event has R' > r.  This one also resolves R' above its mean (its heavy upper tail)."""
+    hl = h * (1.0 - rho - 4 * U)
+    w = np.array(wl, dtype=np.float64)
+    w[0] += max(0.0, 1.0 - float(np.sum(w)) * (1.0 - (w.size + 2) * U))  # (the missing mass, at 0)
+    wc, H = coarse_majorant(w, hl)
+    x = np.arange(wc.size) * H
+    m1 = float(wc @ x)
+    mu = t1 * m1
+    sd = math.sqrt(max(t1 * (float(wc @ (x * x)) - m1 * m1), 0.0))
+    r = ({mu * (1.0 - 0.5 ** j) for j in range(1, 24)} | {mu - 0.25 * k * sd for k in range(1, 33)}
+         | ({mu * (1.0 + 0.5 ** j) for j in range(0, 14)} | {mu + 0.25 * k * sd for k in range(0, 33)} if lo is not None else set()))
+    r = np.array(sorted(v for v in r if v > 0.0 and (lo is not None or v < mu)))
+    if not r.size:
+        return np.zeros(1), np.ones(1)
+    lams = np.exp(np.linspace(math.log(1e-4 / max(mu, H)), math.log(1e4 / H), FEW_LAMS))
+    lq = _chernoff_logs(wc, H, t1, r + t1 * eta * (1.0 + 1e-9), -lams)[1]
+    bound = np.minimum(1.0, np.exp(np.minimum(lq.min(axis=1), 0.0)) * (1.0 + 1e-12))
+    at_least = 1.0 - bound
+    if lo is not None:
+        at_least = np.maximum(at_least, _lattice_at_least(lo, wl, h, r, t1, eta, rho))
+    at_least = np.maximum.accumulate(at_least[::-1])[::-1]  # (P(R' >= r_k) >= that of any r_j >= r_k)
+    nxt = np.concatenate((at_least[1:], [0.0]))
+    weight = np.concatenate(([1.0 - at_least[0]], at_least - nxt)) * (1.0 - 1e-12)
+    rr = np.concatenate(([0.0], r))
+    keep = weight > 0
+    return rr[keep], weight[keep]
+
+
+def _lattice_at_least(lo: np.ndarray, wl: np.ndarray, h: float, r: np.ndarray, t1: int, eta: float,
+                      rho: float) -> np.ndarray:
+    """``lower_rungs``' second bound on P(R' >= r) at each r, the best over c = h 2^j."""
+    # (sums of non-negative terms, rounded down by their n u; the masses below c rounded down too)
+    tail = np.cumsum(lo[::-1])[::-1] * (1.0 - (lo.size + 2) * U)
+    below = np.concatenate(([0.0], np.cumsum(wl) * (1.0 - (wl.size + 2) * U)))  # below[k]: points < k h
+    base = (r + t1 * eta * (1.0 + 1e-9)) / (1.0 - rho - 4 * U)
+    best = np.zeros(r.size)
+    for j in range(int(math.log2(max(wl.size, 2))) + 1):
+        kc = min(1 << j, wl.size)
+        p_c = max(0.0, 1.0 - float(below[kc]))  # P(X >= kc h) at most
+        k = np.ceil((base + kc * h) / h * (1.0 + 4 * U)).astype(np.int64)
+        ok = k < tail.size
+        got = np.where(ok, tail[np.minimum(k, tail.size - 1)], 0.0) - p_c
+        best = np.maximum(best, got)
+    return best
 
 
 def top_loss(s: float, t: int, tail: float, r: float) -> float:
@@ -173,35 +290,37 @@ def _chernoff_over(w, h, t, cap):
     return best[0], best[1]
 
 
-def _chernoff_over_many(w, h, t, caps):
+def _chernoff_over_many(w, h, t, caps, dm0: float = 0.0, lams: int = RUNG_LAMS):
     """``_chernoff_over`` at each cap of ``caps`` (arrays (P-bounds, Q-bounds)), on one table of
-    RUNG_LAMS values of lam spanning all of them (w is short here: ``coarse_majorant``)."""
+    RUNG_LAMS values of lam spanning all of them (w is short here: ``coarse_majorant``); ``dm0``
+    is added to M' (``_chernoff_logs``)."""
     caps = np.asarray(caps, dtype=np.float64)
     x = np.arange(w.size) * h
     lo_l, hi_l = _lam_range(w, x, t, float(caps.min()), float(caps.max()))
-    lp, lq = _chernoff_logs(w, h, t, caps, np.exp(np.linspace(lo_l, hi_l, RUNG_LAMS)))
+    lp, lq = _chernoff_logs(w, h, t, caps, np.exp(np.linspace(lo_l, hi_l, lams)), dm0)
     out = []
     for lg in (lp, lq):
         out.append(np.minimum(1.0, np.exp(np.minimum(lg.min(axis=1), 0.0)) * (1 + 1e-12)))
     return out[0], out[1]
 
 
-def _chernoff_logs(w, h, t, caps, lams):
+def _chernoff_logs(w, h, t, caps, lams, dm0: float = 0.0):
     """(log P-bounds, log Q-bounds) of ``_chernoff_over``, arrays (caps x lams), rounded up:
-    M and M' within r = (w.size + 2 lam x_max + 3 CHERNOFF_BLOCK + 4) u relative
-    (``chernoff_sums``: its exponentials and sums), raised to
+    M and M' within r = (w.size + 2 |lam| x_max + 3 CHERNOFF_BLOCK + 6) u relative
+    (``chernoff_sums``: its exponentials and sums; ``dm0`` added to M'), raised to
     the power t; the logs and the sum 2u of their magnitudes; plus 1e-12 by the caller (+inf
     where the MGF overflows: no bound at that lam).  (A flat 1e-12 relative was exceeded: 2.0e-12
     at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
     m, dm = np.empty(lams.size), np.empty(lams.size)
     charge(w.size * lams.size)  # (on the one meter: a product and two multiply-adds a term, ~ a unit)
     ka.chernoff_sums(np.ascontiguousarray(w, dtype=np.float64), float(h), lams, m, dm)
+    dm += dm0  # (a non-negative term more: its rounding is the 2u added to r below)
     ok = np.isfinite(m) & np.isfinite(dm) & (m > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         lm = np.where(ok, np.log(np.where(ok, m, 1.0)), 0.0)
         pos = ok & (dm > 0)
         ldm = np.where(pos, np.log(np.where(pos, dm, 1.0)), 0.0)
-    r = (w.size + 2.0 * lams * ((w.size - 1) * h) + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
+    r = (w.size + 2.0 * np.abs(lams) * ((w.size - 1) * h) + 3.0 * ka.CHERNOFF_BLOCK + 6.0) * U
     lc = caps[:, None] * lams[None, :]
     lq = t * lm - lc + t * r + 2 * U * (t * np.abs(lm) + np.abs(lc) + 2.0)
     lp = ((t - 1) * lm + ldm - math.log(t) - lc + t * r
