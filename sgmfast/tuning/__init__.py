@@ -155,13 +155,13 @@ METHODS = ("best", "rdp", "profile")
 # ------------------------------------------------------------------------------------------------
 # Public API
 
-def _lazy_profile(sigma, q, steps, e_max, goal, accuracy, relation):
+def _lazy_profile(sigma, q, steps, e_max, goal, accuracy, relation, tilt_at=None):
     """A function returning the run's :class:`_Profile`, computed on first use only."""
     box = []
 
     def get():
         if not box:
-            box.append(_Profile(sigma, q, steps, e_max(), goal, accuracy, relation))
+            box.append(_Profile(sigma, q, steps, e_max(), goal, accuracy, relation, tilt_at))
         return box[0]
 
     return get
@@ -174,8 +174,9 @@ def _decade(d: float) -> float:
 
 
 def _target_profile(sigma, q, steps, dlt, runs, accuracy, relation):
-    """The lazy profile for a target delta: up to 4x RDP's eps at 1e-3 delta / E[K], the PLD tail
-    cut at 1e-4 delta / E[K] (delta taken to its decade)."""
+    """The lazy profile for a target delta: up to 4x RDP's eps at 1e-3 delta / E[K], read off the
+    PLD grids tilted towards delta / (4 E[K]) (delta taken to its decade), about where the bound
+    reads the run's eps (at delta / (E[K] e^e2) for a split e2 of 1 to 2 nats, less I)."""
     d = _decade(dlt) / max(runs.mean, 1.0)
 
     def e_max():
@@ -183,7 +184,7 @@ def _target_profile(sigma, q, steps, dlt, runs, accuracy, relation):
 
         return max(4.0 * float(rdp.epsilon(sigma, q, steps, min(0.5, 1e-3 * d))), 1e-3)
 
-    return _lazy_profile(sigma, q, steps, e_max, 1e-4 * d, accuracy, relation)
+    return _lazy_profile(sigma, q, steps, e_max, 1e-4 * d, accuracy, relation, tilt_at=0.25 * d)
 
 
 def _edge(sigma, q, steps):
@@ -260,7 +261,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
         out = _rdp_epsilon(s, qq, t, dlt, runs, prof)
     if method in ("best", "profile"):
         try:
-            out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof))
+            out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap=out))
         except (GridFailure, ArithmeticError, MemoryError):
             pass  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
     return out

@@ -67,44 +67,72 @@ def _sum_up(a, b):
         return np.where(np.isfinite(r) & (err > 0.0), np.nextafter(r, np.inf), r)
 
 
-def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
-    """Upper bounds on I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du for each e2 (module
-    notes: (c) the Riemann sum, (d) its rounding)."""
+def _cells(runs: RunCount):
+    """(hi, width, sum of hi width): phi' at each cell's right end u_i = 1 - s_i, computed from s_i
+    itself and rounded up, and the cell widths (exact: s[i+1] <= 2 s[i] (Sterbenz), and s[1] - 0).
+    They do not depend on (e1, e2): one evaluation serves every I(e1, e2) of a query."""
     s = _CELLS  # 1 - u at the cell edges, increasing; cell i is [1 - s[i+1], 1 - s[i]] exactly
-    # phi' at each cell's right end u_i = 1 - s_i, from s_i itself, rounded up
     hi = _exp_up(*runs._log_dpgf_gap(s[:-1]))
+    width = np.diff(s)
+    return hi, width, float(hi @ width)
+
+
+def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
+    """Upper bounds on I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du: row r for
+    (e1s[r], d1s[r]), column k for e2[k] (module notes: (c) the Riemann sum, (d) its rounding).
+    ``cells`` is :func:`_cells` of ``runs``."""
+    hi, width, hw = cells
     # 1 - l(u) at each cell's left end, as sums of non-negative terms (no cancellation, each form
     # within _F + 3u), rounded up: the l used is at most the true l, and phi'(l) too
     # (e1 <= _E_CAP, so e^e1 is finite; s >= 1e-14 here, so e^-e1 (s + d1) >= 2.6e-275 and
     # e^e1 s are normal numbers, where the relative error bounds hold)
-    sl = s[1:]
-    gap = np.minimum(-math.expm1(-e1) + math.exp(-e1) * (sl + d1), math.exp(e1) * sl + d1)
+    sl = _CELLS[1:]
+    gap = np.empty((len(e1s), sl.size))
+    for r, (e1, d1) in enumerate(zip(e1s, d1s)):
+        e1, d1 = float(e1), float(d1)
+        gap[r] = np.minimum(-math.expm1(-e1) + math.exp(-e1) * (sl + d1), math.exp(e1) * sl + d1)
     gap = np.minimum(gap * (1.0 + _GAP), 1.0)
     lo = _exp_down(*runs._log_dpgf_gap(gap))  # phi'(l) at each cell's left end, rounded down
-    width = np.diff(s)  # exact: s[i+1] <= 2 s[i] (Sterbenz), and s[1] - 0
-    from .._kernels.tuning import excess
+    from .._kernels.tuning import excess_rows
 
     # e^e2 rounded down (exp within _F; the product's rounding is covered by 2 _F - _F)
     scale = np.exp(np.asarray(e2, dtype=np.float64)) * (1.0 - 2.0 * _F)
-    out = np.empty(scale.size)
-    excess(hi, lo, width, scale, out)
+    out = np.empty((lo.shape[0], scale.size))
+    excess_rows(hi, lo, width, scale, out)
     # the kernel's arithmetic: each cell's exact (hi - scale lo)_+ is at most its computed value
     # over 1 - u plus u hi; the products and the 1501-term sum err by at most (n + 2) u = 1.7e-13
     # relative: the relative 1e-9 covers the first part, 1e-15 of the sum of hi (dot product
     # within 1.7e-13) the u hi part, and both leave >= 2u of slack for the caller's last addition
-    return out * (1.0 + 1e-9) + 1e-15 * float(hi @ width)
+    return out * (1.0 + 1e-9) + 1e-15 * hw
+
+
+def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
+    """Upper bounds on I(e1, e2) for each e2 (one row of :func:`_excess_rows`)."""
+    return _excess_rows(runs, _cells(runs), [e1], [d1], e2)[0]
 
 
 class _Profile:
     """The run's certified privacy profile on a grid: ``d[j]`` >= delta_Q(e[j]) (either direction),
-    made non-increasing (the true profile is), so that delta_Q(x) <= d[j] for every x >= e[j]."""
+    made non-increasing (the true profile is), so that delta_Q(x) <= d[j] for every x >= e[j].
 
-    def __init__(self, sigma, q, steps, e_max, goal, accuracy, relation):
-        from ..pld.tradeoff import _profile_upper
+    With ``tilt_at`` (a delta), the profile is read off the pessimistic composed grids of the PLD
+    accountant tilted towards eps_Q(tilt_at), valid for every eps >= 0, which are kept
+    (``grids``): :meth:`epsilon_sharp` and :meth:`delta_sharp` answer from them at any point, with
+    no further composition.  Without it (or for runs the grids do not cover: noiseless steps, a
+    closed form), one untilted composition per direction, and the sharp answers are PLD queries."""
 
+    def __init__(self, sigma, q, steps, e_max, goal, accuracy, relation, tilt_at=None):
         self.relation = relation
+        self.run = (sigma, q, steps)
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
-        d = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
+        self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at)
+        d = None if self.grids is None else self.delta_sharp(self.e)
+        if d is None or _weak_below(sigma, q, steps, self.e, d, tilt_at):
+            from ..pld.tradeoff import _profile_upper
+
+            # (both are upper bounds: the smaller is one)
+            up = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
+            d = up if d is None else np.minimum(d, up)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
 
     def delta_at(self, x):
@@ -117,6 +145,65 @@ class _Profile:
         t = np.asarray(t, dtype=np.float64)
         j = np.searchsorted(-self.d, -t, side="left")  # first j with d[j] <= t (d non-increasing)
         return np.where(j < self.e.size, self.e[np.minimum(j, self.e.size - 1)], math.inf)
+
+    def delta_sharp(self, x) -> np.ndarray:
+        """Upper bounds on delta_Q at each x >= 0 (array), not rounded to the grid of ``e``."""
+        from ..pld.grid.queries import delta_bound
+
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if self.grids is None:
+            from .. import pld
+
+            return np.asarray(pld.delta(*self.run, x, accuracy=_REFINE, relation=self.relation).upper)
+        # the larger of the directions' certified upper bounds (each holds at every eps >= 0)
+        return np.minimum(np.max([delta_bound(g, x) for g in self.grids], axis=0), 1.0)
+
+    def epsilon_sharp(self, t: float) -> float:
+        """An upper bound on eps_Q(t), not rounded to the grid of ``e``: with the grids, the
+        largest of the directions' eps whose certified delta is <= t (delta_Q does not increase,
+        so every direction's delta is <= t there)."""
+        from ..pld.grid.queries import eps_bound
+
+        if self.grids is None:
+            from .. import pld
+
+            return float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper)
+        return max(float(eps_bound(g, t)) for g in self.grids)
+
+
+def _weak_below(sigma, q, steps, e, d, t0) -> bool:
+    """Whether the tilted profile ``d`` is looser than RDP's conversion at some of 8 points where
+    it is above t0: a strong tilt leaves the small eps (large delta) to the edge of its window,
+    which the untilted profile then covers (a choice of work only: every profile is a bound)."""
+    from .. import rdp
+
+    js = np.flatnonzero(d > t0)
+    if js.size == 0:
+        return False
+    js = js[np.linspace(0, js.size - 1, min(js.size, 8)).astype(np.int64)]
+    return bool(np.any(d[js] > np.asarray(rdp.delta(sigma, q, steps, e[js]))))
+
+
+def _tilted_grids(sigma, q, steps, relation, accuracy, t0):
+    """The pessimistic composed grids of each direction of the run, tilted towards the eps of the
+    delta ``t0`` and valid for every eps >= 0 (the grid, step and tail cut of a PLD query at t0);
+    None where the PLD accountant answers without grids (noiseless steps, a closed form)."""
+    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, bins_limit
+    from ..pld.engine import TILT, Engine
+    from ..pld.grid.estimates import eps_estimate
+
+    if relation != "add_remove":
+        return None  # (``_weak_below`` compares with RDP, which is of add/remove)
+    engine = Engine([(sigma, q, int(steps))], accuracy, None, relation)
+    if not engine.schedule or engine.p_hi > 0.0 or engine.form is not None:
+        return None
+    job = engine.job(t0)
+    step = engine.first_step(t0)
+    est = eps_estimate(engine.schedule, t0, engine.main)
+    with bins_limit(FIRST_BINS):
+        if engine.replace:
+            return [TILT.grid(job, REPLACE, True, step, est, 0.0)]
+        return [TILT.grid(job, d, True, step, est, 0.0) for d in (REMOVE, ADD)]
 
 
 def _coarse_fine(at, n: int, every: int = 8):
@@ -134,34 +221,57 @@ def _coarse_fine(at, n: int, every: int = 8):
     return best, info
 
 
-def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof) -> float:
-    from .. import pld
+def _coarse_fine_rows(rows, n: int, every: int = 8):
+    """:func:`_coarse_fine` with the j of each pass evaluated together: ``rows(js)`` gives the
+    values and infos of all js (the same answer: the first j of least value)."""
+    js = np.arange(0, n, every)
+    vals, infos = rows(js)
+    k = int(np.argmin(vals))
+    best, info, jb = float(vals[k]), infos[k], int(js[k])
+    if not best < math.inf:
+        best, info, jb = math.inf, None, 0
+    near = np.array([j for j in range(max(jb - every + 1, 0), min(jb + every, n)) if j % every], dtype=np.int64)
+    if near.size:
+        vals, infos = rows(near)
+        k = int(np.argmin(vals))
+        if vals[k] < best:
+            best, info = float(vals[k]), infos[k]
+    return best, info
 
+
+def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=math.inf) -> float:
+    """The profile bound's eps at ``dlt``; ``cap`` (a bound already known, e.g. the RDP one) only
+    saves work: splits e2 with e2* >= cap give a total >= cap and are not evaluated."""
     prof = prof()
-    e2 = prof.e
+    e2 = prof.e[prof.e * (1.0 + _REL) < cap]
+    if e2.size == 0:
+        return math.inf
     big, err = runs._log_dpgf_gap(np.zeros(1))
     log_m = float(big[0] + err[0])  # >= log E[K] (its rounding: within the 1e-12 below)
+    cells = _cells(runs)
+    e2_up = e2 * (1.0 + _REL)
+    # the split is e2* = fl(e2 (1 + _REL)): I is read at fl(e2 (1 - _REL)) <= e2*, and t <=
+    # (delta - I) / (E[K] e^e2*) -- the 1e-12 covers exp's _F, three roundings and the
+    # exponent's (u |e2* + log E[K]| <= 2e-13 while E[K] < e^1000)
+    share = np.exp(-e2_up - log_m) * (1.0 - 1e-12)
 
-    def at(j):
-        """(best eps, (e2, target)) over e2 for e1 = e[j]."""
-        rest = dlt - _excess(runs, float(prof.e[j]), float(prof.d[j]), e2 * (1.0 - _REL))
+    def rows(js):
+        """(best eps over e2, (e2*, target)) for e1 = e[j], each j of js."""
+        rest = dlt - _excess_rows(runs, cells, prof.e[js], prof.d[js], e2 * (1.0 - _REL))
         ok = rest > 0.0
-        if not ok.any():
-            return math.inf, None
-        # the split is e2* = fl(e2 (1 + _REL)): I is read at fl(e2 (1 - _REL)) <= e2*, and t <=
-        # (delta - I) / (E[K] e^e2*) -- the 1e-12 covers exp's _F, three roundings and the
-        # exponent's (u |e2* + log E[K]| <= 2e-13 while E[K] < e^1000)
-        t = rest[ok] * np.exp(-e2[ok] * (1.0 + _REL) - log_m) * (1.0 - 1e-12)
-        # eps = e2* + eps_Q(t), the sum rounded up: delta_Q is read at or below eps - e2*
-        tot = _sum_up(e2[ok] * (1.0 + _REL), np.where(t >= 1.0, 0.0, prof.epsilon_at(t)))
-        k = int(np.argmin(tot))
-        return float(tot[k]), (float(e2[ok][k] * (1.0 + _REL)), float(t[k]))
+        with np.errstate(invalid="ignore"):
+            t = rest * share
+            # eps = e2* + eps_Q(t), the sum rounded up: delta_Q is read at or below eps - e2*
+            tot = np.where(ok, _sum_up(e2_up, np.where(t >= 1.0, 0.0, prof.epsilon_at(t))), math.inf)
+        ks = np.argmin(tot, axis=1)
+        vals = tot[np.arange(len(js)), ks]
+        infos = [(float(e2_up[k]), float(t[r, k])) if vals[r] < math.inf else None for r, k in enumerate(ks)]
+        return vals, infos
 
-    best, best_t = _coarse_fine(at, prof.e.size)
+    best, best_t = _coarse_fine_rows(rows, prof.e.size)
     if best_t is not None and best_t[1] < 1.0:
-        # the grid's eps_Q at the best target, sharpened by one PLD query
-        e_q = float(pld.epsilon(sigma, q, steps, best_t[1], accuracy=_REFINE, relation=relation).upper)
-        best = min(best, float(_sum_up(best_t[0], e_q)))
+        # the grid's eps_Q at the best target, sharpened: off the kept grids (or a PLD query)
+        best = min(best, float(_sum_up(best_t[0], prof.epsilon_sharp(best_t[1]))))
     return best
 
 
@@ -170,8 +280,6 @@ SHARPEN = 4
 
 
 def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
-    from .. import pld
-
     prof = prof()
     # e2 such that eps - e2 is a grid point, and the grid points themselves (the e2 that
     # ``epsilon`` tries: so that delta(epsilon(d)) <= d can hold)
@@ -190,20 +298,21 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     # E[K] rounded up; the 1 + _REL covers exp's _F and the products (and the final sum, with the
     # slack ``_excess`` leaves)
     m = _mean_up(runs) * (1.0 + _REL)
+    cells = _cells(runs)
 
     def at(j):
-        excess = _excess(runs, float(prof.e[j]), float(prof.d[j]), e2_in)
+        excess = _excess_rows(runs, cells, [prof.e[j]], [prof.d[j]], e2_in)[0]
         tot = m * np.exp(e2) * d_rest + excess
         ks = np.argsort(tot)[:SHARPEN]
         return float(tot[ks[0]]), [(float(x[k]), float(e2[k]), float(excess[k])) for k in ks]
 
     best, args = _coarse_fine(at, prof.e.size)
     best = min(best, 1.0)
-    # delta_Q at the best few splits by one sharper PLD query each instead of the grid's (the
-    # grid's best split need not be the one ``epsilon`` sharpened: SHARPEN of them make the
-    # round trip delta(epsilon(d)) <= d hold to the query's accuracy)
+    # delta_Q at the best few splits, sharper than the grid's (off the kept grids, or one PLD
+    # query): the grid's best split need not be the one ``epsilon`` sharpened: SHARPEN of them
+    # make the round trip delta(epsilon(d)) <= d hold to the query's accuracy
     if args is not None:
         xs = np.array([max(a[0], 0.0) for a in args])  # (the same x: the same split e2*)
-        d_q = pld.delta(sigma, q, steps, xs, accuracy=_REFINE, relation=prof.relation).upper
+        d_q = prof.delta_sharp(xs)
         best = min(best, min(m * math.exp(a[1]) * float(d) + a[2] for a, d in zip(args, d_q)))
     return best
