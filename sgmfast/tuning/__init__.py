@@ -19,11 +19,13 @@ return the smaller one (``method="best"``), or either one:
     the run's delta at eps_hat = log(1 + 1/(lambda - 1)): the certified PLD upper bound.
 
 ``"profile"``
-    From the certified privacy profile delta_Q(eps) of one run (:func:`sgmfast.pld.delta` upper
-    bounds) -- the route of Koskela, Redberg & Wang, "Privacy profiles for private selection",
-    ICML 2024.  The paper's own theorem could not be consulted when this was written, so the
-    bound below is derived here, with its proof; it is not claimed to be theirs.  For DP-SGD it
-    is usually the smaller of the two (``bench/README.md``); Poisson K is the exception seen.
+    From the certified privacy profile delta_Q(eps) of one run (the PLD accountant's upper
+    bounds: read off its pessimistic composed grids, tilted towards the eps the bound reads and
+    valid at every eps >= 0, one per direction, built once per query) -- the route of Koskela,
+    Redberg & Wang, "Privacy profiles for private selection", ICML 2024.  The paper's own
+    theorem could not be consulted when this was written, so the bound below is derived here,
+    with its proof; it is not claimed to be theirs.  For DP-SGD it is usually the smaller of the
+    two (``bench/README.md``); Poisson K is the exception seen.
 
 What a search may select on (the premises of both bounds).  Every run is one DP-SGD run with the
 given (sigma, q, steps) on the data, independent of the other runs; its other hyperparameters
