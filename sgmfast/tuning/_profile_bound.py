@@ -18,8 +18,11 @@ _PROFILE_POINTS = 256
 #: Largest e1, e2 and grid eps of the profile bound (e^600 is finite; a run whose eps is beyond
 #: this gets the RDP bound or +inf)
 _E_CAP = 600.0
-#: Accuracy of the one PLD query that sharpens the best grid candidate
+#: Accuracy of the one PLD query that sharpens the best grid candidate (untilted profiles)
 _REFINE = 1e-3
+#: How far (relative) the add direction's coarse tilted grid may lie above the remove one before
+#: its fine grid is built too
+_ADD_SLACK = 1e-2
 
 
 def _exp_up(big, err):
@@ -125,7 +128,7 @@ class _Profile:
         self.relation = relation
         self.run = (sigma, q, steps)
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
-        self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at)
+        self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at, self.e)
         d = None if self.grids is None else self.delta_sharp(self.e)
         if d is None or _weak_below(sigma, q, steps, self.e, d, tilt_at):
             from ..pld.tradeoff import _profile_upper
@@ -155,8 +158,9 @@ class _Profile:
             from .. import pld
 
             return np.asarray(pld.delta(*self.run, x, accuracy=_REFINE, relation=self.relation).upper)
-        # the larger of the directions' certified upper bounds (each holds at every eps >= 0)
-        return np.minimum(np.max([delta_bound(g, x) for g in self.grids], axis=0), 1.0)
+        # the larger over the directions of the smallest of each one's certified upper bounds (each
+        # holds at every eps >= 0)
+        return np.minimum(np.max([np.min([delta_bound(g, x) for g in gs], axis=0) for gs in self.grids], axis=0), 1.0)
 
     def epsilon_sharp(self, t: float) -> float:
         """An upper bound on eps_Q(t), not rounded to the grid of ``e``: with the grids, the
@@ -168,7 +172,7 @@ class _Profile:
             from .. import pld
 
             return float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper)
-        return max(float(eps_bound(g, t)) for g in self.grids)
+        return max(min(float(eps_bound(g, t)) for g in gs) for gs in self.grids)
 
 
 def _weak_below(sigma, q, steps, e, d, t0) -> bool:
@@ -184,11 +188,15 @@ def _weak_below(sigma, q, steps, e, d, t0) -> bool:
     return bool(np.any(d[js] > np.asarray(rdp.delta(sigma, q, steps, e[js]))))
 
 
-def _tilted_grids(sigma, q, steps, relation, accuracy, t0):
-    """The pessimistic composed grids of each direction of the run, tilted towards the eps of the
-    delta ``t0`` and valid for every eps >= 0 (the grid, step and tail cut of a PLD query at t0);
-    None where the PLD accountant answers without grids (noiseless steps, a closed form)."""
+def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
+    """Pessimistic composed grids of each direction of the run (a list per direction), tilted
+    towards the eps of the delta ``t0`` and valid for every eps >= 0 (the grid, step and tail cut
+    of a PLD query at t0); None where the PLD accountant answers without grids (noiseless steps, a
+    closed form).  The add direction usually lies below the remove one, as in the accountant's
+    own queries: its grid 4x coarser, and the fine one too only where the coarse one is more than
+    ``_ADD_SLACK`` above the remove one at some point of ``e`` (a choice of tightness only)."""
     from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, bins_limit
+    from ..pld.grid.queries import delta_bound
     from ..pld.engine import TILT, Engine
     from ..pld.grid.estimates import eps_estimate
 
@@ -202,8 +210,12 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0):
     est = eps_estimate(engine.schedule, t0, engine.main)
     with bins_limit(FIRST_BINS):
         if engine.replace:
-            return [TILT.grid(job, REPLACE, True, step, est, 0.0)]
-        return [TILT.grid(job, d, True, step, est, 0.0) for d in (REMOVE, ADD)]
+            return [[TILT.grid(job, REPLACE, True, step, est, 0.0)]]
+        remove = TILT.grid(job, REMOVE, True, step, est, 0.0)
+        add = [TILT.grid(job, ADD, True, 4 * step, est, 0.0)]
+        if np.any(delta_bound(add[0], e) > delta_bound(remove, e) * (1.0 + _ADD_SLACK)):
+            add.append(TILT.grid(job, ADD, True, step, est, 0.0))
+    return [[remove], add]
 
 
 def _coarse_fine(at, n: int, every: int = 8):
