@@ -87,3 +87,12 @@ def test_profile_bound_same_with_and_without_the_tilt():
         b = profile_bound._profile_epsilon(sigma, q, steps, dlt, runs, 1e-3, "add_remove", slow)
         assert slow().grids is None and fast().grids is not None
         assert a == pytest.approx(b, rel=1e-3)
+
+
+def test_sharp_eps_far_from_the_tilt_is_no_worse_than_a_query():
+    """Far from the delta the grids are tilted towards, eps_Q is asked of the accountant as well."""
+    sigma, q, steps = 0.52, 0.0066, 495
+    prof = profile_bound._Profile(sigma, q, steps, 30.0, 1e-14, 1e-3, "add_remove", tilt_at=1.8e-11)
+    for t in (2.8e-14, 1e-5):
+        r = pld.epsilon(sigma, q, steps, t, accuracy=1e-3)
+        assert r.lower <= prof.epsilon_sharp(t) <= r.upper

@@ -20,6 +20,9 @@ _PROFILE_POINTS = 256
 _E_CAP = 600.0
 #: Accuracy of the one PLD query that sharpens the best grid candidate (untilted profiles)
 _REFINE = 1e-3
+#: The kept tilted grids answer eps_Q(t) alone for t within this factor of the delta they are
+#: tilted towards (further out, a PLD query of its own is asked too: the tilt's accuracy fades)
+_TILT_REACH = 100.0
 #: How far (relative) the add direction's coarse tilted grid may lie above the remove one before
 #: its fine grid is built too
 _ADD_SLACK = 1e-2
@@ -121,12 +124,14 @@ class _Profile:
     With ``tilt_at`` (a delta), the profile is read off the pessimistic composed grids of the PLD
     accountant tilted towards eps_Q(tilt_at), valid for every eps >= 0, which are kept
     (``grids``): :meth:`epsilon_sharp` and :meth:`delta_sharp` answer from them at any point, with
-    no further composition.  Without it (or for runs the grids do not cover: noiseless steps, a
-    closed form), one untilted composition per direction, and the sharp answers are PLD queries."""
+    no further composition (eps_Q at a delta far from ``tilt_at``: a PLD query as well).  Without
+    it (or for runs the grids do not cover: noiseless steps, a closed form), one untilted
+    composition per direction, and the sharp answers are PLD queries."""
 
     def __init__(self, sigma, q, steps, e_max, goal, accuracy, relation, tilt_at=None):
         self.relation = relation
         self.run = (sigma, q, steps)
+        self.tilt_at = tilt_at
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
         self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at, self.e)
         d = None if self.grids is None else self.delta_sharp(self.e)
@@ -168,11 +173,15 @@ class _Profile:
         so every direction's delta is <= t there)."""
         from ..pld.grid.queries import eps_bound
 
-        if self.grids is None:
-            from .. import pld
+        out = math.inf
+        if self.grids is not None:
+            out = max(min(float(eps_bound(g, t)) for g in gs) for gs in self.grids)
+            if self.tilt_at / _TILT_REACH <= t <= self.tilt_at * _TILT_REACH:
+                return out
+        # (no grids, or t far from the delta they are tilted towards: a PLD query of its own)
+        from .. import pld
 
-            return float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper)
-        return max(min(float(eps_bound(g, t)) for g in gs) for gs in self.grids)
+        return min(out, float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper))
 
 
 def _weak_below(sigma, q, steps, e, d, t0) -> bool:
