@@ -172,7 +172,7 @@ def test_w_lower_eta_bounds_the_cell_means():
             h = _lattice(sigma, t, acc, tail, lev)[0]
             s = 1.0 / sigma
             out_k = np.empty(K + 1)
-            eta_k = ka.w_lower(s, h, K, out_k)
+            eta_k = ka.w_lower(s, h, K, out_k)[:2]
             (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0)
             assert (eta, rho) == eta_k and np.array_equal(out, out_k), (sigma, eta, eta_k)  # the copy is the kernel
             assert eta <= ka.ETA_MAX * h and rho <= ka.RHO_MAX * (1 + 1e-9)

@@ -193,29 +193,60 @@ def two_cores() -> bool:
 
 
 # --- refining until narrow (methods outside the engine: balls-in-bins and fixed-size batches) -------
+#: A call of k such queries (several δ of one run) spends about this many single budgets in
+#: all: each refines on min(1, SHARED_TOTAL / k) of its budget (``shared_budget``).  Three δ of
+#: one balls-in-bins run at sigma 0.92 took 16 s at a full budget each.
+SHARED_TOTAL = 1.0
+#: ``refine_levels`` abandons a level that would take its work past this many budgets.
+HARD_LEVELS = 2.0
+_SHARE: ContextVar = ContextVar("sgmfast_budget_share", default=1.0)
+
+
+@contextmanager
+def shared_budget(queries: int):
+    """Inside the block every ``refine_levels`` budget is scaled by min(1, SHARED_TOTAL / queries)."""
+    token = _SHARE.set(_SHARE.get() * min(1.0, SHARED_TOTAL / max(1, queries)))
+    try:
+        yield
+    finally:
+        _SHARE.reset(token)
+
+
+def budget_share() -> float:
+    """The factor ``shared_budget`` puts on the budgets of the moment (1 outside it)."""
+    return _SHARE.get()
+
+
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified
     start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
     no interval by a quarter (finer grids no longer pay: round-off has caught up with the
     discretisation), or the next level would end past ``budget`` seconds of work (units of
-    ``_work``, counted, never read off a clock: the answer does not depend on the machine's load).
+    ``_work``, counted, never read off a clock: the answer does not depend on the machine's load;
+    scaled inside ``shared_budget``).
     An attempt that cannot be built (GridFailure, ArithmeticError, MemoryError) ends the
     refinement: what is certified so far is returned."""
     best_lo, best_up = lo0, up0
-    limit = budget * UNITS_PER_SECOND
+    limit = budget * _SHARE.get() * UNITS_PER_SECOND
     last = 0.0
     width = np.inf
-    with metered() as meter:
+    # (a level that runs past HARD_LEVELS times the budget is abandoned -- ``WorkLimit``, a
+    # GridFailure -- and what is certified so far returned: the planned costs are estimates)
+    with metered(Meter(HARD_LEVELS * limit)) as meter:
+        prev = 0.0
         for level in range(levels):
-            if level and meter.units + growth * last > limit:
+            # (the next level's cost: ``growth`` times the last, or the last two levels' own ratio
+            # where that is smaller -- at least 1.5: a level's lattice charges grow like its size)
+            rate = growth if not prev else min(growth, max(1.5, last / prev))
+            if level and meter.units + rate * last > limit:
                 break
             before = meter.units
             try:
                 lo, up = attempt(level)
             except (GridFailure, ArithmeticError, MemoryError):
                 break
-            last = meter.units - before
+            prev, last = last, meter.units - before
             best_up = np.minimum(best_up, up)
             best_lo = np.maximum(best_lo, lo)
             if narrow(best_lo, best_up):

@@ -154,15 +154,17 @@ def w_lower(s, h, K, out):
     Reporting the cell instead of W is post-processing, so the pair of the cells' law is
     dominated by the true pair; mass in a last cell whose mean stays below the next lattice
     point is dropped, and so is a cell whose mean is not pinned down (ETA_MAX, RHO_MAX).
-    Returns (eta, rho): every cell's exact conditional mean is within eta + rho x of its lattice
-    point x, so a sum S of t reported points is within t eta + rho S of the sum of the means (the
-    likelihood ratio times t); the callers move S to S (1 -+ rho) -+ t eta against the bound."""
+    Returns (eta, rho, calls): every cell's exact conditional mean is within eta + rho x of its
+    lattice point x, so a sum S of t reported points is within t eta + rho S of the sum of the
+    means (the likelihood ratio times t); the callers move S to S (1 -+ rho) -+ t eta against the
+    bound.  ``calls`` counts the CDF-difference pairs evaluated (the caller's work charge)."""
     for k in range(K + 1):
         out[k] = 0.0
     b = 0.0
     top = K * h
     eta = 0.0
     rho = 0.0
+    calls = 0
     while True:
         # the first lattice point at least h/2 above b: no cell is narrower than ~h
         j = int(math.floor(b / h + 0.5)) + 1
@@ -170,6 +172,7 @@ def w_lower(s, h, K, out):
             break
         x = j * h
         m_top, e_top = _cell(s, b, top)
+        calls += 3  # (this one, the last one and the error bounds below)
         if m_top == 0.0 or e_top - x * m_top <= 0.0:
             break
         # F(c) = E[W - x; (b, c)] < 0 at c = x, > 0 at c = top; F'(c) = (c - x) density(c):
@@ -178,6 +181,7 @@ def w_lower(s, h, K, out):
         c = min(2.0 * x - b, top)
         for _ in range(100):
             m, e = _cell(s, b, c)
+            calls += 1
             f = e - x * m
             if f > 0.0:
                 hi_c = c
@@ -214,7 +218,7 @@ def w_lower(s, h, K, out):
                 out[j] += m * (1.0 - SLACK - em)
             # else: a cell whose mean the root finding did not pin down is dropped
         b = c
-    return eta, rho
+    return eta, rho, calls
 
 
 @jit

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._types import Bounds
 from ..._work import UNITS_PER_SECOND, metered
-from ..common import broadcast_groups
+from ..common import broadcast_groups, shared_budget
 from ..curve_grids import _spread
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
@@ -128,9 +128,10 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
             b = _one(kind, sampler, relation, s, qq, int(t), flat[3][idx], accuracy)
             lo[idx], up[idx] = b.lower, b.upper
         else:
-            for i in idx:
-                b = _one(kind, sampler, relation, s, qq, int(t), float(flat[3][i]), accuracy)
-                lo[i], up[i] = b.lower, b.upper
+            with shared_budget(len(idx)):  # (several δ of one run: one budget in all)
+                for i in idx:
+                    b = _one(kind, sampler, relation, s, qq, int(t), float(flat[3][i]), accuracy)
+                    lo[i], up[i] = b.lower, b.upper
     out = Bounds(float(lo[0]), float(up[0])) if shape == () else Bounds(lo.reshape(shape), up.reshape(shape))
     warn_if_loose(sampler, out)
     return out

@@ -85,7 +85,7 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i):
                  | _settled(lo, up, hi_i, lo_i))
         if not todo.any():  # (nothing to refine: no lattice built, and no progress ends the levels)
             return lo, up
-        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level)
+        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET)
         epoch = bb.epoch(sigma, t, h, w_max, cap, tail())
         step = bb._loss_step(sigma, t, accuracy, level)
         for i in np.flatnonzero(todo)[::-1]:  # (largest count first)

@@ -73,8 +73,8 @@ from ..._kernels.pld import allocation as ka
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
-from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, cache_put, refine_levels
+from ..._work import PER_BIN_DISCRETISE, UNITS_PER_SECOND, charge
+from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels
 from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
@@ -125,10 +125,12 @@ class Epoch:
         w_max = K * h
         C = max(K + 1, int(math.ceil(cap / h)) + 1)
         mass, off, err = np.empty(K), np.empty(K), np.empty(K)
+        charge(CELL_UNITS[0] * K)  # (the cells of both laws: CDF differences, and Newton for the lower's)
         ka.lognormal_cells(s, h, K, mass, off, err)
         wu, wl = np.empty(K + 1), np.empty(K + 1)
         ka.w_upper(h, K, mass, off, err, wu)
-        eta, rho = ka.w_lower(s, h, K, wl)
+        eta, rho, calls = ka.w_lower(s, h, K, wl)
+        charge(CELL_UNITS[1] * calls)
         self.eta, self.rho = float(eta), float(rho)
         self.t, self.h, self.C = t, h, C
         # (every partial sum cut to its window, ``epoch_power``: what the cuts remove is charged
@@ -246,10 +248,12 @@ def epoch(sigma: float, t: int, h: float, w_max: float, cap: float, tail: float 
 
 
 # --- parameters --------------------------------------------------------------------------------
-def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
+def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, budget: float = BUDGET):
     """(h, W_max, cap): lattice spacing from the variance of W (the spread adds <= h^2/4 of
     Var W = e^{1/sigma^2} - 1), top where the shifted coordinate's tail is ``tail``, cap above
-    t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified)."""
+    t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
+    level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
+    ``common.budget_share``): a later level only runs where the budget has room for it."""
     s = 1.0 / sigma
     var = math.expm1(s * s)
     h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
@@ -264,6 +268,16 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
     cap = t + (2.0 if cut else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
+    afford = budget * budget_share()
+    while True:
+        got = _fit(s, t, var, tail, cut, h, w_max, cap, most)
+        if refine or most <= MIN_LATTICE or epoch_cost(got[2] / got[0], got[1] / got[0], t, tail) <= afford:
+            return got
+        most >>= 1
+
+
+def _fit(s, t, var, tail, cut, h, w_max, cap, most):
+    """``_lattice``'s (h, W_max, cap) with at most ``most`` lattice points in the windows."""
     # (the transforms only cover the partial sums' windows, ``epoch_power``: S from about
     # t - 17 sd(S) up, where a light-tailed S at large t has all its mass -- sigma 19.6, t 1446:
     # 1419 .. 1470 of a lattice from 0)
@@ -278,6 +292,27 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int):
         cap = min(cap, t + (2.0 if cut and t <= 16 else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0)
         h = max(h, max(cap - low, w_max) / most)
     return max(h, cap / MAX_FULL), w_max, cap
+
+
+#: Work units per cell of W's upper lattice law (``lognormal_cells``) and per CDF-difference pair
+#: of the lower's Newton steps (``w_lower``: 4-7 a cell), measured against the FFT's unit on six
+#: lattices (280-380 and 190-240); uncharged before, ~1.7 s of work an epoch at sigma 1.07, t 8
+#: with 3.3e5 cells.  Planned (``epoch_cost``) at 6 pairs a cell.
+CELL_UNITS = 380.0, 240.0
+#: Fewest lattice points ``_lattice`` goes down to for the budget.
+MIN_LATTICE = 1 << 16
+#: Work (seconds of ``_work`` units) of one epoch per n log2(n) log2(t) (n lattice points):
+#: measured 60-94 x 1e-9 on ten epochs from sigma 0.4 to 2, t 16 to 10^4 (more with the four tilts
+#: of a small truncation budget; less where the windows are narrow); a planning figure only.
+EPOCH_UNITS = 65e-9, 90e-9
+
+
+def epoch_cost(n: float, cells: float, t: int, tail: float) -> float:
+    """Planned work of an ``Epoch`` on n lattice points with ``cells`` cells of W (``EPOCH_UNITS``,
+    ``CELL_UNITS``)."""
+    n = max(n, 2.0)
+    return (EPOCH_UNITS[tail < TILTED_LOWER_TAIL] * n * math.log2(n) * math.log2(max(t, 2))
+            + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * cells / UNITS_PER_SECOND)
 
 
 def _two_above(s: float, t: int, tail: float) -> float:
@@ -510,7 +545,7 @@ def _levels(sigma, t, accuracy, tail, evaluate):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment."""
     def attempt(level):
-        h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level)
+        h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level, BUDGET)
         return evaluate(epoch(sigma, t, h, w_max, cap, tail()), _loss_step(sigma, t, accuracy, level))
 
     return attempt
