@@ -295,10 +295,10 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
 
 
 #: Work units per cell of W's upper lattice law (``lognormal_cells``) and per CDF-difference pair
-#: of the lower's Newton steps (``w_lower``: 4-7 a cell), measured against the FFT's unit on six
-#: lattices (280-380 and 190-240); uncharged before, ~1.7 s of work an epoch at sigma 1.07, t 8
-#: with 3.3e5 cells.  Planned (``epoch_cost``) at 6 pairs a cell.
-CELL_UNITS = 380.0, 240.0
+#: of the lower's Newton steps (``w_lower``: 4-7 a cell): CPU seconds times UNITS_PER_SECOND,
+#: measured on six lattices (0.57 us a cell, 0.37 us a pair at sigma 1.07, t 8, 3.3e5 cells; ~0.7 s
+#: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 6 pairs a cell.
+CELL_UNITS = 150.0, 100.0
 #: Fewest lattice points ``_lattice`` goes down to for the budget.
 MIN_LATTICE = 1 << 16
 #: Work (seconds of ``_work`` units) of one epoch per n log2(n) log2(t) (n lattice points):
