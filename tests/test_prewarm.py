@@ -45,3 +45,42 @@ def _edge_args():
         if qualname == "edge":
             return args
     raise AssertionError("the manifest has no windows.edge")
+
+
+def _literal_calls(module):
+    """Calls, in ``module``'s source, of one of its kernels with a constant bool, int or str
+    argument: numba types such an argument as a Literal and compiles the callee once more for
+    it (a first run then compiles the same kernel twice or more)."""
+    import ast
+    import inspect
+
+    def constant(node):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        return isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, str))
+
+    found = []
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if not isinstance(node, ast.Call):
+            continue
+        f, target = node.func, None
+        if isinstance(f, ast.Name):
+            target = vars(module).get(f.id)
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            target = getattr(vars(module).get(f.value.id), f.attr, None)
+        if isinstance(target, numba.core.registry.CPUDispatcher):
+            args = list(node.args) + [k.value for k in node.keywords]
+            found += [f"{module.__name__}:{node.lineno} {ast.unparse(node)[:60]}" for a in args if constant(a)]
+    return found
+
+
+def test_no_kernel_calls_a_kernel_with_a_literal_argument():
+    import importlib
+    import pkgutil
+
+    import sgmfast._kernels as kernels
+
+    found = []
+    for info in pkgutil.walk_packages(kernels.__path__, kernels.__name__ + "."):
+        found += _literal_calls(importlib.import_module(info.name))
+    assert found == [], "pass bool(True), int(0), ...: a constant argument compiles the callee again"

@@ -70,7 +70,7 @@ def _eps(kind, x, q, sigma, steps, log_delta, margin, xtol):
     else:
         cs[0] = math.exp(x)
     cs[0] *= 1.0 + margin
-    v, _a = optimise_order(qs, ss, cs, log_delta, 0, True, xtol)
+    v, _a = optimise_order(qs, ss, cs, log_delta, int(0), bool(True), xtol)
     return v
 
 

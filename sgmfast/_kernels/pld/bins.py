@@ -172,8 +172,9 @@ def addremove_tails(sigma, q, step, j_lo, j_hi, add):
     remove-loss coordinates (add: loss < lo <=> remove loss > -lo) on the same floating-point
     edges as the bins."""
     if add:
-        return _tail_logmass(-(j_lo * step), sigma, q, True), _head_logmass(-(j_hi * step), sigma, q, True)
-    return _head_logmass(j_lo * step, sigma, q, False), _tail_logmass(j_hi * step, sigma, q, False)
+        return (_tail_logmass(-(j_lo * step), sigma, q, bool(True)),
+                _head_logmass(-(j_hi * step), sigma, q, bool(True)))
+    return _head_logmass(j_lo * step, sigma, q, bool(False)), _tail_logmass(j_hi * step, sigma, q, bool(False))
 
 
 @jit

@@ -281,8 +281,8 @@ def _contract_to_grid(step, n, frac, amass, opt_out):
                 has_carry = False
     if has_carry:
         opt[c_idx] += c_m
-    atoms = _compensated_sum(amass[: n - 1], True)
-    dep = _compensated_sum(opt, False)
+    atoms = _compensated_sum(amass[: n - 1], bool(True))
+    dep = _compensated_sum(opt, bool(False))
     f = 1.0 - 8.0 * EPS64
     if dep > 0.0 and atoms < dep:
         f *= atoms / dep

@@ -311,19 +311,19 @@ def eps_bound(kind, log_target, q, w, upper):
     checked at itself, so it holds whatever the bounds' shape between the points tried.  A NaN
     (no bound) counts as 'above the target' for the upper side and 'not above' for the lower."""
     if upper:
-        if _bound(kind, 0.0, q, w, True) <= log_target:
+        if _bound(kind, 0.0, q, w, bool(True)) <= log_target:
             return 0.0
         a, b = 0.0, 1.0
-        while not (_bound(kind, b, q, w, True) <= log_target):
+        while not (_bound(kind, b, q, w, bool(True)) <= log_target):
             a = b
             b *= 2.0
             if b > 1e300:
                 return math.inf
     else:
-        if not (_bound(kind, 0.0, q, w, False) > log_target):
+        if not (_bound(kind, 0.0, q, w, bool(False)) > log_target):
             return 0.0
         a, b = 0.0, 1.0
-        while _bound(kind, b, q, w, False) > log_target:
+        while _bound(kind, b, q, w, bool(False)) > log_target:
             a = b
             b *= 2.0
             if b > 1e300:

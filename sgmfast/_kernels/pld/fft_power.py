@@ -93,7 +93,7 @@ def power_product(spectra, counts, e2, out):
     Full-spectrum sums weight k = 1..h-2 (and h-1 when n is odd) twice.
     """
     wsum = np.zeros(spectra.shape[0])
-    err, z2 = power_range(spectra, counts, e2, out, 0, spectra.shape[1], wsum)
+    err, z2 = power_range(spectra, counts, e2, out, int(0), spectra.shape[1], wsum)
     return err + power_weight_err(counts, e2, wsum), z2
 
 

@@ -171,23 +171,24 @@ def _bisect(lo, hi, target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, 
 def _eps_upper(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, floor):
     n = t.shape[0]
     j0 = max(0, -offset)  # first index with ell >= 0
-    if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True, floor) <= target:
+    if _bound_at(0.0, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, bool(True),
+                 floor) <= target:
         return 0.0
     if j0 >= n or _bound_at((offset + n - 1) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf,
-                            inf_err, err_l1, True, floor) > target:
+                            inf_err, err_l1, bool(True), floor) > target:
         return math.inf
     lo_j = j0 - 1  # (eps = 0 stands for it: its bound is > target)
     hi_j = n - 1
     while hi_j - lo_j > 1:
         mid_j = (lo_j + hi_j) // 2
         if _bound_at((offset + mid_j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
-                     err_l1, True, floor) <= target:
+                     err_l1, bool(True), floor) <= target:
             hi_j = mid_j
         else:
             lo_j = mid_j
     hi = (offset + hi_j) * step
     lo = max(0.0, hi - step)
-    return _bisect(lo, hi, target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, True,
+    return _bisect(lo, hi, target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, bool(True),
                    floor)[1]
 
 
@@ -211,7 +212,7 @@ def _eps_lower(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
         j = n - 1
         while True:
             if _bound_at((offset + j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
-                         err_l1, False, floor) > target:
+                         err_l1, bool(False), floor) > target:
                 lo_j = j
                 break
             if j == jf:
@@ -222,20 +223,20 @@ def _eps_lower(target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_e
         while hi_j - lo_j > 1:
             mid_j = (lo_j + hi_j) // 2
             if _bound_at((offset + mid_j) * step, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err,
-                         err_l1, False, floor) > target:
+                         err_l1, bool(False), floor) > target:
                 lo_j = mid_j
             else:
                 hi_j = mid_j
     if lo_j < 0:
         # below the first grid point at or above the floor: from the floor (or 0) up to it
         start = max(floor, 0.0)
-        if not _bound_at(start, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False,
+        if not _bound_at(start, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, bool(False),
                          floor) > target:
             return 0.0
         lo, hi = start, (offset + min(jf, n)) * step
     else:
         lo = (offset + lo_j) * step
         hi = lo + step
-    lo = _bisect(lo, hi, target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, False,
+    lo = _bisect(lo, hi, target, offset, step, theta, log_scale, t, a_s, b_s, p_inf, inf_err, err_l1, bool(False),
                  floor)[0]
     return max(lo, 0.0)

@@ -106,7 +106,7 @@ def _phasor(x, f, n):
 @jit
 def _next_phasor(ph, base, x, f, n):
     """omega^(x f) as ``spectral_sums`` carries it (f >= 1): ``ph`` (the previous one, 1 at f = 1)
-    times ``base`` = ``_phasor(x, 1, n)``, re-anchored from the exact residue every ANCHOR
+    times ``base`` = ``_phasor(x, int(1), n)``, re-anchored from the exact residue every ANCHOR
     frequencies (within U_RUN u: the notes above the constants)."""
     if f % ANCHOR == 0:
         return _phasor(x, f, n)
@@ -117,7 +117,7 @@ def _next_phasor(ph, base, x, f, n):
 def phasor_run(x, n, out):
     """out[f] = omega^(x f) exactly as ``spectral_sums`` computes it at J = x, f = 0..len(out) - 1
     (for the rounding tests)."""
-    base = _phasor(x, 1, n)
+    base = _phasor(x, int(1), n)
     ph = complex(1.0, 0.0)
     if out.shape[0] > 0:
         out[0] = ph
@@ -181,7 +181,7 @@ def spectral_sums(z, n, j0, big_j, top, theta_step, step, qf, da, db):
     hb = _h0(theta_step + step, m)
     sa = z[0].real * ha
     sb = z[0].real * hb
-    base = _phasor(big_j, 1, n)
+    base = _phasor(big_j, int(1), n)
     ph = complex(1.0, 0.0)
     for f in range(1, nf):
         ph = _next_phasor(ph, base, big_j, f, n)

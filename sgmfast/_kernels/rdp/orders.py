@@ -220,9 +220,9 @@ def _grid_best(qs, sigmas, counts, target, mode):
     ib = i0 if best < math.inf else -1
     # Upward, stopping after 2 successive rises; then downward from the start if nothing
     # above it was better, likewise.
-    best, ib = _scan(grid, i0 + 1, n, 1, best, ib, qs, sigmas, counts, target, mode)
+    best, ib = _scan(grid, i0 + 1, n, int(1), best, ib, qs, sigmas, counts, target, mode)
     if ib == i0 or ib < 0:
-        best, ib = _scan(grid, i0 - 1, -1, -1, best, ib, qs, sigmas, counts, target, mode)
+        best, ib = _scan(grid, i0 - 1, int(-1), int(-1), best, ib, qs, sigmas, counts, target, mode)
     return best, ib
 
 

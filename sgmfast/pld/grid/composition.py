@@ -225,10 +225,14 @@ def charges(c: Composite, win, theta: float, pess: bool, eps_lo: float):
 
 
 def _power_product(spectra, counts, e2, z):
-    """``kf.power_product``, the upper half of the frequencies on a second thread."""
+    """``kf.power_product``, the upper half of the frequencies on a second thread.  One thread:
+    ``power_product``'s own two calls, made from here, so that a first run compiles
+    ``power_range`` alone and not also ``power_product`` (which links in its own copy)."""
     h = spectra.shape[1]
     if h < SPLIT_MIN or not two_cores():
-        return kf.power_product(spectra, counts, e2, z)
+        wsum = np.zeros(spectra.shape[0])
+        err, z2 = kf.power_range(spectra, counts, e2, z, 0, h, wsum)
+        return err + kf.power_weight_err(counts, e2, wsum), z2
     m = h // 2
     w_hi = np.zeros(spectra.shape[0])
     w_lo = np.zeros(spectra.shape[0])
