@@ -8,8 +8,9 @@ compile events in order; the top-level kernels kept).  A stale or missing entry 
 time: the command compiles whatever is not in the cache, as it always did, so the answers do
 not depend on the helper (it writes the same cache numba would).
 
-The helper starts only on an empty cache (``_kernels.cache_is_cold``), is stopped when the
-command ends, and is off with ``SGMFAST_PREWARM=0``.
+The helper starts when one of the command's kernels is not in the cache (``uncached``: a first
+run, or a command's first use after others filled the cache), is stopped when the command ends,
+and is off with ``SGMFAST_PREWARM=0``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,26 @@ MANIFEST = pathlib.Path(__file__).parent / "_kernels" / "first_run.json"
 def key(command: str, accountant: str = "pld", sampler: str = "poisson") -> str:
     """The manifest's key of a command line (its compile path depends on these)."""
     return f"{command}/{accountant}/{sampler.replace('-', '_')}"
+
+
+def _entries(name: str) -> list:
+    try:
+        return json.loads(MANIFEST.read_text()).get(name, [])
+    except (OSError, ValueError):
+        return []
+
+
+def uncached(name: str) -> int:
+    """How many of the manifest's kernels of ``name`` have no index in numba's cache (file
+    names only: nothing is imported; a kernel cached for other argument types counts as there)."""
+    from ._kernels import is_cached
+
+    root = pathlib.Path(__file__).parent
+    count = 0
+    for module, qualname, _args in _entries(name):
+        path = root.joinpath(*module.split(".")[1:])
+        count += not is_cached(path if path.is_dir() else path.parent, qualname)
+    return count
 
 
 def start(name: str):

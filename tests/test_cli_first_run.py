@@ -26,3 +26,19 @@ def test_warm_up_compiles_every_kind(capsys):
     assert cli.main(["warm-up"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [x for x in lines if x.startswith("compiled: ")] and lines[-1].startswith("warm:")
+
+
+def test_cache_folders_follow_numba_cache_dir(tmp_path, monkeypatch):
+    # numba keeps a source folder's kernels in NUMBA_CACHE_DIR/<folder>_<sha1 of its path>/
+    from sgmfast import _prewarm
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert kernels.cache_is_cold() is True
+    entries = [e for e in _prewarm._entries("epsilon/pld/poisson") if e[0] == "sgmfast._kernels.pld.query"]
+    before = _prewarm.uncached("epsilon/pld/poisson")
+    folder = kernels.cache_dirs(kernels._HERE / "pld")[0]
+    assert folder.parent == tmp_path and folder.name.startswith("pld_")
+    folder.mkdir()
+    (folder / f"query.{entries[0][1]}-1.py311.nbi").write_bytes(b"")
+    assert kernels.cache_is_cold() is False
+    assert _prewarm.uncached("epsilon/pld/poisson") == before - 1

@@ -1,4 +1,8 @@
-"""The one place where jit options are set for every kernel."""
+"""The one place where jit options are set for every kernel.
+
+A kernel calls another with variables, or with ``bool(True)``, ``int(0)``: never with a bare
+constant bool or int, which numba types as a Literal and compiles the callee (and its callees)
+once more for, a first run's time (``tests/test_prewarm.py`` checks the kernels' sources)."""
 
 import types
 
