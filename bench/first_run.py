@@ -2,10 +2,15 @@
 of every kernel it compiles (numba's "numba:compile" events).
 
     python bench/first_run.py epsilon --sigma 1.1 --q 0.00427 --steps 14062 --delta 1e-5
+    python bench/first_run.py --repeat 3 --after-epsilon calibrate --epsilon 2 --delta 1e-5 ...
 
 runs the command in a fresh process whose package copy has no ``__pycache__`` (a ``git archive``
 of HEAD in a temporary folder, so the checkout's cache stays as it is), prints the wall time and
-the kernels by compile time.  Used for bench/README's "First run" section (issue #32 item 1).
+the kernels by compile time; ``--repeat N`` runs it N times (each on a new empty cache) and
+prints the process wall times (interpreter start included) and their median;
+``--after-epsilon`` runs the MNIST ``epsilon`` command first on the same cache, so that the time
+is a subcommand's first use after the first ``sgmfast epsilon``.  Used for bench/README's "First
+run" section (issue #32 item 1).
 
     python bench/first_run.py --manifest
 
@@ -41,6 +46,8 @@ wall = time.perf_counter() - t0
 print(f"# wall {wall:.2f} s, {len(spent)} kernels compiled, {sum(spent.values()):.2f} s in (nested) compiles", file=sys.stderr)
 for name, t in sorted(spent.items(), key=lambda x: -x[1])[:25]:
     print(f"#   {t:6.2f} s  {name}", file=sys.stderr)
+from sgmfast.cli import _exit_now
+_exit_now(code)  # as the console script ends (no interpreter teardown)
 """
 
 
@@ -70,6 +77,8 @@ COMMANDS = [
     (["tradeoff", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062"], "tradeoff/pld/poisson"),
     (["epsilon", "--sigma", "1.1", "--q", repr(1 / 234), "--steps", "14040", "--delta", "1e-5",
       "--sampler", "balls-in-bins"], "epsilon/pld/balls_in_bins"),
+    (["tune", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
+      "--delta", "1e-5", "--runs", "geometric", "--mean", "10"], "tune/pld/poisson"),
 ]
 
 
@@ -96,17 +105,43 @@ def manifest():
     return 0
 
 
+def _first(argv, after=None):
+    """One cold run of ``argv`` (after ``after`` filled the cache, if given): the process's wall
+    time in seconds, measured from here (interpreter start and imports included)."""
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = _cold_copy(tmp)
+        if after:
+            subprocess.run([sys.executable, "-m", "sgmfast", *after], env=env, cwd=tmp, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
+        return time.perf_counter() - t0
+
+
 def main(argv):
+    """``[--repeat N] [--after-epsilon] command...``: N cold first runs (default 1), each in a new
+    copy; ``--after-epsilon``: each on a cache that the MNIST epsilon command filled first (a
+    subcommand's first use after ``sgmfast epsilon``)."""
     if argv == ["--manifest"]:
         return manifest()
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "sgmfast"], capture_output=True,
-                                 check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        env = dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba-cache"))
-        return subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp).returncode
+    import statistics
+
+    repeat, after = 1, None
+    while argv and argv[0] in ("--repeat", "--after-epsilon"):
+        if argv[0] == "--repeat":
+            repeat, argv = int(argv[1]), argv[2:]
+        else:
+            after, argv = COMMANDS[0][0], argv[1:]
+    walls, loads = [], []
+    for _ in range(repeat):
+        loads.append(os.getloadavg()[0])
+        walls.append(_first(argv or COMMANDS[0][0], after))
+    print(f"# process wall {', '.join(f'{w:.2f}' for w in walls)} s; median {statistics.median(walls):.2f} s "
+          f"(1-min load average before each: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062",
-                                   "--delta", "1e-5"]))
+    sys.exit(main(sys.argv[1:]))
