@@ -82,8 +82,12 @@ COMMANDS = [
 ]
 
 
+#: the commit whose package is measured (``--rev``, to compare with an earlier one)
+REV = ["HEAD"]
+
+
 def _cold_copy(tmp):
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD", "sgmfast"], capture_output=True,
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", REV[0], "sgmfast"], capture_output=True,
                              check=True).stdout
     subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
     return dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba-cache"))
@@ -121,16 +125,19 @@ def _first(argv, after=None):
 
 
 def main(argv):
-    """``[--repeat N] [--after-epsilon] command...``: N cold first runs (default 1), each in a new
-    copy; ``--after-epsilon``: each on a cache that the MNIST epsilon command filled first (a
-    subcommand's first use after ``sgmfast epsilon``)."""
+    """``[--rev COMMIT] [--repeat N] [--after-epsilon] command...``: N cold first runs (default 1),
+    each in a new copy of the package at COMMIT (default HEAD); ``--after-epsilon``: each on a
+    cache that the MNIST epsilon command filled first (a subcommand's first use after
+    ``sgmfast epsilon``)."""
     if argv == ["--manifest"]:
         return manifest()
     import statistics
 
     repeat, after = 1, None
-    while argv and argv[0] in ("--repeat", "--after-epsilon"):
-        if argv[0] == "--repeat":
+    while argv and argv[0] in ("--repeat", "--after-epsilon", "--rev"):
+        if argv[0] == "--rev":
+            REV[0], argv = argv[1], argv[2:]
+        elif argv[0] == "--repeat":
             repeat, argv = int(argv[1]), argv[2:]
         else:
             after, argv = COMMANDS[0][0], argv[1:]
