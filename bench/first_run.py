@@ -5,7 +5,8 @@ of every kernel it compiles (numba's "numba:compile" events).
     python bench/first_run.py --repeat 3 --after-epsilon calibrate --epsilon 2 --delta 1e-5 ...
 
 runs the command in a fresh process whose package copy has no ``__pycache__`` (a ``git archive``
-of HEAD in a temporary folder, so the checkout's cache stays as it is), prints the wall time and
+of HEAD in a temporary folder, so the checkout's cache stays as it is; numba caches in the
+copy's ``__pycache__`` folders, as in a fresh venv), prints the wall time and
 the kernels by compile time; ``--repeat N`` runs it N times (each on a new empty cache) and
 prints the process wall times (interpreter start included) and their median;
 ``--after-epsilon`` runs the MNIST ``epsilon`` command first on the same cache, so that the time
@@ -90,7 +91,10 @@ def _cold_copy(tmp):
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", REV[0], "sgmfast"], capture_output=True,
                              check=True).stdout
     subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-    return dict(os.environ, PYTHONPATH=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba-cache"))
+    # as in a fresh venv: numba caches beside the copy's sources (its __pycache__ folders)
+    env = dict(os.environ, PYTHONPATH=tmp)
+    env.pop("NUMBA_CACHE_DIR", None)
+    return env
 
 
 def manifest():
