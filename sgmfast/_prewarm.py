@@ -39,13 +39,15 @@ def _entries(name: str) -> list:
 def uncached(name: str) -> int:
     """How many of the manifest's kernels of ``name`` have no index in numba's cache (file
     names only: nothing is imported; a kernel cached for other argument types counts as there)."""
-    from ._kernels import is_cached
+    from ._kernels import cached_kernels
 
     root = pathlib.Path(__file__).parent
-    count = 0
+    listed, count = {}, 0
     for module, qualname, _args in _entries(name):
         path = root.joinpath(*module.split(".")[1:])
-        count += not is_cached(path if path.is_dir() else path.parent, qualname)
+        if path.parent not in listed:
+            listed[path.parent] = cached_kernels(path.parent)
+        count += f"{path.name}.{qualname}" not in listed[path.parent]
     return count
 
 

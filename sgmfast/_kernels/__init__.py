@@ -27,10 +27,17 @@ def cache_dirs(source_dir) -> list:
     return [pathlib.Path(path) / "__pycache__", pathlib.Path(xdg) / "numba" / sub]
 
 
-def is_cached(source_dir, qualname: str) -> bool:
-    """True when numba's cache holds an index for the kernel ``qualname`` of a module in
-    ``source_dir`` (``<module>.<qualname>-<line>.py*.nbi``; any module of that folder)."""
-    return any(d.is_dir() and any(d.glob(f"*.{qualname}-*.nbi")) for d in cache_dirs(source_dir))
+def cached_kernels(source_dir) -> set:
+    """``<module>.<qualname>`` of every kernel of a module in ``source_dir`` that has an index in
+    numba's cache (its ``<module>.<qualname>-<line>.py*.nbi``): one directory listing a folder."""
+    out = set()
+    for d in cache_dirs(source_dir):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        out.update(n.rsplit("-", 1)[0] for n in names if n.endswith(".nbi"))
+    return out
 
 
 def cache_is_cold() -> bool:
