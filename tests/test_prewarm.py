@@ -84,3 +84,14 @@ def test_no_kernel_calls_a_kernel_with_a_literal_argument():
     for info in pkgutil.walk_packages(kernels.__path__, kernels.__name__ + "."):
         found += _literal_calls(importlib.import_module(info.name))
     assert found == [], "pass bool(True), int(0), ...: a constant argument compiles the callee again"
+
+
+def test_the_helper_asks_for_the_lowest_priority(monkeypatch):
+    import os
+
+    asked = []
+    monkeypatch.setattr(os, "nice", asked.append)
+    _prewarm._lower_priority()
+    assert asked == [19]
+    monkeypatch.delattr(os, "nice")
+    _prewarm._lower_priority()  # (no os.nice: nothing to do)
