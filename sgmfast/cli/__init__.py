@@ -36,6 +36,9 @@ _COMMANDS = {
 #: said on stderr before the first command on a machine whose kernel cache is empty
 FIRST_RUN = ("sgmfast: compiling the numerical kernels for this machine (first run only; later runs load "
              "them from numba's cache; 'sgmfast warm-up' compiles them all at once)")
+#: said instead when the cache holds other commands' kernels but not all of this one's (the manifest
+#: ``_kernels/first_run.json`` says which; a second process compiles them too: ``sgmfast._prewarm``)
+FIRST_USE = "sgmfast: compiling the kernels '{}' needs (its first use on this machine only)"
 
 
 def _command(args) -> None:
@@ -45,12 +48,13 @@ def _command(args) -> None:
     from .._kernels import cache_is_cold
 
     helper = None
-    if cache_is_cold():
-        print(FIRST_RUN, file=sys.stderr, flush=True)
     key = _prewarm.key(args.command, getattr(args, "accountant", None) or "pld",
                        getattr(args, "sampler", None) or "poisson")
-    if _prewarm.uncached(key):
-        # a second process compiles the same kernels from the other end (``sgmfast._prewarm``)
+    if cache_is_cold():
+        print(FIRST_RUN, file=sys.stderr, flush=True)
+        helper = _prewarm.start(key)
+    elif _prewarm.uncached(key):
+        print(FIRST_USE.format(args.command), file=sys.stderr, flush=True)
         helper = _prewarm.start(key)
     module, name = _COMMANDS[args.command]
     with warnings.catch_warnings(record=True) as caught:
