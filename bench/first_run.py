@@ -6,8 +6,9 @@ of every kernel it compiles (numba's "numba:compile" events).
 
 runs the command in a fresh process whose package copy has no ``__pycache__`` (a ``git archive``
 of HEAD in a temporary folder, so the checkout's cache stays as it is; numba caches in the
-copy's ``__pycache__`` folders, as in a fresh venv), prints the wall time and
-the kernels by compile time; ``--repeat N`` runs it N times (each on a new empty cache) and
+copy's ``__pycache__`` folders, as in a fresh venv), prints the wall time, the
+kernels by compile time (nested compiles included) and any kernel compiled for more than one
+signature; ``--repeat N`` runs it N times (each on a new empty cache) and
 prints the process wall times (interpreter start included) and their median;
 ``--after-epsilon`` runs the MNIST ``epsilon`` command first on the same cache, so that the time
 is a subcommand's first use after the first ``sgmfast epsilon``.  Used for bench/README's "First
@@ -34,11 +35,14 @@ CHILD = r"""
 import sys, time, collections
 from numba.core import event
 spent = collections.defaultdict(float)
+sigs = collections.defaultdict(set)
 class Listener(event.Listener):
     def on_start(self, ev):
         self.t0 = getattr(self, "t0", {}); self.t0[id(ev.data["dispatcher"])] = time.perf_counter()
     def on_end(self, ev):
-        d = ev.data["dispatcher"]; spent[d.py_func.__module__ + "." + d.py_func.__name__] += time.perf_counter() - self.t0.pop(id(d), time.perf_counter())
+        d = ev.data["dispatcher"]; name = d.py_func.__module__ + "." + d.py_func.__name__
+        spent[name] += time.perf_counter() - self.t0.pop(id(d), time.perf_counter())
+        sigs[name].add(str(ev.data["args"]))
 event.register("numba:compile", Listener())
 t0 = time.perf_counter()
 from sgmfast.cli import _run
@@ -47,6 +51,8 @@ wall = time.perf_counter() - t0
 print(f"# wall {wall:.2f} s, {len(spent)} kernels compiled, {sum(spent.values()):.2f} s in (nested) compiles", file=sys.stderr)
 for name, t in sorted(spent.items(), key=lambda x: -x[1])[:25]:
     print(f"#   {t:6.2f} s  {name}", file=sys.stderr)
+for name in sorted(n for n in sigs if len(sigs[n]) > 1 and n.startswith("sgmfast")):
+    print(f"# compiled {len(sigs[name])} times: {name} {sorted(sigs[name])}", file=sys.stderr)
 from sgmfast.cli import _exit_now
 _exit_now(code)  # as the console script ends (no interpreter teardown)
 """
