@@ -11,6 +11,17 @@ from sgmfast import __version__, rdp
 from sgmfast.cli import main
 
 
+@pytest.fixture(autouse=True)
+def _no_compile_notice(monkeypatch):
+    """The compile notices are tested in test_cli_first_run.py; here a command whose kernels are
+    not cached yet (the suite on a fresh clone) must not change the stderr these tests read."""
+    import sgmfast._kernels as kernels
+    from sgmfast import _prewarm
+
+    monkeypatch.setattr(kernels, "cache_is_cold", lambda: False)
+    monkeypatch.setattr(_prewarm, "uncached", lambda key: 0)
+
+
 def _run(argv, capsys):
     code = main(argv)
     out, err = capsys.readouterr()

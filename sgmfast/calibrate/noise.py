@@ -380,6 +380,10 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
                               x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX))
             else:
                 x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
+        if x is not None and not ok(x):
+            # (the public query, on its whole budget, is what the answer must meet: its lattices
+            # differ from the search's, and its upper end may be the larger -- then step up)
+            x = _search_log(ok, x, True, tol, x_min=x, x_max=math.log(SIGMA_MAX), step=0.01)
         sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)
 

@@ -73,14 +73,15 @@ from ..._kernels.pld import allocation as ka
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
-from ..._work import PER_BIN_DISCRETISE, UNITS_PER_SECOND, charge
+from ..._work import PER_BIN_DISCRETISE, charge
 from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels
 from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail
-from .epoch_power import Windows, _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
+from .epoch_power import CELL_UNITS, Windows, epoch_cost  # noqa: F401  (tests read epoch_cost here)
+from .epoch_power import _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
 from .epoch_tail import _chernoff_over
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
@@ -271,7 +272,8 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     afford = budget * budget_share()
     while True:
         got = _fit(s, t, var, tail, cut, h, w_max, cap, most)
-        if refine or most <= MIN_LATTICE or epoch_cost(got[2] / got[0], got[1] / got[0], t, tail) <= afford:
+        if refine or most <= MIN_LATTICE or epoch_cost(got[2] / got[0], got[1] / got[0], t,
+                                                        tail < TILTED_LOWER_TAIL) <= afford:
             return got
         most >>= 1
 
@@ -294,25 +296,8 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
     return max(h, cap / MAX_FULL), w_max, cap
 
 
-#: Work units per cell of W's upper lattice law (``lognormal_cells``) and per CDF-difference pair
-#: of the lower's Newton steps (``w_lower``: 4-7 a cell): CPU seconds times UNITS_PER_SECOND,
-#: measured on six lattices (0.57 us a cell, 0.37 us a pair at sigma 1.07, t 8, 3.3e5 cells; ~0.7 s
-#: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 6 pairs a cell.
-CELL_UNITS = 150.0, 100.0
 #: Fewest lattice points ``_lattice`` goes down to for the budget.
 MIN_LATTICE = 1 << 16
-#: Work (seconds of ``_work`` units) of one epoch per n log2(n) log2(t) (n lattice points):
-#: measured 60-94 x 1e-9 on ten epochs from sigma 0.4 to 2, t 16 to 10^4 (more with the four tilts
-#: of a small truncation budget; less where the windows are narrow); a planning figure only.
-EPOCH_UNITS = 65e-9, 90e-9
-
-
-def epoch_cost(n: float, cells: float, t: int, tail: float) -> float:
-    """Planned work of an ``Epoch`` on n lattice points with ``cells`` cells of W (``EPOCH_UNITS``,
-    ``CELL_UNITS``)."""
-    n = max(n, 2.0)
-    return (EPOCH_UNITS[tail < TILTED_LOWER_TAIL] * n * math.log2(n) * math.log2(max(t, 2))
-            + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * cells / UNITS_PER_SECOND)
 
 
 def _two_above(s: float, t: int, tail: float) -> float:

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.fft
 
 from ..._kernels.pld import allocation as ka
+from ..._work import UNITS_PER_SECOND
 from ..common import U, charge_fft
 from ..grid.composition import fft_const
 from .epoch_tail import coarse_majorant
@@ -233,3 +234,21 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
     return o, out
 
 
+# --- the planned cost of an epoch (``balls_in_bins._lattice`` sizes its first lattice by it) ------
+#: Work units per cell of W's upper lattice law (``lognormal_cells``) and per CDF-difference pair
+#: of the lower's Newton steps (``w_lower``: 4-7 a cell): CPU seconds times UNITS_PER_SECOND,
+#: measured on six lattices (0.57 us a cell, 0.37 us a pair at sigma 1.07, t 8, 3.3e5 cells; ~0.7 s
+#: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 6 pairs a cell.
+CELL_UNITS = 150.0, 100.0
+#: Work (seconds of ``_work`` units) of one epoch's powers per n log2(n) log2(t) (n lattice
+#: points): measured 60-94 x 1e-9 on ten epochs from sigma 0.4 to 2, t 16 to 10^4 (more with the four
+#: tilts of a small truncation budget, ``strong``; less where the windows are narrow).
+EPOCH_UNITS = 65e-9, 90e-9
+
+
+def epoch_cost(n: float, cells: float, t: int, strong: bool) -> float:
+    """Planned work (seconds of units) of an epoch on n lattice points with ``cells`` cells of W: a
+    planning figure only (what is done is charged as it is done)."""
+    n = max(n, 2.0)
+    return (EPOCH_UNITS[bool(strong)] * n * math.log2(n) * math.log2(max(t, 2))
+            + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * cells / UNITS_PER_SECOND)
