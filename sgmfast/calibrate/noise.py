@@ -334,10 +334,6 @@ def _check_sampler(sampler: str, accountant: str) -> str:
     return check_engine(sampler, accountant).name
 
 
-#: ``_sampler_sigma``'s search refines each evaluation on 1 / this of a query's budget.
-SEARCH_QUERIES = 8
-
-
 def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     """calibrate_sigma for balls-in-bins, shuffled or fixed-size batches: per point, the smallest sigma (to
     PLD_TOL in log) whose certified upper epsilon meets the target, verified at the answer.
@@ -348,8 +344,6 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     permutation shuffle (its bound), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
     with a first step of 2 % and secant steps from there (``_root_log``)."""
-    from ..pld.common import shared_budget
-
     _check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):
@@ -371,19 +365,11 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
         guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START.get(sampler, 1.0)
         x0, tol = math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), RDP_TOL if accountant == "rdp" else PLD_TOL
-        # (each of the search's evaluations refines on 1 / SEARCH_QUERIES of a budget: an
-        # upper end refined less is still certified, and only errs towards a larger sigma -- a
-        # balls-in-bins calibration ran 8 full queries, 13 work units, at sigma 1.07, t 8)
-        with shared_budget(SEARCH_QUERIES):
-            if e[i] > 0.0:
-                x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),
-                              x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX))
-            else:
-                x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
-        if x is not None and not ok(x):
-            # (the public query, on its whole budget, is what the answer must meet: its lattices
-            # differ from the search's, and its upper end may be the larger -- then step up)
-            x = _search_log(ok, x, True, tol, x_min=x, x_max=math.log(SIGMA_MAX), step=0.01)
+        if e[i] > 0.0:
+            x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),
+                          x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX))
+        else:
+            x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
         sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)
 
