@@ -128,3 +128,28 @@ def test_fixed_size_curve_costs_a_few_of_its_last_point():
     for i in (0, 4):
         s = pld.epsilon(1.0, 0.01, steps[i], 1e-6, sampler="fixed_size")
         assert b.lower[i] <= s.upper * (1 + 1e-12) and s.lower <= b.upper[i] * (1 + 1e-12)
+
+
+def test_sampler_curve_stops_inside_its_allowance(monkeypatch):
+    """After the last checkpoint, each query runs within what is left of the allowance and is
+    abandoned where it would pass it (it overran by a whole query: a fixed-size δ curve at accuracy
+    1.5e-4 counted 11.9 units for 8.8); what it skipped is bracketed by monotonicity."""
+    import numpy as np
+
+    from sgmfast import pld
+    from sgmfast._work import UNITS_PER_SECOND, metered
+    from sgmfast.pld import samplers
+    from sgmfast.pld.common import STEP_CACHE
+
+    monkeypatch.setattr(samplers, "CURVE_FACTOR", 0.2)
+    monkeypatch.setattr(samplers, "CURVE_FLOOR", 0.0)
+    steps = list(range(100, 1001, 100))
+    STEP_CACHE.clear()
+    with metered() as one_m:
+        one = pld.epsilon(1.0, 0.01, steps[-1], 1e-6, sampler="fixed_size")
+    STEP_CACHE.clear()
+    with metered() as m:
+        b = pld.epsilon_curve(1.0, 0.01, steps, 1e-6, sampler="fixed_size")
+    assert m.units <= 1.2 * one_m.units + 0.05 * UNITS_PER_SECOND  # (one charge past the allowance at most)
+    assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0) and np.all(b.lower <= b.upper)
+    assert b.lower[-1] <= one.upper and one.lower <= b.upper[-1]
