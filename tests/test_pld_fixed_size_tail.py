@@ -104,6 +104,22 @@ def test_cli_calibrate_refuses_to_print_an_unverified_epsilon(capsys, monkeypatc
     assert code == 1 and "could not be verified" in err and "epsilon:" not in out
 
 
+def _last_and_curve(steps):
+    """(the last checkpoint's query, its work, the fixed-size curve, its work), each from an empty
+    one-step cache (sigma 1, q 0.01, delta 1e-6)."""
+    from sgmfast import pld
+    from sgmfast._work import metered
+    from sgmfast.pld.common import STEP_CACHE
+
+    STEP_CACHE.clear()
+    with metered() as one_m:
+        one = pld.epsilon(1.0, 0.01, steps[-1], 1e-6, sampler="fixed_size")
+    STEP_CACHE.clear()
+    with metered() as m:
+        b = pld.epsilon_curve(1.0, 0.01, steps, 1e-6, sampler="fixed_size")
+    return one, one_m.units, b, m.units
+
+
 def test_fixed_size_curve_costs_a_few_of_its_last_point():
     """A sampler curve answers the last checkpoint, then the others in spread order while 1.5
     times that query's work lasts (``samplers.curve``; one full query per checkpoint took 60 s
@@ -112,17 +128,11 @@ def test_fixed_size_curve_costs_a_few_of_its_last_point():
     import numpy as np
 
     from sgmfast import pld
-    from sgmfast._work import UNITS_PER_SECOND, metered
-    from sgmfast.pld.common import STEP_CACHE
+    from sgmfast._work import UNITS_PER_SECOND
 
     steps = list(range(100, 1001, 100))
-    STEP_CACHE.clear()
-    with metered() as one_m:
-        one = pld.epsilon(1.0, 0.01, steps[-1], 1e-6, sampler="fixed_size")
-    STEP_CACHE.clear()
-    with metered() as m:
-        b = pld.epsilon_curve(1.0, 0.01, steps, 1e-6, sampler="fixed_size")
-    assert m.units <= 2.6 * one_m.units + 1.05 * UNITS_PER_SECOND
+    one, one_units, b, units = _last_and_curve(steps)
+    assert units <= 2.6 * one_units + 1.05 * UNITS_PER_SECOND
     assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0)
     assert b.lower[-1] <= one.upper and one.lower <= b.upper[-1]
     for i in (0, 4):
@@ -136,20 +146,12 @@ def test_sampler_curve_stops_inside_its_allowance(monkeypatch):
     1.5e-4 counted 11.9 units for 8.8); what it skipped is bracketed by monotonicity."""
     import numpy as np
 
-    from sgmfast import pld
-    from sgmfast._work import UNITS_PER_SECOND, metered
+    from sgmfast._work import UNITS_PER_SECOND
     from sgmfast.pld import samplers
-    from sgmfast.pld.common import STEP_CACHE
 
     monkeypatch.setattr(samplers, "CURVE_FACTOR", 0.2)
     monkeypatch.setattr(samplers, "CURVE_FLOOR", 0.0)
-    steps = list(range(100, 1001, 100))
-    STEP_CACHE.clear()
-    with metered() as one_m:
-        one = pld.epsilon(1.0, 0.01, steps[-1], 1e-6, sampler="fixed_size")
-    STEP_CACHE.clear()
-    with metered() as m:
-        b = pld.epsilon_curve(1.0, 0.01, steps, 1e-6, sampler="fixed_size")
-    assert m.units <= 1.2 * one_m.units + 0.05 * UNITS_PER_SECOND  # (one charge past the allowance at most)
+    one, one_units, b, units = _last_and_curve(list(range(100, 1001, 100)))
+    assert units <= 1.2 * one_units + 0.05 * UNITS_PER_SECOND  # (one charge past the allowance at most)
     assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0) and np.all(b.lower <= b.upper)
     assert b.lower[-1] <= one.upper and one.lower <= b.upper[-1]

@@ -116,7 +116,7 @@ class Epoch:
     charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
-    __slots__ = ("t", "h", "C", "up", "e_up", "lo", "e_lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "q_cut", "span", "w_max",
+    __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "q_cut", "span", "w_max",
                  "_steps", "s", "_wu", "_wl", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
@@ -137,12 +137,12 @@ class Epoch:
         # (every partial sum cut to its window, ``epoch_power``: what the cuts remove is charged
         # below; the arrays are put back on the whole lattice 0 .. C-1, zero outside the window)
         wins = Windows(wu, h, t, C)
-        self.up, self.e_up = _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), 0.0
+        self.up = _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C)  # (round-off added: entry-wise bounds)
         # (untilted where its flat round-off floor holds at most ``tail`` of mass in all: the
         # tilts cost two powers more; where it holds more -- a heavy-tailed W, whose δ is set by
         # masses far below the floor: sigma 0.7, t 20, δ 1e-5 read [3.6226, 3.6845] with the floor,
         # [3.6768, 3.6845] tilted -- the tilted powers' lower values count)
-        self.lo, self.e_lo = _full(_lower_power(wl, t, C, h, s, tilted_lower, wins, 0.0 if tilted_lower else tail), C), 0.0
+        self.lo = _full(_lower_power(wl, t, C, h, s, tilted_lower, wins, 0.0 if tilted_lower else tail), C)  # (taken off)
         p_cut, q_cut = wins.charge(t)
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
         # what the upper bound charges (module notes, steps 2 and 3): "some other W_i > W_max" by
@@ -168,8 +168,7 @@ class Epoch:
     def tail_lower_rungs(self):
         """The rungs of ``epoch_tail``'s lower bound on the other coordinates' sum (kept)."""
         if "lower" not in self._rungs:
-            self._rungs["lower"] = epoch_tail.lower_rungs(self._wl, self.h, self.t - 1, self.eta, self.rho,
-                                                          None if self.e_lo else self.lo)
+            self._rungs["lower"] = epoch_tail.lower_rungs(self._wl, self.h, self.t - 1, self.eta, self.rho, self.lo)
         return self._rungs["lower"]
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
@@ -217,7 +216,7 @@ class Epoch:
         # more covers the rounding of the product, so the scaled spacing errs against the bound)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)
         h_lo = h * (1.0 + self.rho + 4 * U) if add else h * (1.0 - self.rho - 4 * U)
-        top = ka.lattice_bins(self.lo, self.e_lo, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
+        top = ka.lattice_bins(self.lo, 0.0, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
         if add:
             # truncated Q-mass (module notes, steps 2-3): S > W_max on "some W_i > W_max", S > cap
             # beyond the lattice; the add loss log(t / S) is then below log(t / W_max) resp.
