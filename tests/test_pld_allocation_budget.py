@@ -41,14 +41,17 @@ def test_a_level_past_the_hard_limit_is_abandoned():
 
 def test_level_zero_lattice_is_planned_within_the_budget():
     """sigma 0.78, t 10^4, delta 1e-17 over 6 epochs: the full 2^19 lattice planned 15 units of
-    work for its first epoch (a 10-checkpoint curve took 16); the plan now fits the budget, and
-    the plan is within a factor 2 of the work the epoch is charged."""
+    work for its first epoch (a 10-checkpoint curve took 16); the plan fits the budget, a smaller
+    budget gets a smaller lattice that fits it, and the plan is within a factor 2 of the work the
+    epoch is charged."""
     sigma, t, tail = 0.78, 10000, 1e-25
+    var = math.expm1(1 / sigma ** 2)
+    strong = tail < bb.TILTED_LOWER_TAIL
     h, w_max, cap = bb._lattice(sigma, t, 1e-3, tail, 0)
-    plan = bb.epoch_cost(cap / h, w_max / h, t, tail < bb.TILTED_LOWER_TAIL)
+    plan = bb.epoch_cost(h, w_max, cap, t, var, strong)
     assert plan <= bb.BUDGET
-    h2, w2, c2 = bb._lattice(sigma, t, 1e-3, tail, 0, budget=1e9)  # (no budget: the size limit alone)
-    assert c2 / h2 > 1.9 * cap / h
+    h2, w2, c2 = bb._lattice(sigma, t, 1e-3, tail, 0, budget=plan / 3)
+    assert c2 / h2 < 0.6 * cap / h and bb.epoch_cost(h2, w2, c2, t, var, strong) <= plan / 3
     with metered() as m:
         bb.Epoch(sigma, t, h, w_max, cap, tail)
     assert 0.5 <= plan / (m.units / UNITS_PER_SECOND) <= 2.0

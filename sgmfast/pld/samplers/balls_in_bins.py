@@ -80,7 +80,7 @@ from ..grid.composition import compose_repeated, eps_groups, recentred, repeated
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail
-from .epoch_power import CELL_UNITS, Windows, epoch_cost  # noqa: F401  (tests read epoch_cost here)
+from .epoch_power import CELL_UNITS, Windows, epoch_cost, window_low  # noqa: F401  (tests read epoch_cost here)
 from .epoch_power import _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
 from .epoch_tail import _chernoff_over
 
@@ -271,8 +271,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     afford = budget * budget_share()
     while True:
         got = _fit(s, t, var, tail, cut, h, w_max, cap, most)
-        if refine or most <= MIN_LATTICE or epoch_cost(got[2] / got[0], got[1] / got[0], t,
-                                                        tail < TILTED_LOWER_TAIL) <= afford:
+        if refine or most <= MIN_LATTICE or epoch_cost(*got, t, var, tail < TILTED_LOWER_TAIL) <= afford:
             return got
         most >>= 1
 
@@ -282,7 +281,7 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
     # (the transforms only cover the partial sums' windows, ``epoch_power``: S from about
     # t - 17 sd(S) up, where a light-tailed S at large t has all its mass -- sigma 19.6, t 1446:
     # 1419 .. 1470 of a lattice from 0)
-    low = max(0.0, t - 17.0 * math.sqrt(t * var))
+    low = window_low(t, var)
     if max(cap - low, w_max) / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
         # (never below what two coordinates above it need, ``_two_above``; cut, with few steps the

@@ -26,9 +26,10 @@ import scipy.fft
 
 from ..._kernels.pld import allocation as ka
 from ..._work import UNITS_PER_SECOND
+from ..._kernels.pld import fft_power as kf
 from ..common import U, charge_fft
 from ..grid.composition import fft_const
-from .epoch_tail import coarse_majorant
+from .epoch_tail import _chernoff_over, coarse_majorant
 
 #: Mass each window's two sides may cut (Chernoff bounds; charged, module notes).
 CUT = 1e-60
@@ -139,6 +140,51 @@ def _power(w, t, cap, wins=None):
         base = _mul(base, base, cap, wins, same=True)
 
 
+def _any_power(w, t, C, h, wins, upper):
+    """The t-fold power of w on 0 .. C-1 as (offset, array, entry-wise error bound): by one
+    transform (``_spectral_power``) unless the windows keep less than half the lattice, where
+    the windowed squarings (``_power``) transform less."""
+    if wins is not None:
+        lo, hi = wins(t)
+        if hi - lo < C // 2:
+            return _power(w, t, C, wins)
+    return _spectral_power(w, t, C, h, upper)
+
+
+def _spectral_power(w, t, C, h, upper):
+    """(0, y, e): the t-fold convolution power of w on the lattice entries 0 .. C-1 by one
+    transform -- the spectrum of w raised to the t-th power coefficient by coefficient
+    (``fft_power.power_range``, the PLD engine's kernel: its per-frequency rounding and
+    Cauchy-Schwarz input-error bounds) and one inverse -- and e, a bound on every entry's error.
+
+    The power is cyclic, of length n >= C: entry s holds Q(S = s) plus the wrapped mass of
+    S = s + n, s + 2n, ... (non-negative).  Upper bounds (``upper``): that only adds, n = C (the
+    entries beyond are the mass above cap, charged by the caller).  Lower bounds: n >= 2C and the
+    wrapped mass -- at most Q(S >= n), by Chernoff on w (``epoch_tail._chernoff_over``) -- is
+    taken off every entry with the round-off.  Per entry: the inverse's l2 error (err_sum / n +
+    c_n |z|_2 / sqrt(n), as ``composition.grid_of``) bounds each entry's."""
+    n = scipy.fft.next_fast_len(C if upper else 2 * C, real=True)
+    c_n = fft_const(n)
+    f = np.zeros(n)
+    f[:w.size] = w  # (w.size <= C <= n: no folding)
+    charge_fft(n)  # (the transform; and the power and the inverse below, as the PLD engine charges them)
+    charge_fft(n)
+    spec = scipy.fft.rfft(f)
+    e2 = np.array([c_n * math.sqrt(n * kf.sumsq(f)) * 1.01])
+    z = np.empty(n // 2 + 1, dtype=np.complex128)
+    counts, wsum = np.array([t], dtype=np.int64), np.zeros(1)
+    err, z2 = kf.power_range(spec.reshape(1, -1), counts, e2, z, int(0), z.size, wsum)
+    err += kf.power_weight_err(counts, e2, wsum)
+    y = scipy.fft.irfft(z, n)[:C]
+    e = err / n + c_n * math.sqrt(z2 / n) * 1.01
+    if not (np.isfinite(y).all() and math.isfinite(e)):
+        raise FloatingPointError("non-finite values in an epoch's spectral power")
+    if not upper:
+        e += _chernoff_over(w, h, t, (n - 1) * h)[1]  # (Q(S > (n - 1) h) = Q(S >= n h): the wrapped mass)
+    np.maximum(y, 0.0, out=y)
+    return 0, y, e * (1 + 1e-12)
+
+
 def _mul(x, y, cap, wins, same=False):
     """The product of two partial sums (offset, array, error, terms), cut to its window."""
     (oa, a, ea, na), (ob, b, eb, nb) = x, y
@@ -184,7 +230,7 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
     tilted law restricted to the same event (the tilt factorises over the terms), so every power
     bounds the same measure, Q(S = x, no partial sum outside its window)."""
     x = np.arange(w.size) * h
-    o, y, e = _power(w, t, C, wins)
+    o, y, e = _any_power(w, t, C, h, wins, upper)
     sign = 1.0 if upper else -1.0
     out = y + e if upper else np.maximum(y - e, 0.0)
     if not upper and _floor_mass(o, out.size, e, h, t) <= lost:
@@ -218,7 +264,7 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
         wt = np.exp(lw - c)
         # relative rounding of each tilted entry (log, product, exp): rho; composed: (1 + rho)^t
         rho = 8 * U * (1.0 + abs(lam) * x[-1] + abs(c) + float(np.max(np.abs(np.log(w[w > 0])))))
-        ot, yt, et = _power(wt, t, C, wins)
+        ot, yt, et = _any_power(wt, t, C, h, wins, upper)
         if ot != o or yt.size != out.size:  # (the same windows give the same cut: else skip)
             continue
         with np.errstate(over="ignore"):
@@ -240,15 +286,31 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
 #: measured on six lattices (0.57 us a cell, 0.37 us a pair at sigma 1.07, t 8, 3.3e5 cells; ~0.7 s
 #: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 6 pairs a cell.
 CELL_UNITS = 150.0, 100.0
-#: Work (seconds of ``_work`` units) of one epoch's powers per n log2(n) log2(t) (n lattice
-#: points): measured 60-94 x 1e-9 on ten epochs from sigma 0.4 to 2, t 16 to 10^4 (more with the four
-#: tilts of a small truncation budget, ``strong``; less where the windows are narrow).
-EPOCH_UNITS = 65e-9, 90e-9
+#: Work (seconds of ``_work`` units) of one epoch's powers: by one transform each
+#: (``_spectral_power``), per n log2(n) (n lattice points), measured 8.7-8.8 x 1e-8 on sigma 0.4-1.5,
+#: t 16-1000, 1.2e-7 with the four tilts of a small truncation budget (``strong``: sigma 0.78, t 10^4);
+#: windowed squarings (``_power``, where the windows keep under half the lattice), per
+#: m log2(m) log2(t), m the window's points: 3-6 x 1e-8 at sigma 2 and 10, t 1000 (the old fit over
+#: whole lattices, 65-90 x 1e-9, kept: it errs on the costly side).
+SPECTRAL_UNITS = 9e-8, 1.2e-7
+WINDOWED_UNITS = 65e-9, 90e-9
 
 
-def epoch_cost(n: float, cells: float, t: int, strong: bool) -> float:
-    """Planned work (seconds of units) of an epoch on n lattice points with ``cells`` cells of W: a
-    planning figure only (what is done is charged as it is done)."""
-    n = max(n, 2.0)
-    return (EPOCH_UNITS[bool(strong)] * n * math.log2(n) * math.log2(max(t, 2))
-            + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * cells / UNITS_PER_SECOND)
+def window_low(t: int, var: float) -> float:
+    """Where the windows of S start, about: t - 17 sd(S) (a light-tailed S at large t has all its
+    mass above; ``balls_in_bins._fit`` sizes the lattice by it)."""
+    return max(0.0, t - 17.0 * math.sqrt(t * var))
+
+
+def epoch_cost(h: float, w_max: float, cap: float, t: int, var: float, strong: bool) -> float:
+    """Planned work (seconds of units) of an epoch on the lattice 0 .. cap of spacing h, with
+    w_max / h cells of W (variance ``var``): a planning figure only (what is done is charged as it
+    is done).  The powers take the path ``_any_power`` takes: windowed squarings where the windows
+    keep under half the lattice, one transform each otherwise."""
+    n = max(cap / h, 2.0)
+    span = max((cap - window_low(t, var)) / h, 2.0)
+    if span < 0.5 * n:
+        powers = WINDOWED_UNITS[bool(strong)] * span * math.log2(span) * math.log2(max(t, 2))
+    else:
+        powers = SPECTRAL_UNITS[bool(strong)] * n * math.log2(n)
+    return powers + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * (w_max / h) / UNITS_PER_SECOND
