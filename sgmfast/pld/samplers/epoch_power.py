@@ -29,7 +29,7 @@ from ..._work import UNITS_PER_SECOND
 from ..._kernels.pld import fft_power as kf
 from ..common import U, charge_fft
 from ..grid.composition import fft_const
-from .epoch_tail import _chernoff_over, coarse_majorant
+from .epoch_tail import COARSE_CAP, _chernoff_over_many, coarse_majorant
 
 #: Mass each window's two sides may cut (Chernoff bounds; charged, module notes).
 CUT = 1e-60
@@ -143,7 +143,9 @@ def _power(w, t, cap, wins=None):
 def _any_power(w, t, C, h, wins, upper):
     """The t-fold power of w on 0 .. C-1 as (offset, array, entry-wise error bound): by one
     transform (``_spectral_power``) unless the windows keep less than half the lattice, where
-    the windowed squarings (``_power``) transform less."""
+    the windowed squarings (``_power``) transform less, or t < 4 (one or two products)."""
+    if t < 4:
+        return _power(w, t, C, wins)
     if wins is not None:
         lo, hi = wins(t)
         if hi - lo < C // 2:
@@ -159,11 +161,18 @@ def _spectral_power(w, t, C, h, upper):
 
     The power is cyclic, of length n >= C: entry s holds Q(S = s) plus the wrapped mass of
     S = s + n, s + 2n, ... (non-negative).  Upper bounds (``upper``): that only adds, n = C (the
-    entries beyond are the mass above cap, charged by the caller).  Lower bounds: n >= 2C and the
-    wrapped mass -- at most Q(S >= n), by Chernoff on w (``epoch_tail._chernoff_over``) -- is
-    taken off every entry with the round-off.  Per entry: the inverse's l2 error (err_sum / n +
+    entries beyond are the mass above cap, charged by the caller).  Lower bounds: n covers S's
+    whole support where that is at most 2C (nothing wraps); else n >= 2C (``_lower_length``) and
+    the wrapped mass -- at most Q(S >= n), by Chernoff -- is taken off every entry with the
+    round-off.  Per entry: the inverse's l2 error (err_sum / n +
     c_n |z|_2 / sqrt(n), as ``composition.grid_of``) bounds each entry's."""
-    n = scipy.fft.next_fast_len(C if upper else 2 * C, real=True)
+    support = t * (w.size - 1) + 1  # (S's lattice points: none wraps if n reaches them)
+    if upper:
+        n, wrap = scipy.fft.next_fast_len(C, real=True), 0.0
+    elif support <= 2 * C:
+        n, wrap = scipy.fft.next_fast_len(max(C, support), real=True), 0.0
+    else:
+        n, wrap = _lower_length(w, t, C, h)
     c_n = fft_const(n)
     f = np.zeros(n)
     f[:w.size] = w  # (w.size <= C <= n: no folding)
@@ -179,10 +188,28 @@ def _spectral_power(w, t, C, h, upper):
     e = err / n + c_n * math.sqrt(z2 / n) * 1.01
     if not (np.isfinite(y).all() and math.isfinite(e)):
         raise FloatingPointError("non-finite values in an epoch's spectral power")
-    if not upper:
-        e += _chernoff_over(w, h, t, (n - 1) * h)[1]  # (Q(S > (n - 1) h) = Q(S >= n h): the wrapped mass)
     np.maximum(y, 0.0, out=y)
-    return 0, y, e * (1 + 1e-12)
+    return 0, y, (e + wrap) * (1 + 1e-12)
+
+
+#: Lengths (multiples of the lattice) the lower path may take, the first whose wrapped mass is at
+#: most WRAP_SHARE of the round-off bound.
+LOWER_LENGTHS, WRAP_SHARE = (2, 3, 4, 6, 8), 0.01
+
+
+def _lower_length(w, t, C, h):
+    """(n, Q(S >= n)) for the lower path: the shortest of LOWER_LENGTHS x C whose wrapped mass
+    (Chernoff, ``epoch_tail._chernoff_over_many`` on a convex-order majorant of w) is at most
+    WRAP_SHARE of the round-off bound's leading term t c_n |w|_2 (a heavy-tailed law tilted up
+    wraps 1e-11 at 2C where its round-off is 1e-13: sigma 0.7, t 20), else the longest."""
+    wc, H = coarse_majorant(w, h, COARSE_CAP) if w.size > COARSE_CAP else (w, h)
+    ns = [scipy.fft.next_fast_len(m * C, real=True) for m in LOWER_LENGTHS]
+    wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns])[1]  # (Q(S > (n - 1) h) = Q(S >= n h))
+    lead = t * math.sqrt(float(w @ w))
+    for n, wrap in zip(ns, wraps):
+        if wrap <= WRAP_SHARE * fft_const(n) * lead:
+            break
+    return n, float(wrap)
 
 
 def _mul(x, y, cap, wins, same=False):
@@ -306,10 +333,10 @@ def epoch_cost(h: float, w_max: float, cap: float, t: int, var: float, strong: b
     """Planned work (seconds of units) of an epoch on the lattice 0 .. cap of spacing h, with
     w_max / h cells of W (variance ``var``): a planning figure only (what is done is charged as it
     is done).  The powers take the path ``_any_power`` takes: windowed squarings where the windows
-    keep under half the lattice, one transform each otherwise."""
+    keep under half the lattice (or t < 4), one transform each otherwise."""
     n = max(cap / h, 2.0)
     span = max((cap - window_low(t, var)) / h, 2.0)
-    if span < 0.5 * n:
+    if span < 0.5 * n or t < 4:
         powers = WINDOWED_UNITS[bool(strong)] * span * math.log2(span) * math.log2(max(t, 2))
     else:
         powers = SPECTRAL_UNITS[bool(strong)] * n * math.log2(n)
