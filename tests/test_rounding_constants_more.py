@@ -725,8 +725,8 @@ def test_w_lower_mean_rounding():
     distance of each cell's exact conditional mean from its lattice point x (the callers shift S
     by t eta), so the rounding of the computed mean e / m (``_cell``: log-normal-CDF differences)
     must stay within 1e-11 (x + h).  Measured with mpmath on cells as ``w_lower`` forms them (the
-    first lattice point at least h/2 above the last boundary b, the boundary c as far past it:
-    widths h to 3 h) near the top of the lattices ``_lattice`` chooses and at random points: 203 x
+    first lattice point at least h/2 above the last boundary b -- and LOWER_CELL_REL h b above it,
+    up the tail --, the boundary c as far past it: widths h to 3 h, or that times LOWER_CELL_REL x) near the top of the lattices ``_lattice`` chooses and at random points: 203 x
     1e-11 (x + h) here (sigma 0.5, K = 2^20; 216x in another sample; 5.4x in one at K = 86801).  The cell's mass and
     mean err relatively by ~u |beta| / (its width in beta), so the mean's error grows like
     u (x / h) (x + h) (coefficient up to 30 measured over 8 lattices): a per-cell term or a
@@ -735,7 +735,7 @@ def test_w_lower_mean_rounding():
     mean errors from ``_cell_err``; this test checks the measured error against that.
     """
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.samplers.balls_in_bins import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import LOWER_CELL_REL, _lattice
     rng = np.random.default_rng(303)
     worst, where = 0.0, None
     with mpmath.workdps(60):
@@ -754,6 +754,7 @@ def test_w_lower_mean_rounding():
             for j in np.unique(np.concatenate([np.arange(1, 8), np.arange(K - 12, K), rng.integers(1, K, 40)])):
                 x = int(j) * h
                 a1 = float(rng.uniform(0.5, 1.5))
+                a1 *= max(1.0, LOWER_CELL_REL * x)  # (the cells widen up the tail, ``w_lower``'s rel)
                 b, c = max(x - a1 * h, 0.0), x + a1 * h * (1 + float(rng.uniform(-1e-3, 1e-3)))
                 m, e = ka._cell(s, b, c)
                 if not m > 0.0:

@@ -72,7 +72,7 @@ def _mpf(fr):
 
 # --- _kernels.pld.allocation.w_lower: eta + rho x, ETA_MAX h and RHO_MAX -----------------------------------
 
-def _w_lower_cells(s, h, K, b, ncell=None):
+def _w_lower_cells(s, h, K, b, ncell=None, rel=0.0):
     """``w_lower``'s loop with the kernel's float operations, from the boundary b: (eta, out,
     cells), cells [(b, c, j, d, m, kept)] (checked against the kernel bit for bit below)."""
     out = np.zeros(K + 1)
@@ -80,7 +80,7 @@ def _w_lower_cells(s, h, K, b, ncell=None):
     eta = rho = 0.0
     cells = []
     while ncell is None or len(cells) < ncell:
-        j = int(math.floor(b / h + 0.5)) + 1
+        j = max(int(math.floor(b / h + 0.5)) + 1, int(math.ceil(b * (1.0 + rel) / h)))
         if j > K:
             break
         x = j * h
@@ -165,15 +165,15 @@ def test_w_lower_eta_bounds_the_cell_means():
     d / x, the first and last, 25 at random) and of windows near the middle and the top of six
     full ones (K to 2^20), against mpmath: |mean - j h| <= this cell's claim d (<= eta + rho x).
     """
-    from sgmfast.pld.samplers.balls_in_bins import _lattice
+    from sgmfast.pld.samplers.balls_in_bins import LOWER_CELL_REL, _lattice
     worst = 0.0
     with mpmath.workdps(60):
         for sigma, t, acc, tail, lev, K in W_LOWER_SHORT:
             h = _lattice(sigma, t, acc, tail, lev)[0]
             s = 1.0 / sigma
             out_k = np.empty(K + 1)
-            eta_k = ka.w_lower(s, h, K, out_k)[:2]
-            (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0)
+            eta_k = ka.w_lower(s, h, K, LOWER_CELL_REL * h, out_k)[:2]
+            (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0, None, LOWER_CELL_REL * h)
             assert (eta, rho) == eta_k and np.array_equal(out, out_k), (sigma, eta, eta_k)  # the copy is the kernel
             assert eta <= ka.ETA_MAX * h and rho <= ka.RHO_MAX * (1 + 1e-9)
             kept_m = sum(c[4] for c in cells if c[5])
@@ -196,7 +196,7 @@ def test_w_lower_eta_bounds_the_cell_means():
             s = 1.0 / sigma
             hm = mpmath.mpf(h)
             for j0 in (K // 3, K - 40):
-                _, _, cells = _w_lower_cells(s, h, K, (j0 - 0.5) * h, 8)
+                _, _, cells = _w_lower_cells(s, h, K, (j0 - 0.5) * h, 8, LOWER_CELL_REL * h)
                 for b, c, j, d, m, kept in cells:
                     if kept:
                         worst = max(worst, float(abs(_mp_cell_mean(s, b, c) - j * hm)) / d)

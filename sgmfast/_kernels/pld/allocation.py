@@ -148,7 +148,7 @@ def _cell_err(s, a, c):
 
 
 @jit
-def w_lower(s, h, K, out):
+def w_lower(s, h, K, rel, out):
     """The lower bound's law of W on the lattice: W's range [0, K h] cut into cells whose
     conditional means are lattice points, each cell's mass (deflated by SLACK) put there.
     Reporting the cell instead of W is post-processing, so the pair of the cells' law is
@@ -166,8 +166,9 @@ def w_lower(s, h, K, out):
     rho = 0.0
     calls = 0
     while True:
-        # the first lattice point at least h/2 above b: no cell is narrower than ~h
-        j = int(math.floor(b / h + 0.5)) + 1
+        # the first lattice point at least h/2 above b: no cell is narrower than ~h; and at least
+        # rel b above it: up the tail the cells widen in proportion (any partition is one)
+        j = max(int(math.floor(b / h + 0.5)) + 1, int(math.ceil(b * (1.0 + rel) / h)))
         if j > K:
             break
         x = j * h

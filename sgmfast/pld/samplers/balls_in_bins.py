@@ -80,7 +80,7 @@ from ..grid.composition import compose_repeated, eps_groups, recentred, repeated
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail
-from .epoch_power import CELL_UNITS, Windows, epoch_cost, window_low  # noqa: F401  (tests read epoch_cost here)
+from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, epoch_cost, window_low  # noqa: F401  (tests read epoch_cost here)
 from .epoch_power import _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
 from .epoch_tail import _chernoff_over
 
@@ -130,7 +130,7 @@ class Epoch:
         ka.lognormal_cells(s, h, K, mass, off, err)
         wu, wl = np.empty(K + 1), np.empty(K + 1)
         ka.w_upper(h, K, mass, off, err, wu)
-        eta, rho, calls = ka.w_lower(s, h, K, wl)
+        eta, rho, calls = ka.w_lower(s, h, K, float(LOWER_CELL_REL * h), wl)
         charge(CELL_UNITS[1] * calls)
         self.eta, self.rho = float(eta), float(rho)
         self.t, self.h, self.C = t, h, C

@@ -29,7 +29,7 @@ from ..._work import UNITS_PER_SECOND
 from ..._kernels.pld import fft_power as kf
 from ..common import U, charge_fft
 from ..grid.composition import fft_const
-from .epoch_tail import COARSE_CAP, _chernoff_over_many, coarse_majorant
+from .epoch_tail import FEW_LAMS, _chernoff_over_many, coarse_majorant
 
 #: Mass each window's two sides may cut (Chernoff bounds; charged, module notes).
 CUT = 1e-60
@@ -202,9 +202,9 @@ def _lower_length(w, t, C, h):
     (Chernoff, ``epoch_tail._chernoff_over_many`` on a convex-order majorant of w) is at most
     WRAP_SHARE of the round-off bound's leading term t c_n |w|_2 (a heavy-tailed law tilted up
     wraps 1e-11 at 2C where its round-off is 1e-13: sigma 0.7, t 20), else the longest."""
-    wc, H = coarse_majorant(w, h, COARSE_CAP) if w.size > COARSE_CAP else (w, h)
+    wc, H = coarse_majorant(w, h)  # (COARSE points: a few hundred thousand terms a table)
     ns = [scipy.fft.next_fast_len(m * C, real=True) for m in LOWER_LENGTHS]
-    wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns])[1]  # (Q(S > (n - 1) h) = Q(S >= n h))
+    wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns], 0.0, FEW_LAMS)[1]  # (Q(S >= n h))
     lead = t * math.sqrt(float(w @ w))
     for n, wrap in zip(ns, wraps):
         if wrap <= WRAP_SHARE * fft_const(n) * lead:
@@ -311,8 +311,12 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
 #: Work units per cell of W's upper lattice law (``lognormal_cells``) and per CDF-difference pair
 #: of the lower's Newton steps (``w_lower``: 4-7 a cell): CPU seconds times UNITS_PER_SECOND,
 #: measured on six lattices (0.57 us a cell, 0.37 us a pair at sigma 1.07, t 8, 3.3e5 cells; ~0.7 s
-#: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 6 pairs a cell.
+#: of CPU an epoch there had been uncharged).  Planned (``epoch_cost``) at 8 pairs a lower cell (``lower_cells``).
 CELL_UNITS = 150.0, 100.0
+#: The lower law's cells widen up W's tail to LOWER_CELL_REL h of their start (``w_lower``: any
+#: partition is one; up the tail the loss grid resolves W relatively, and at 1.0 the lower ends
+#: lost 1e-4 where 0.1 keeps them to 6 digits, sigma 0.4-3, t 3-10^4, with 30-40 % less work).
+LOWER_CELL_REL = 0.1
 #: Work (seconds of ``_work`` units) of one epoch's powers: by one transform each
 #: (``_spectral_power``), per n log2(n) (n lattice points), measured 8.7-8.8 x 1e-8 on sigma 0.4-1.5,
 #: t 16-1000, 1.2e-7 with the four tilts of a small truncation budget (``strong``: sigma 0.78, t 10^4);
@@ -329,6 +333,13 @@ def window_low(t: int, var: float) -> float:
     return max(0.0, t - 17.0 * math.sqrt(t * var))
 
 
+def lower_cells(h: float, w_max: float) -> float:
+    """About how many cells ``w_lower`` forms on [0, w_max] (spacing h): ~h wide up to W ~
+    1 / (2 LOWER_CELL_REL), then each LOWER_CELL_REL h of its start wider (a planning figure)."""
+    b0 = 0.5 / LOWER_CELL_REL
+    return min(w_max, b0) / h + math.log(max(w_max / b0, 1.0)) / (2.0 * LOWER_CELL_REL * h)
+
+
 def epoch_cost(h: float, w_max: float, cap: float, t: int, var: float, strong: bool) -> float:
     """Planned work (seconds of units) of an epoch on the lattice 0 .. cap of spacing h, with
     w_max / h cells of W (variance ``var``): a planning figure only (what is done is charged as it
@@ -340,4 +351,4 @@ def epoch_cost(h: float, w_max: float, cap: float, t: int, var: float, strong: b
         powers = WINDOWED_UNITS[bool(strong)] * span * math.log2(span) * math.log2(max(t, 2))
     else:
         powers = SPECTRAL_UNITS[bool(strong)] * n * math.log2(n)
-    return powers + (CELL_UNITS[0] + 6.0 * CELL_UNITS[1]) * (w_max / h) / UNITS_PER_SECOND
+    return powers + (CELL_UNITS[0] * w_max / h + 8.0 * CELL_UNITS[1] * lower_cells(h, w_max)) / UNITS_PER_SECOND
