@@ -203,7 +203,8 @@ def delta(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, grid_step=N
         ε >= 0 in nats.
     accuracy : float, optional
         The interval is refined until it is no wider than the change of δ
-        caused by a relative change ``accuracy`` of ε.
+        caused by a relative change ``accuracy`` of ε, or than ``accuracy`` / 1000
+        of δ itself (where δ barely changes with ε, as the total variation near 1).
     relation, grid_step, executor, sampler :
         As in :func:`epsilon`.
 
