@@ -270,6 +270,25 @@ def test_curve_in_chunks_stays_certified_and_monotone(capsys, monkeypatch):
     assert lo == sorted(lo) and up == sorted(up) and all(l <= u for l, u in zip(lo, up))
 
 
+def test_sampler_curve_is_one_api_call(capsys, monkeypatch):
+    """A sampler's curve costs a few times its last point per call, so the CLI makes one call
+    whatever CURVE_CHUNK (chunks multiplied that: a fixed-size curve of 3591 epochs took 18
+    calls), and prints the API's curve itself."""
+    from sgmfast import pld
+    from sgmfast.cli import curves
+
+    monkeypatch.setattr(curves, "CURVE_CHUNK", 2)
+    calls = []
+    real = pld.epsilon_curve
+    monkeypatch.setattr(pld, "epsilon_curve", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    code, out, err = _run(["curve", "--sigma", "1.0", "--q", "0.05", "--steps", "100", "--points", "5",
+                           "--delta", "1e-5", "--sampler", "fixed-size"], capsys)
+    assert code == 0 and len(calls) == 1
+    b = real(1.0, 0.05, [20, 40, 60, 80, 100], 1e-5, sampler="fixed_size")
+    rows = _csv(out)
+    assert [float(r[3]) for r in rows] == pytest.approx(list(b.upper), rel=1e-5)
+
+
 def test_curve_without_noise_is_inf(capsys):
     code, out, err = _run(["curve", "--sigma", "0", "--q", "0.01", "--steps", "100", "--points", "2",
                            "--delta", "1e-5"], capsys)
