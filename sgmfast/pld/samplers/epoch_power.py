@@ -1,6 +1,8 @@
 """One balls-in-bins epoch's S = W_1 + ... + W_t on the lattice (step 3 of ``balls_in_bins``):
-the t-fold convolution power of the lattice law of W by FFT exponentiation by squaring, with a
-certified per-entry round-off bound, tilted powers for the tails, and windows.
+the t-fold convolution power of the lattice law of W -- by one transform and a coefficient-wise
+power (``_spectral_power``), or by FFT exponentiation by squaring with windows (``_power``, for
+t < 4 and light tails) -- with a certified per-entry round-off bound, and tilted powers for the
+tails.
 
 **Windows.**  The partial sums of n terms live near n E[W], within a few sd sqrt(n Var W); an
 FFT over the whole lattice [0, cap] spends most of its length where they have no mass (for
