@@ -150,3 +150,22 @@ def test_rungs_bound_the_others_sum_from_above(sigma):
     for k in range(1, r.size):
         if r[k - 1] < 2 * ep.w_max:
             assert above[k] >= _cut_sum_sf(sigma, ep.w_max, float(r[k - 1])) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("t", [3, 10, 30])
+def test_chernoff_over_bounds_the_exact_masses_above_the_cap(t):
+    """``epoch_tail._chernoff_over``: (E_Q[S / t; S > cap], Q(S > cap)) for S the sum of t iid
+    lattice variables, against the exact t-fold convolution.  The P-bound was M' M^(t-1) e^{-lam
+    cap} / t -- t times too small (E[S e^{lam S}] = t M' M^(t-1)): below the exact P-mass at t =
+    10, cap 18 (1.7e-2 for 2.0e-2), which left an epoch's mass above the lattice under-charged."""
+    from sgmfast.pld.samplers.epoch_tail import _chernoff_over
+
+    w = np.array([0.35, 0.4, 0.15, 0.07, 0.03])
+    c = np.array([1.0])
+    for _ in range(t):
+        c = np.convolve(c, w)
+    s = np.arange(c.size, dtype=float)
+    for cap in (1.3 * t, 1.8 * t, 2.5 * t):
+        above = s > cap
+        p, q = _chernoff_over(w, 1.0, t, cap)
+        assert p >= float(np.sum(c[above] * s[above] / t)) and q >= float(np.sum(c[above]))

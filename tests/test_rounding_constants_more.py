@@ -588,7 +588,7 @@ CHERNOFF_LATTICES = [(2.0, 1000, 1e-3, 1e-14, 0), (3.0, 100, 1e-4, 1e-14, 0), (1
 @pytest.mark.parametrize("sigma,t,acc,tail,lev", CHERNOFF_LATTICES)
 def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     """``pld.allocation._chernoff_over``: for every lam of its grid, e^{-lam cap} M(lam)^t (and
-    e^{-lam cap} M'(lam) M(lam)^(t-1) / t) as computed, exp of t log M - lam cap, must be rounded
+    e^{-lam cap} M'(lam) M(lam)^(t-1)) as computed, exp of t log M - lam cap, must be rounded
     up past the exact value for the float masses w (the spread ``w_upper`` of a lattice
     ``_lattice`` chooses) at the exact lattice points k h.  Measured in x87 long double (its
     pairwise sums' error is ~1e-4 of the measured): the error of the plain exponent against the
@@ -647,12 +647,12 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
         lm, lc = math.log(m), lam * capf
         lcl = np.longdouble(lam) * np.longdouble(capf)
         lq_ex = t * np.log(ml) - lcl
-        lp_ex = (t - 1) * np.log(ml) + np.log(dml) - np.log(np.longdouble(t)) - lcl
+        lp_ex = (t - 1) * np.log(ml) + np.log(dml) - lcl
         assert lq_up >= lq_ex and lp_up >= lp_ex  # each lam's bound is rounded up past the exact one
         ex_q, ex_p = min(ex_q, np.exp(min(lq_ex, 0))), min(ex_p, np.exp(min(lp_ex, 0)))
         r = (w.size + 2.0 * lam * x[-1] + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
         for plain, exact, rnd in ((t * lm - lc, lq_ex, 2 * U * (t * abs(lm) + abs(lc) + 2.0)),
-                                  ((t - 1) * lm + math.log(dm) - math.log(t) - lc, lp_ex,
+                                  ((t - 1) * lm + math.log(dm) - lc, lp_ex,
                                    2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0))):
             if exact > 0 or exact < -700:
                 continue  # (clipped at 1; or far below anything it could decide)

@@ -86,7 +86,6 @@ from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail
 from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, epoch_cost, window_low  # noqa: F401  (tests read epoch_cost here)
 from .epoch_power import _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
-from .epoch_tail import _chernoff_over
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
 #: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
@@ -156,7 +155,7 @@ class Epoch:
         q_w = math.exp(ka.log_sf(w_max, s, 0.0))
         p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
-        p_over, q_over = _chernoff_over(wu, h, t, (C - 1) * h)
+        p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, s)
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut

@@ -68,8 +68,8 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
     """(r, weight): the stochastic upper bound R* of the sum of t1 cut lattice variables (masses
     w at k h, each <= W_max; with ``shifted`` one of them has the P-law x w(x) instead): rungs r
     and P(R* = r) (module notes).  ``_chernoff_over(w, h, t, cap)`` bounds (E[S / t; S > cap],
-    P(S > cap)) for a sum S of t; the first, times t, bounds P(S' > cap) for S' = one P-law
-    variable + t - 1 others.  With ``s`` (log W's sd) the tails also take ``_truncated_tails``."""
+    P(S > cap)) for a sum S of t; the first is P(S' > cap) for S' = one P-law variable + t - 1
+    others (E[S / t; .] = E[W_1; .] by symmetry).  With ``s`` (log W's sd) the tails also take ``_truncated_tails``."""
     wc, H = coarse_majorant(w, h)
     x = np.arange(wc.size) * H
     m1, m2, m3 = float(wc @ x), float(wc @ (x * x)), float(wc @ (x * x * x))
@@ -88,7 +88,7 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
         g *= 2.0
     r = sorted({v for v in r if v < top}) + [top]
     p_b, q_b = _chernoff_over_many(wc, H, t1, r[:-1]) if len(r) > 1 else (np.zeros(0), np.zeros(0))
-    tails = np.minimum(1.0, t1 * p_b * (1.0 + 1e-12)) if shifted else q_b
+    tails = p_b if shifted else q_b
     if s is not None and len(r) > 1:
         tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, shifted))
     tails = np.minimum.accumulate(np.concatenate((tails, [0.0])))
@@ -165,9 +165,24 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
         wm = wc[:k + 1].copy()
         wm[0] += q_m
         p_b, q_b = _chernoff_over_many(wm, H, t1, caps, p_m, FEW_LAMS)
-        chern = np.minimum(1.0, t1 * p_b * (1.0 + 1e-12)) if shifted else q_b
+        chern = p_b if shifted else q_b
         best = np.minimum(best, chern + union * (1.0 + 1e-12))
     return best
+
+
+def over_cap(w: np.ndarray, h: float, t: int, cap: float, s: float):
+    """(P(S' > cap), Q(S > cap)) for S the sum of t cut lattice variables (masses w) and S' the
+    same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain Chernoff
+    (``_chernoff_over``) and Chernoff on coordinates truncated plus the union bound
+    (``_truncated_tails``): plain Chernoff on a heavy tail charged 2e-8 of P-mass above the lattice
+    at sigma 0.5, t 100 (delta 1e-8: the upper end +inf at the first two levels)."""
+    p, q = _chernoff_over(w, h, t, cap)
+    wc, H = coarse_majorant(w, h)
+    m1 = float(wc @ (np.arange(wc.size) * H))
+    caps = np.array([float(cap)])
+    p = min(p, float(_truncated_tails(wc, H, t, caps, m1, s, True)[0]))
+    q = min(q, float(_truncated_tails(wc, H, t, caps, m1, s, False)[0]))
+    return p, q
 
 
 def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
@@ -323,7 +338,7 @@ def _chernoff_logs(w, h, t, caps, lams, dm0: float = 0.0):
     r = (w.size + 2.0 * np.abs(lams) * ((w.size - 1) * h) + 3.0 * ka.CHERNOFF_BLOCK + 6.0) * U
     lc = caps[:, None] * lams[None, :]
     lq = t * lm - lc + t * r + 2 * U * (t * np.abs(lm) + np.abs(lc) + 2.0)
-    lp = ((t - 1) * lm + ldm - math.log(t) - lc + t * r
+    lp = ((t - 1) * lm + ldm - lc + t * r
           + 2 * U * ((t - 1) * np.abs(lm) + np.abs(ldm) + math.log(t) + np.abs(lc) + 3.0))
     lp = np.where(pos, lp, -np.inf)
     bad = ~ok
