@@ -169,3 +169,27 @@ def test_chernoff_over_bounds_the_exact_masses_above_the_cap(t):
         above = s > cap
         p, q = _chernoff_over(w, 1.0, t, cap)
         assert p >= float(np.sum(c[above] * s[above] / t)) and q >= float(np.sum(c[above]))
+
+
+@pytest.mark.parametrize("sigma,t", [(0.5, 4), (0.6, 12), (0.8, 30)])
+def test_mass_above_the_cap_bounds_the_exact_lattice_masses(sigma, t):
+    """``epoch_tail.over_cap`` (plain Chernoff, truncated coordinates, one coordinate above a
+    truncation point) against the exact t-fold convolution of the lattice law ``Epoch`` builds:
+    the P-mass E_Q[S / t; S > cap] and the Q-mass above caps just past w_max."""
+    from sgmfast._kernels.pld import allocation as ka
+    from sgmfast.pld.samplers.epoch_tail import over_cap
+
+    s, h, K = 1.0 / sigma, 0.25, 400
+    mass, off, err = np.empty(K), np.empty(K), np.empty(K)
+    ka.lognormal_cells(s, h, K, mass, off, err)
+    wu = np.empty(K + 1)
+    ka.w_upper(h, K, mass, off, err, wu)
+    c = np.array([1.0])
+    for _ in range(t):
+        c = np.convolve(c, wu)
+    x = np.arange(c.size) * h
+    for extra in (0.5 * t, 2.0 * t, 6.0 * t):
+        cap = K * h + extra
+        above = x > cap
+        p, q = over_cap(wu, h, t, cap, K * h, s)
+        assert p >= float(np.sum(c[above] * x[above] / t)) and q >= float(np.sum(c[above]))

@@ -170,19 +170,47 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
     return best
 
 
-def over_cap(w: np.ndarray, h: float, t: int, cap: float, s: float):
-    """(P(S' > cap), Q(S > cap)) for S the sum of t cut lattice variables (masses w) and S' the
-    same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain Chernoff
-    (``_chernoff_over``) and Chernoff on coordinates truncated plus the union bound
-    (``_truncated_tails``): plain Chernoff on a heavy tail charged 2e-8 of P-mass above the lattice
-    at sigma 0.5, t 100 (delta 1e-8: the upper end +inf at the first two levels)."""
+def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float):
+    """(P(S' > cap), Q(S > cap)) for S the sum of t lattice variables cut at w_max (masses w) and
+    S' the same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain
+    Chernoff (``_chernoff_over``), Chernoff on coordinates truncated plus the union bound
+    (``_truncated_tails``) and ``_one_above``.  A heavy tail leaves the first two loose by orders:
+    sigma 0.5, t 100, 2e-6 of P-mass above the lattice (delta 1e-8: no finite upper end)."""
     p, q = _chernoff_over(w, h, t, cap)
     wc, H = coarse_majorant(w, h)
     m1 = float(wc @ (np.arange(wc.size) * H))
     caps = np.array([float(cap)])
     p = min(p, float(_truncated_tails(wc, H, t, caps, m1, s, True)[0]))
     q = min(q, float(_truncated_tails(wc, H, t, caps, m1, s, False)[0]))
-    return p, q
+    p1, q1 = _one_above(wc, H, t, float(cap), float(cap) - w_max, m1, s)
+    return min(p, p1), min(q, q1)
+
+
+def _one_above(wc, H, t, cap, x0, m1, s):
+    """(P(S' > cap), Q(S > cap)) of ``over_cap`` for cap = w_max + x0 (x0 > 0), least over
+    truncation points M: S > cap needs two coordinates above M (union bound), or one, i, above
+    M and the others -- all at most M, so their sum is their truncated sum -- above x0 (as X_i
+    <= w_max; independent of X_i: P(X_i > M) times Chernoff on the t - 1 truncated), or none
+    (Chernoff on the t truncated).  Truncated MGFs as ``_truncated_tails``; with P-law X_1:
+    p_M (t - 1) q_M + C(t - 1, 2) q_M^2, p_M Q(others > x0) + (t - 1) q_M P(others' > x0)."""
+    best_p = best_q = 1.0
+    if x0 <= 0.0 or t < 2:
+        return best_p, best_q
+    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, TRUNCATIONS).astype(np.int64)):
+        q_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9))
+        p_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9))
+        if t * q_m >= 1.0:
+            continue
+        wm = wc[:k + 1].copy()
+        wm[0] += q_m
+        p_all, q_all = _chernoff_over_many(wm, H, t, [cap], p_m, FEW_LAMS)
+        p_oth, q_oth = _chernoff_over_many(wm, H, t - 1, [x0], p_m, FEW_LAMS)
+        two_q = 0.5 * t * (t - 1) * q_m * q_m
+        two_p = p_m * (t - 1) * q_m + 0.5 * (t - 1) * (t - 2) * q_m * q_m
+        q = two_q + t * q_m * float(q_oth[0]) + float(q_all[0])
+        p = two_p + p_m * float(q_oth[0]) + (t - 1) * q_m * float(p_oth[0]) + float(p_all[0])
+        best_p, best_q = min(best_p, p * (1.0 + 1e-12)), min(best_q, q * (1.0 + 1e-12))
+    return best_p, best_q
 
 
 def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
