@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextvars
+from concurrent import futures
 
 import numpy as np
 
 from ..._failures import GridFailure
-from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, grid_pool, two_cores
+from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, add_pool, grid_pool, two_cores
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
 from ..grid.spectral import SpectralGrid, read_delta, read_eps
@@ -104,10 +105,17 @@ class TiltedFFT:
         if job.replace:
             g_up, g_lo = self.grid_pair(job, REPLACE, step, est, lo_e)
             return {REPLACE: (read_eps(g_lo, target, est), read_eps(g_up, target, est))}
-        g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
-        up_r = read_eps(g_up, target, est)
-        found = {REMOVE: (read_eps(g_lo, target, est), up_r)}
-        up_a = eps(ADD, True, 4 * step)
+        # the coarse add grid is always read: built on a helper thread beside the remove pair
+        fut = add_pool().submit(contextvars.copy_context().run, eps, ADD, True, 4 * step) if two_cores() else None
+        try:
+            g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
+            up_r = read_eps(g_up, target, est)
+            found = {REMOVE: (read_eps(g_lo, target, est), up_r)}
+        except BaseException:
+            if fut is not None:
+                futures.wait([fut])  # (its own failure, if any, is this one's consequence)
+            raise
+        up_a = fut.result() if fut is not None else eps(ADD, True, 4 * step)
         lo_a = 0.0
         if up_a > up_r:
             fine = eps(ADD, True, step)
@@ -156,7 +164,8 @@ def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False
     stages = plan(schedule, step, add, tau)
     if stages is not None:
         try:
-            return compose_two_stage(*schedule[0], add, step, *stages, theta, pess, eps_lo, tau)
+            return compose_two_stage(*schedule[0], add, step, *stages, theta, pess, eps_lo, tau,
+                                     compose_banded if banded else None)
         except NotApplicable:
             pass
     return compose_one_stage(schedule, add, step, theta, pess, eps_lo, tau, compose_banded if banded else None)
