@@ -182,6 +182,12 @@ def grid_pool() -> ThreadPoolExecutor:
     return _pool("grid")
 
 
+def add_pool() -> ThreadPoolExecutor:
+    """One thread that builds a query's coarse add-direction grid while the caller builds the
+    remove pair (``certifiers.tilted``)."""
+    return _pool("add")
+
+
 def final_pool() -> ThreadPoolExecutor:
     """One thread for a curve's final checkpoint, whose engine runs while the others are read
     off shared spectra (``curve``)."""

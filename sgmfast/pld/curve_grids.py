@@ -21,6 +21,8 @@ from .grid.composition import ArrayPart, TiltedStep, composite, part_spectra
 from .grid.onestep import one_step
 from .schedules import MAX_PARTS
 from .grid.estimates import loss_moments
+from .grid.banded import (LOG_CUT, POWER_PER_FREQ, POWER_PER_ROW, SPECTRAL_FIXED,  # noqa: F401  (the curve's too)
+                          SPECTRAL_PER_FREQ, power_band as _power)
 from .grid.spectral import SpectralGrid, unrolled
 from .grid.windows import CHERNOFF_K, choose_window, log_mgf_table, widen
 
@@ -171,11 +173,8 @@ _BIG = threading.Lock()
 #: frequency, plus ~20 ns per checkpoint and per increment row it carries there; reading an
 #: unrolled grid (``unroll``, the queries' suffix sums) ~10 ns a bin; a spectral read a few
 #: hundred ns per band frequency
-POWER_PER_FREQ = 20.0
-POWER_PER_ROW = 8.0
+# (POWER_PER_FREQ, POWER_PER_ROW, SPECTRAL_PER_FREQ, SPECTRAL_FIXED: ``grid.banded``'s, shared)
 READ_PER_BIN = 4.0
-SPECTRAL_PER_FREQ = 100.0
-SPECTRAL_FIXED = 1e4
 
 
 class _Layout:
@@ -329,49 +328,6 @@ def _composed(lay: _Layout, sel, wins, n, spectra, e2, budget):
                     return
                 charge(READ_PER_BIN * nk)
                 yield k, unrolled(c, w, theta, pess, lo, z[j, ::m][: nk // 2 + 1], err[j] + werr, z2[j])
-
-
-#: spectra below this are cut (``kf.power_checkpoints``): an error of at most this per
-#: frequency, charged; what is left is the composed loss's band, far below n at late checkpoints
-LOG_CUT = math.log(1e-30)
-
-
-def _power(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
-    """``kf.power_checkpoints`` over all frequencies, the upper half on a second thread:
-    (spectra, err, z2, wsum, band) of the checkpoints.  The spectra are stored up to the last
-    frequency that can survive the cut (``kf.live_extent``: columns beyond are 0, charged).
-
-    With one part the kernel is given only this batch's increment rows: it forms each row's
-    power at every live frequency, and a run of log-spaced checkpoints has as many distinct rows
-    as checkpoints (all of them at every batch made the kernel's work quadratic in the
-    checkpoints).  Its early exit -- a frequency cut for good when no row can raise its bound --
-    is the same for any set of rows then: with one part every row is a positive multiple of the
-    same log modulus."""
-    nk = row_of.size
-    if spectra.shape[0] == 1:
-        used, row_of = np.unique(row_of, return_inverse=True)
-        rows, row_of = np.ascontiguousarray(rows[used]), row_of.reshape(-1).astype(np.int64)
-    h = kf.live_extent(spectra, e2, ntot, LOG_CUT)
-    charge(h * (POWER_PER_FREQ + POWER_PER_ROW * (nk + rows.shape[0])))
-    z = np.zeros((nk, h), dtype=np.complex128)
-    parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64))]
-    acc, lsum, labs = state
-    args = (spectra, e2, rows, row_of, ntot, dec, n, k0)
-    if h < SPLIT_MIN or not two_cores():
-        kf.power_checkpoints(*args, 0, h, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
-    else:
-        parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64)))
-        m = h // 2
-        fut = split_pool().submit(kf.power_checkpoints, *args, m, h, acc, lsum, labs, z, *parts[1][:3], LOG_CUT, k_all,
-                                  parts[1][3])
-        kf.power_checkpoints(*args, 0, m, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
-        fut.result()
-    err = sum(p[0] for p in parts)
-    kf.charge_cut(dec, h, spectra.shape[1], LOG_CUT, err)  # (the frequencies not stored)
-    z2 = sum(p[1] for p in parts)
-    wsum = sum(p[2] for p in parts)
-    band = np.max([p[3] for p in parts], axis=0)
-    return z, err, z2, wsum, band
 
 
 def _spread(m: int) -> list:

@@ -370,7 +370,17 @@ def live_extent(spectra, e2, ntot, log_cut):
     thr = cut_threshold(spectra, ntot, log_cut)
     if thr < 0.0:
         return h
+    # a cheaper test first, on the squared modulus (no square root): r2 = re^2 + im^2 <= sq
+    # implies ``_modulus_bound`` <= thr.  The computed r2 is >= |s|^2 (1 - 2u), so |s| <=
+    # (thr - e2) (1 - 1e-10) (1 + 2u); the computed modulus adds 2u, the sum and ``_modulus_bound``'s
+    # factor 5u more: (|s| + e2)(1 + 9u) <= thr (1 - 1e-10 + 9u) < thr.  The decision is the same
+    # as ``_modulus_bound``'s alone, only where the fast test fails is that one evaluated
+    room = (thr - e2[0]) * (1.0 - 1e-10)
+    sq = room * room if room > 0.0 else -1.0
     for f in range(h - 1, -1, -1):
+        s = spectra[0, f]
+        if s.real * s.real + s.imag * s.imag <= sq:
+            continue
         if _modulus_bound(spectra, e2, f) > thr:
             return f + 1
     return 1

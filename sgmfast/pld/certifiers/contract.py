@@ -95,6 +95,12 @@ class Caches:
     def put_grid(self, key, g) -> None:
         with self.lock:  # the grid pair is built on two threads
             self.grids[key] = g
-            total = sum(x.t.nbytes for x in self.grids.values())
+            total = sum(_nbytes(x) for x in self.grids.values())
             while len(self.grids) > 16 or (total > GRID_BYTES and len(self.grids) > 2):
-                total -= self.grids.pop(next(iter(self.grids))).t.nbytes
+                total -= _nbytes(self.grids.pop(next(iter(self.grids))))
+
+
+def _nbytes(g) -> int:
+    """Bytes of a cached grid's array (a ``Grid``'s entries, a ``SpectralGrid``'s band)."""
+    t = getattr(g, "t", None)
+    return t.nbytes if t is not None else g.z.nbytes * 4

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextvars
+from concurrent import futures
 
 import numpy as np
 
 from ..._failures import GridFailure
-from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, grid_pool, two_cores
+from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, add_pool, grid_pool, two_cores
+from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
-from ..grid.queries import delta_bound, eps_bound
+from ..grid.spectral import SpectralGrid, read_delta, read_eps
 from ..grid.tilting import VAR_GROWTH, saddle_theta
 from ..grid.two_stage import compose_two_stage, plan
 from .contract import Job
@@ -44,16 +46,22 @@ class TiltedFFT:
             job.caches.thetas[key] = th
         return th
 
-    def grid(self, job: Job, add, pess: bool, step: float, eps_c: float, eps_lo: float | None = None) -> Grid:
-        """Composed grid tilted towards eps_c; its bounds hold for every eps >= eps_lo."""
+    def grid(self, job: Job, add, pess: bool, step: float, eps_c: float, eps_lo: float | None = None,
+             banded: bool = False) -> Grid:
+        """Composed grid tilted towards eps_c; its bounds hold for every eps >= eps_lo.  ``banded``:
+        it may be a ``SpectralGrid`` (the band of its spectrum, ``grid.banded``), read by
+        ``read_eps`` / ``read_delta``; else the ``Grid`` (a cached band is unrolled)."""
         theta = self.theta(job, add, step, eps_c)
         eps_lo = eps_c if eps_lo is None else eps_lo
         key = (job.tau, add, pess, step, theta, eps_lo)
         g = job.caches.grids.get(key)
+        if g is not None and not banded and isinstance(g, SpectralGrid):
+            g = g.materialise()
+            job.caches.put_grid(key, g)
         if g is None:
             for _ in range(4):
                 try:
-                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau)
+                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded)
                     break
                 except (GridFailure, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
@@ -64,41 +72,55 @@ class TiltedFFT:
                         raise
                     theta = 0.5 * theta if theta > 1e-3 else 0.0
             if g is None:
-                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau)
+                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded)
             job.caches.put_grid(key, g)
         return g
 
-    def grid_pair(self, job: Job, add, step: float, eps_c: float, eps_lo: float):
+    def grid_pair(self, job: Job, add, step: float, eps_c: float, eps_lo: float, banded: bool = True):
         """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
         FFTs release the GIL, and on two cores the pair takes little more than one of them."""
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
         if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
-            return self.grid(job, add, True, step, eps_c, eps_lo), self.grid(job, add, False, step, eps_c, eps_lo)
-        fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo)
+            return (self.grid(job, add, True, step, eps_c, eps_lo, banded),
+                    self.grid(job, add, False, step, eps_c, eps_lo, banded))
+        fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo,
+                                 banded)
         try:
-            pess = self.grid(job, add, True, step, eps_c, eps_lo)
+            pess = self.grid(job, add, True, step, eps_c, eps_lo, banded)
         finally:
             opt = fut.result()
         return pess, opt
 
     # --- queries ---------------------------------------------------------------------------
+    # (the grids are read off their spectra's bands where those are narrow: ``grid.banded``)
     def epsilon(self, job: Job, step: float, target: float, est: float) -> dict:
         """{direction: (lower, upper)} of eps(target), tilted towards ``est``.  The add
         direction usually lies well below the remove one: a 4x coarser pessimistic grid often
         shows that it cannot set the answer, and its lower bound is then not needed."""
         lo_e = 0.5 * est
+
+        def eps(add, pess, at):
+            return read_eps(self.grid(job, add, pess, at, est, lo_e, True), target, est)
+
         if job.replace:
             g_up, g_lo = self.grid_pair(job, REPLACE, step, est, lo_e)
-            return {REPLACE: (eps_bound(g_lo, target), eps_bound(g_up, target))}
-        g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
-        up_r = eps_bound(g_up, target)
-        found = {REMOVE: (eps_bound(g_lo, target), up_r)}
-        up_a = eps_bound(self.grid(job, ADD, True, 4 * step, est, lo_e), target)
+            return {REPLACE: (read_eps(g_lo, target, est), read_eps(g_up, target, est))}
+        # the coarse add grid is always read: built on a helper thread beside the remove pair
+        fut = add_pool().submit(contextvars.copy_context().run, eps, ADD, True, 4 * step) if two_cores() else None
+        try:
+            g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
+            up_r = read_eps(g_up, target, est)
+            found = {REMOVE: (read_eps(g_lo, target, est), up_r)}
+        except BaseException:
+            if fut is not None:
+                futures.wait([fut])  # (its own failure, if any, is this one's consequence)
+            raise
+        up_a = fut.result() if fut is not None else eps(ADD, True, 4 * step)
         lo_a = 0.0
         if up_a > up_r:
-            fine = eps_bound(self.grid(job, ADD, True, step, est, lo_e), target)
+            fine = eps(ADD, True, step)
             if fine > up_r:
-                lo_a = eps_bound(self.grid(job, ADD, False, step, est, lo_e), target)
+                lo_a = eps(ADD, False, step)
             up_a = min(up_a, fine)
         found[ADD] = (lo_a, up_a)
         return found
@@ -106,37 +128,44 @@ class TiltedFFT:
     def epsilon_upper(self, job: Job, step: float, target: float, est: float) -> float:
         """Only the upper bound of the pair's eps(target) (for calibration searches)."""
         lo_e = 0.5 * est
-        up = eps_bound(self.grid(job, REMOVE, True, step, est, lo_e), target)
-        up_a = eps_bound(self.grid(job, ADD, True, 4 * step, est, lo_e), target)
+
+        def eps(add, at):
+            return read_eps(self.grid(job, add, True, at, est, lo_e, True), target, est)
+
+        up = eps(REMOVE, step)
+        up_a = eps(ADD, 4 * step)
         if up_a > up:
-            up = max(up, eps_bound(self.grid(job, ADD, True, step, est, lo_e), target))
+            up = max(up, eps(ADD, step))
         return up
 
     def delta(self, job: Job, step: float, eps: np.ndarray, eps_c: float) -> dict:
         """{direction: (lower, upper)} of δ at each eps, tilted towards eps_c."""
+        def bound(add, pess, at):
+            return read_delta(self.grid(job, add, pess, at, eps_c, None, True), eps)
+
         if job.replace:
-            return {REPLACE: (delta_bound(self.grid(job, REPLACE, False, step, eps_c), eps),
-                              delta_bound(self.grid(job, REPLACE, True, step, eps_c), eps))}
-        up_r = delta_bound(self.grid(job, REMOVE, True, step, eps_c), eps)
-        found = {REMOVE: (delta_bound(self.grid(job, REMOVE, False, step, eps_c), eps), up_r)}
-        up_a = delta_bound(self.grid(job, ADD, True, 4 * step, eps_c), eps)
+            return {REPLACE: (bound(REPLACE, False, step), bound(REPLACE, True, step))}
+        up_r = bound(REMOVE, True, step)
+        found = {REMOVE: (bound(REMOVE, False, step), up_r)}
+        up_a = bound(ADD, True, 4 * step)
         lo_a = np.zeros(eps.size)
         if (up_a > up_r).any():
-            fine = delta_bound(self.grid(job, ADD, True, step, eps_c), eps)
+            fine = bound(ADD, True, step)
             if (fine > up_r).any():
-                lo_a = delta_bound(self.grid(job, ADD, False, step, eps_c), eps)
+                lo_a = bound(ADD, False, step)
             up_a = np.minimum(up_a, fine)
         found[ADD] = (lo_a, up_a)
         return found
 
 
-def _compose(schedule, add, step, theta, pess, eps_lo, tau) -> Grid:
+def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False) -> Grid:
     """The composed grid: in two stages where ``two_stage.plan`` says so and it applies, else in
-    one transform."""
+    one transform (``banded``: possibly kept as its spectrum's band, ``grid.banded``)."""
     stages = plan(schedule, step, add, tau)
     if stages is not None:
         try:
-            return compose_two_stage(*schedule[0], add, step, *stages, theta, pess, eps_lo, tau)
+            return compose_two_stage(*schedule[0], add, step, *stages, theta, pess, eps_lo, tau,
+                                     compose_banded if banded else None)
         except NotApplicable:
             pass
-    return compose_one_stage(schedule, add, step, theta, pess, eps_lo, tau)
+    return compose_one_stage(schedule, add, step, theta, pess, eps_lo, tau, compose_banded if banded else None)

@@ -139,23 +139,27 @@ def composite(steps, counts, step: float, pess: bool) -> Composite:
     return Composite(parts, step, n_steps, mean, var, log_scale, rho_n, p_inf, sup_lo, sup_hi)
 
 
-def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float,
+                      finish=None) -> Grid:
     """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
-    single step: the tilted array itself, no transform)."""
+    single step: the tilted array itself, no transform); ``finish``: see ``compose_steps``."""
     steps = [TiltedStep(one_step(sigma, q, add, step, tau), step, theta, pess) for sigma, q, _ in schedule]
-    return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau)
+    return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau, finish)
 
 
-def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float) -> Grid:
+def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float,
+                  finish=None) -> Grid:
     """Tilted composition of ``counts[i]`` copies of each ``TiltedStep`` by one FFT power (a
-    single step: the tilted array itself, no transform)."""
+    single step: the tilted array itself, no transform).  ``finish(c, theta, pess, eps_lo, tau)``
+    composes the ``Composite`` (default ``compose_parts``; ``banded.compose_banded`` may return a
+    ``spectral.SpectralGrid``, read by ``spectral.read_eps`` / ``read_delta``)."""
     c = composite(steps, counts, step, pess)
     if len(c.parts) == 1 and c.parts[0].count == 1:
         part = c.parts[0]
         grow = math.expm1(c.rho_n * (1 + 1e-9))
         ls = c.log_scale + (math.log1p(grow) if pess else math.log1p(-min(grow, 0.5)))
         return Grid(step, theta, pess, part.j_lo, part.t, ls, 0.0, c.p_inf, 0.0, 0.0)
-    return compose_parts(c, theta, pess, eps_lo, tau)
+    return (finish or compose_parts)(c, theta, pess, eps_lo, tau)
 
 
 def part_spectra(parts, n: int):
@@ -281,17 +285,18 @@ def repeat_theta(one, step: float, count: int, eps_c: float) -> float:
 
 
 def compose_copies(parts, step: float, eps_c: float, tail: float, pess: bool,
-                   eps_lo: float | None = None, theta: float | None = None) -> Grid:
+                   eps_lo: float | None = None, theta: float | None = None, finish=None) -> Grid:
     """The parts [(OneStep, count)] composed (every copy of every array), upper (``pess``) or
     lower, tilted by theta (default: towards eps_c, ``parts_theta``); its bounds hold for
-    eps >= eps_lo (default eps_c / 2).  A tilt whose transform fails is halved, then dropped."""
+    eps >= eps_lo (default eps_c / 2).  A tilt whose transform fails is halved, then dropped.
+    ``finish``: as in ``compose_steps``."""
     if theta is None:  # (one copy of one array: no transform, no tilt)
         theta = parts_theta(parts, step, eps_c) if sum(c for _, c in parts) > 1 else 0.0
     eps_lo = 0.5 * eps_c if eps_lo is None else eps_lo
     for th in (theta, 0.5 * theta, 0.0):
         try:
             return compose_steps([TiltedStep(one, step, th, pess) for one, _ in parts], [c for _, c in parts],
-                                 step, th, pess, eps_lo, tail)
+                                 step, th, pess, eps_lo, tail, finish)
         except (GridFailure, ArithmeticError):
             if th == 0.0:
                 raise

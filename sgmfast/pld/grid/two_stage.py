@@ -320,12 +320,14 @@ def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
     return x
 
 
-def compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, tau) -> Grid:
+def compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, tau, finish=None) -> Grid:
     """T-fold composition of one SGM step by blocks: coarsen(P^{*T1}) (``block``) composed
     T // T1 times with coarsen(P^{*(T mod T1)}) on the coarse grid of spacing m * step.
 
     Coarsening is a mean-preserving spread (pessimistic) or contraction (optimistic) in
-    u = e^{-loss}, so the bounds stay bounds (module notes)."""
+    u = e^{-loss}, so the bounds stay bounds (module notes).  ``finish`` composes the blocks'
+    ``Composite`` (default ``compose_parts``; ``banded.compose_banded``: possibly kept as its
+    spectrum's band, with the same charges)."""
     hyb = hybrid_step(sigma, q, add, step, m, tau, CORE_TAIL / t1)
     core = hyb.core
     pc = tilt_pieces(core.masses(pess), core.j_lo, hyb.tail(pess), hyb.big_lo, step, m, theta, pess,
@@ -360,9 +362,9 @@ def compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, ta
     # the excess composes to at most prod (|B| (1 + e_B))^{times} - prod |B|^{times}
     err_rel = math.exp(mass_log) * math.expm1(err_log * (1 + 1e-9)) if not pess else 0.0
     big = m * step
-    return compose_parts(Composite(parts, big, count, count * mean1, count * var1, log_scale,
-                                   MAX_TAIL_EVENTS * (t2 + 1) * pc.rho_r, p_inf, sup_lo, sup_hi, err_rel),
-                         theta, pess, eps_lo, tau)
+    return (finish or compose_parts)(Composite(parts, big, count, count * mean1, count * var1, log_scale,
+                                               MAX_TAIL_EVENTS * (t2 + 1) * pc.rho_r, p_inf, sup_lo, sup_hi, err_rel),
+                                     theta, pess, eps_lo, tau)
 
 
 def one_stage_core(pc: Pieces, count, pess, eps_lo, tau) -> Grid:
