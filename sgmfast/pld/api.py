@@ -15,9 +15,7 @@ from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS, broadcast_groups
-from . import curve as _curve
 from . import samplers as _samplers
-from . import tradeoff as _tradeoff
 from .engine import BUDGET, Engine, monotone
 from .schedules import make_engine
 
@@ -240,6 +238,7 @@ def _scalar(value, name):
 
 def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poisson") -> Bounds:
     """A curve of one (sigma, q) over checkpoints, validated (x is the checked δ or ε)."""
+    from . import curve as _curve  # (here: ``sgmfast epsilon`` needs neither it nor tradeoff)
     relation = _samplers.resolve(sampler, relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -286,6 +285,7 @@ def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, sampl
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
+    from . import curve as _curve
     return _curve_call(_curve.epsilon_curve, sigma, q, steps, check_delta(delta), "delta", accuracy, relation,
                        sampler)
 
@@ -300,6 +300,7 @@ def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, sampl
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
+    from . import curve as _curve
     return _curve_call(_curve.delta_curve, sigma, q, steps, check_epsilon(epsilon), "epsilon", accuracy, relation,
                        sampler)
 
@@ -334,6 +335,7 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     >>> [round(float(x), 4) for x in b.lower], [round(float(x), 4) for x in b.upper]
     ([0.9076, 0.6109], [0.9076, 0.6109])
     """
+    from . import tradeoff as _tradeoff
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -390,6 +392,7 @@ def attack_tpr(sigma, q, steps, fpr, *, accuracy=1e-3, relation="add_remove") ->
     >>> 1e-3 <= b.lower <= b.upper < 0.01
     True
     """
+    from . import tradeoff as _tradeoff
     a = as_float_array(fpr, "fpr")
     if not ((a >= 0.0) & (a <= 1.0)).all():
         raise ValueError(f"fpr (false-positive rate) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
@@ -518,6 +521,7 @@ class PLDAccountant(Accountant):
 
     def _run(self):
         """The history as checkpoints: one per recorded segment."""
+        from . import curve as _curve
         parts: dict = {}
         for st in self.history:
             parts.setdefault((st.sigma, st.q), len(parts))
@@ -529,6 +533,7 @@ class PLDAccountant(Accountant):
     def epsilon_curve(self, delta) -> Bounds:
         """Certified bounds on ε(δ) after each recorded segment (arrays, one entry per ``step``
         call that recorded steps), for about the cost of one :meth:`epsilon`."""
+        from . import curve as _curve
         d = _scalar(check_delta(delta), "delta")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
@@ -537,6 +542,7 @@ class PLDAccountant(Accountant):
 
     def delta_curve(self, epsilon) -> Bounds:
         """Certified bounds on δ(ε) after each recorded segment (as :meth:`epsilon_curve`)."""
+        from . import curve as _curve
         e = _scalar(check_epsilon(epsilon), "epsilon")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
