@@ -335,7 +335,7 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     >>> [round(float(x), 4) for x in b.lower], [round(float(x), 4) for x in b.upper]
     ([0.9076, 0.6109], [0.9076, 0.6109])
     """
-    from . import tradeoff as _tradeoff
+    from .tradeoff import bounds as tradeoff_bounds  # (``from . import tradeoff``: this function)
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -345,7 +345,7 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
         raise ValueError(f"alpha (type-I error) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
     flat = a.reshape(-1)
     goal = max(1e-3 * float(np.min(flat[flat > 0], initial=1.0)), 1e-300)
-    lo, up = _tradeoff.bounds(s, qq, t, np.ascontiguousarray(flat), relation, acc, goal)
+    lo, up = tradeoff_bounds(s, qq, t, np.ascontiguousarray(flat), relation, acc, goal)
     if a.ndim == 0:
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(a.shape), up.reshape(a.shape))
@@ -392,12 +392,12 @@ def attack_tpr(sigma, q, steps, fpr, *, accuracy=1e-3, relation="add_remove") ->
     >>> 1e-3 <= b.lower <= b.upper < 0.01
     True
     """
-    from . import tradeoff as _tradeoff
+    from .tradeoff import tpr_bounds
     a = as_float_array(fpr, "fpr")
     if not ((a >= 0.0) & (a <= 1.0)).all():
         raise ValueError(f"fpr (false-positive rate) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
     b = tradeoff(sigma, q, steps, a, accuracy=accuracy, relation=relation)
-    lo, up = _tradeoff.tpr_bounds(a, np.asarray(b.lower), np.asarray(b.upper))
+    lo, up = tpr_bounds(a, np.asarray(b.lower), np.asarray(b.upper))
     if a.ndim == 0:
         return Bounds(float(lo), float(up))
     return Bounds(lo, up)
