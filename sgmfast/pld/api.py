@@ -16,6 +16,7 @@ from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS, broadcast_groups
 from . import samplers as _samplers
+from . import tradeoff as _tradeoff  # (here, before __init__ binds the name pld.tradeoff to the function)
 from .engine import BUDGET, Engine, monotone
 from .schedules import make_engine
 
@@ -238,7 +239,7 @@ def _scalar(value, name):
 
 def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poisson") -> Bounds:
     """A curve of one (sigma, q) over checkpoints, validated (x is the checked δ or ε)."""
-    from . import curve as _curve  # (here: ``sgmfast epsilon`` needs neither it nor tradeoff)
+    from . import curve as _curve  # (here: ``sgmfast epsilon`` does not need it)
     relation = _samplers.resolve(sampler, relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -335,7 +336,6 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
     >>> [round(float(x), 4) for x in b.lower], [round(float(x), 4) for x in b.upper]
     ([0.9076, 0.6109], [0.9076, 0.6109])
     """
-    from .tradeoff import bounds as tradeoff_bounds  # (``from . import tradeoff``: this function)
     _check_relation(relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -345,7 +345,7 @@ def tradeoff(sigma, q, steps, alpha, *, accuracy=1e-3, relation="add_remove") ->
         raise ValueError(f"alpha (type-I error) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
     flat = a.reshape(-1)
     goal = max(1e-3 * float(np.min(flat[flat > 0], initial=1.0)), 1e-300)
-    lo, up = tradeoff_bounds(s, qq, t, np.ascontiguousarray(flat), relation, acc, goal)
+    lo, up = _tradeoff.bounds(s, qq, t, np.ascontiguousarray(flat), relation, acc, goal)
     if a.ndim == 0:
         return Bounds(float(lo[0]), float(up[0]))
     return Bounds(lo.reshape(a.shape), up.reshape(a.shape))
@@ -392,12 +392,11 @@ def attack_tpr(sigma, q, steps, fpr, *, accuracy=1e-3, relation="add_remove") ->
     >>> 1e-3 <= b.lower <= b.upper < 0.01
     True
     """
-    from .tradeoff import tpr_bounds
     a = as_float_array(fpr, "fpr")
     if not ((a >= 0.0) & (a <= 1.0)).all():
         raise ValueError(f"fpr (false-positive rate) must be in [0, 1]; got {a[~((a >= 0.0) & (a <= 1.0))].flat[0]!r}")
     b = tradeoff(sigma, q, steps, a, accuracy=accuracy, relation=relation)
-    lo, up = tpr_bounds(a, np.asarray(b.lower), np.asarray(b.upper))
+    lo, up = _tradeoff.tpr_bounds(a, np.asarray(b.lower), np.asarray(b.upper))
     if a.ndim == 0:
         return Bounds(float(lo), float(up))
     return Bounds(lo, up)
