@@ -11,7 +11,9 @@ kernels by compile time (nested compiles included) and any kernel compiled for m
 signature; ``--repeat N`` runs it N times (each on a new empty cache) and
 prints the process wall times (interpreter start included) and their median;
 ``--after-epsilon`` runs the MNIST ``epsilon`` command first on the same cache, so that the time
-is a subcommand's first use after the first ``sgmfast epsilon``.  Used for bench/README's "First
+is a subcommand's first use right after the first ``sgmfast epsilon``; ``--after-rest`` also
+waits until the background compile that first run started (``sgmfast._prewarm.start_rest``) has
+finished, and prints how long that took.  Used for bench/README's "First
 run" section (issue #32 item 1).
 
     python bench/first_run.py --manifest
@@ -119,9 +121,34 @@ def manifest():
     return 0
 
 
-def _first(argv, after=None):
-    """One cold run of ``argv`` (after ``after`` filled the cache, if given): the process's wall
-    time in seconds, measured from here (interpreter start and imports included)."""
+#: waits for the background compile the first run started (``_prewarm.start_rest``): it takes its
+#: lock file within a second of starting; a blocking lock returns once it has finished
+WAIT_REST = """
+import fcntl, time
+from sgmfast import _prewarm
+time.sleep(3.0)
+with open(_prewarm.lock_path(), "a") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+"""
+
+
+#: ends the background compile of a package copy about to be deleted (the pid its lock file holds)
+STOP_REST = """
+import fcntl, os, signal
+from sgmfast import _prewarm
+with open(_prewarm.lock_path(), "a+") as f:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        os.kill(int(f.read().split()[0]), signal.SIGTERM)
+"""
+
+
+def _first(argv, after=None, rest=False):
+    """One cold run of ``argv`` (after ``after`` filled the cache, if given; with ``rest``, after
+    the background compile that run started has finished): the process's wall time in seconds,
+    measured from here (interpreter start and imports included)."""
     import time
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,13 +156,21 @@ def _first(argv, after=None):
         if after:
             subprocess.run([sys.executable, "-m", "sgmfast", *after], env=env, cwd=tmp, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if rest:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", WAIT_REST], env=env, cwd=tmp, check=True)
+            print(f"# the background compile ended {time.perf_counter() - t0:.1f} s after the first run",
+                  file=sys.stderr)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
-        return time.perf_counter() - t0
+        try:
+            subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
+            return time.perf_counter() - t0
+        finally:
+            subprocess.run([sys.executable, "-c", STOP_REST], env=env, cwd=tmp, check=False)
 
 
 def main(argv):
-    """``[--rev COMMIT] [--repeat N] [--after-epsilon] command...``: N cold first runs (default 1),
+    """``[--rev COMMIT] [--repeat N] [--after-epsilon | --after-rest] command...``: N cold first runs (default 1),
     each in a new copy of the package at COMMIT (default HEAD); ``--after-epsilon``: each on a
     cache that the MNIST epsilon command filled first (a subcommand's first use after
     ``sgmfast epsilon``)."""
@@ -143,18 +178,18 @@ def main(argv):
         return manifest()
     import statistics
 
-    repeat, after = 1, None
-    while argv and argv[0] in ("--repeat", "--after-epsilon", "--rev"):
+    repeat, after, rest = 1, None, False
+    while argv and argv[0] in ("--repeat", "--after-epsilon", "--after-rest", "--rev"):
         if argv[0] == "--rev":
             REV[0], argv = argv[1], argv[2:]
         elif argv[0] == "--repeat":
             repeat, argv = int(argv[1]), argv[2:]
         else:
-            after, argv = COMMANDS[0][0], argv[1:]
+            after, rest, argv = COMMANDS[0][0], rest or argv[0] == "--after-rest", argv[1:]
     walls, loads = [], []
     for _ in range(repeat):
         loads.append(os.getloadavg()[0])
-        walls.append(_first(argv or COMMANDS[0][0], after))
+        walls.append(_first(argv or COMMANDS[0][0], after, rest))
     print(f"# process wall {', '.join(f'{w:.2f}' for w in walls)} s; median {statistics.median(walls):.2f} s "
           f"(1-min load average before each: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
     return 0
