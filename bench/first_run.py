@@ -78,7 +78,9 @@ _run(sys.argv[1:])
 print(json.dumps(out))
 """
 
-#: (command line, its manifest key): what a first run most often is
+#: (command line, its manifest key): what a first run most often is; the README's commands after
+#: the first six.  The background compile after a first run (``_prewarm.start_rest``) compiles
+#: them in this order
 COMMANDS = [
     (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "epsilon/pld/poisson"),
     (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.00427", "--steps", "14062"], "calibrate/pld/poisson"),
@@ -88,6 +90,16 @@ COMMANDS = [
       "--sampler", "balls-in-bins"], "epsilon/pld/balls_in_bins"),
     (["tune", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
       "--delta", "1e-5", "--runs", "geometric", "--mean", "10"], "tune/pld/poisson"),
+    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5", "--accountant", "rdp"],
+     "epsilon/rdp/poisson"),
+    (["calibrate-risk", "--max-tpr", "0.05", "--fpr", "0.01", "--batch-size", "256", "--dataset-size", "60000",
+      "--epochs", "60"], "calibrate-risk/pld/poisson"),
+    (["batch-size", "--dataset-size", "60000", "--epsilon", "2", "--delta", "1e-5", "--epochs", "10",
+      "--grad-norm", "1", "--dim", "1000"], "batch-size/pld/poisson"),
+    (["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
+      "--delta", "1e-5", "--sampler", "shuffle"], "epsilon/pld/shuffle"),
+    (["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
+      "--delta", "1e-5", "--sampler", "fixed-size"], "epsilon/pld/fixed_size"),
 ]
 
 
