@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.fft
+from numpy.fft import irfft, rfft  # noqa: F401  (the transforms of every stage: see below)
 
 #: Largest number of loss bins (and FFT length) the accountant will allocate.
 MAX_BINS = 1 << 24
@@ -48,7 +48,10 @@ from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F
 U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
-WORKERS = 1  # scipy.fft threads: more oversubscribe 2 cores at these sizes (measured)
+# The FFTs are numpy's (pocketfft, as scipy.fft's: on numpy 2 the same bits at every length
+# ``fast_len`` gives, tests/test_rounding_constants.py; the round-off bound ``fft_const`` is
+# checked against the transform used), one thread each: importing scipy.fft took 0.03-0.07 s
+# of every start of the command line.
 SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
 
 # Directions of a dominating pair.  Add/remove has two (the larger δ counts); replace-one is
@@ -90,7 +93,20 @@ def fast_len(n: int) -> int:
     """The FFT length for n points: the least even 5-smooth number >= n.  Even, so that the
     half spectrum's last frequency is the Nyquist one, which the error sums of the power kernels
     weight once (an odd length's last frequency has a conjugate partner and would count twice)."""
-    return 2 * scipy.fft.next_fast_len(max((n + 1) // 2, 8), real=True)
+    return 2 * next_fast_len(max((n + 1) // 2, 8))
+
+
+def next_fast_len(n: int) -> int:
+    """The least 2^a 3^b 5^c >= n >= 1 (``scipy.fft.next_fast_len(n, real=True)``)."""
+    best = 1 << (n - 1).bit_length()
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            best = min(best, p35 << (-(-n // p35) - 1).bit_length())  # (the least p35 2^k >= n)
+            p35 *= 3
+        p5 *= 5
+    return best
 
 
 def _stirlerr(x: float) -> float:

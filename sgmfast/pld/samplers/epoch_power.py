@@ -22,11 +22,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
 
 from ..._kernels.pld import allocation as ka
 from ..._work import UNITS_PER_SECOND
-from ..common import U, charge_fft
+from ..common import U, charge_fft, irfft, next_fast_len, rfft
 from ..grid.composition import fft_const
 from .epoch_tail import coarse_majorant
 
@@ -107,14 +106,14 @@ def _conv(a, ea, b, eb, cap, same=False):
     below c_n sqrt(n) < 1e-9 of these and covered by the factor 1.01.  The inputs' own errors
     add ea |b|_1 + eb |a|_1 (+ ea eb len)."""
     la, lb = a.size, b.size
-    n = scipy.fft.next_fast_len(la + lb - 1, real=True)
+    n = next_fast_len(la + lb - 1)
     # the product's work (the budget counts work, not time): its three plain transforms cost about
     # one unit of the pipeline's per-transform rate, which also covers the passes between them
     # (measured against the wall-clock budget this replaced: the same levels run on a quiet machine)
     charge_fft(n)
-    fa = scipy.fft.rfft(a, n)
-    fb = fa if same else scipy.fft.rfft(b, n)
-    c = scipy.fft.irfft(fa * fb, n)[:min(cap, la + lb - 1)]
+    fa = rfft(a, n)
+    fb = fa if same else rfft(b, n)
+    c = irfft(fa * fb, n)[:min(cap, la + lb - 1)]
     np.maximum(c, 0.0, out=c)
     l1a, l1b = float(a.sum()), float(b.sum())
     l2a, l2b = math.sqrt(float(a @ a)), math.sqrt(float(b @ b))
