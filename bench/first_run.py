@@ -157,10 +157,11 @@ with open(_prewarm.lock_path(), "a+") as f:
 """
 
 
-def _first(argv, after=None, rest=False):
-    """One cold run of ``argv`` (after ``after`` filled the cache, if given; with ``rest``, after
-    the background compile that run started has finished): the process's wall time in seconds,
-    measured from here (interpreter start and imports included)."""
+def _first(commands, after=None, rest=False):
+    """Cold runs of each command line in ``commands``, one after the other on one empty cache
+    (after ``after`` filled it, if given; with ``rest``, after the background compile that run
+    started has finished): each process's wall time in seconds, measured from here (interpreter
+    start and imports included)."""
     import time
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -173,19 +174,24 @@ def _first(argv, after=None, rest=False):
             subprocess.run([sys.executable, "-c", WAIT_REST], env=env, cwd=tmp, check=True)
             print(f"# the background compile ended {time.perf_counter() - t0:.1f} s after the first run",
                   file=sys.stderr)
-        t0 = time.perf_counter()
+        walls = []
         try:
-            subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
-            return time.perf_counter() - t0
+            for argv in commands:
+                print(f"# load {os.getloadavg()[0]:.1f}: {' '.join(argv)}", file=sys.stderr)
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
+                walls.append(time.perf_counter() - t0)
+            return walls
         finally:
             subprocess.run([sys.executable, "-c", STOP_REST], env=env, cwd=tmp, check=False)
 
 
 def main(argv):
-    """``[--rev COMMIT] [--repeat N] [--after-epsilon | --after-rest] command...``: N cold first runs (default 1),
-    each in a new copy of the package at COMMIT (default HEAD); ``--after-epsilon``: each on a
-    cache that the MNIST epsilon command filled first (a subcommand's first use after
-    ``sgmfast epsilon``)."""
+    """``[--rev COMMIT] [--repeat N] [--after-epsilon | --after-rest] command... [-- command...]``:
+    N cold first runs (default 1), each in a new copy of the package at COMMIT (default HEAD);
+    ``--after-epsilon``: each on a cache that the MNIST epsilon command filled first (a
+    subcommand's first use after ``sgmfast epsilon``); ``--after-rest``: also after the
+    background compile it started; commands separated by ``--`` run in turn on the same cache."""
     if argv == ["--manifest"]:
         return manifest()
     import statistics
@@ -198,12 +204,21 @@ def main(argv):
             repeat, argv = int(argv[1]), argv[2:]
         else:
             after, rest, argv = COMMANDS[0][0], rest or argv[0] == "--after-rest", argv[1:]
+    commands = [[]]
+    for a in argv:
+        if a == "--":
+            commands.append([])
+        else:
+            commands[-1].append(a)
+    commands = [c for c in commands if c] or [COMMANDS[0][0]]
     walls, loads = [], []
     for _ in range(repeat):
         loads.append(os.getloadavg()[0])
-        walls.append(_first(argv or COMMANDS[0][0], after, rest))
-    print(f"# process wall {', '.join(f'{w:.2f}' for w in walls)} s; median {statistics.median(walls):.2f} s "
-          f"(1-min load average before each: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
+        walls.append(_first(commands, after, rest))
+    for k, argv in enumerate(commands):
+        w = [run[k] for run in walls]
+        print(f"# {argv[0]}: process wall {', '.join(f'{x:.2f}' for x in w)} s; median {statistics.median(w):.2f} s "
+              f"(1-min load average before each repeat: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
     return 0
 
 
