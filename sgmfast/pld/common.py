@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.fft import irfft, rfft  # noqa: F401  (the transforms of every stage: see below)
+import numpy.fft
 
 #: Largest number of loss bins (and FFT length) the accountant will allocate.
 MAX_BINS = 1 << 24
@@ -48,10 +48,6 @@ from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F
 U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
-# The FFTs are numpy's (pocketfft, as scipy.fft's: on numpy 2 the same bits at every length
-# ``fast_len`` gives, tests/test_rounding_constants.py; the round-off bound ``fft_const`` is
-# checked against the transform used), one thread each: importing scipy.fft took 0.03-0.07 s
-# of every start of the command line.
 SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
 
 # Directions of a dominating pair.  Add/remove has two (the larger δ counts); replace-one is
@@ -87,6 +83,22 @@ class Grid:
     floor: float = -math.inf
     sums: Any = field(default=None, repr=False)  # suffix sums, built by the first query
     padded: Any = field(default=None, repr=False)  # optional: [0, *t] in one array (t a view of it)
+
+def rfft(x, n=None):
+    """numpy's real FFT, the transform of every stage (pocketfft, as scipy.fft's: on numpy 2 the
+    same bits at every length ``fast_len`` gives, tests/test_rounding_constants.py; the round-off
+    bound ``fft_const`` is checked against it), one thread: importing scipy.fft took 0.03-0.07 s of
+    every start of the command line.  Quiet, as scipy's was, where a grid holds inf or NaN (numpy's
+    ufunc would warn; the callers read the NaN)."""
+    with np.errstate(all="ignore"):
+        return numpy.fft.rfft(x, n)
+
+
+def irfft(z, n):
+    """numpy's inverse real FFT of length n (as ``rfft``)."""
+    with np.errstate(all="ignore"):
+        return numpy.fft.irfft(z, n)
+
 
 
 def fast_len(n: int) -> int:
