@@ -11,7 +11,9 @@ kernels by compile time (nested compiles included) and any kernel compiled for m
 signature; ``--repeat N`` runs it N times (each on a new empty cache) and
 prints the process wall times (interpreter start included) and their median;
 ``--after-epsilon`` runs the MNIST ``epsilon`` command first on the same cache, so that the time
-is a subcommand's first use after the first ``sgmfast epsilon``.  Used for bench/README's "First
+is a subcommand's first use right after the first ``sgmfast epsilon``; ``--after-rest`` also
+waits until the background compile that first run started (``sgmfast._prewarm.start_rest``) has
+finished, and prints how long that took.  Used for bench/README's "First
 run" section (issue #32 item 1).
 
     python bench/first_run.py --manifest
@@ -76,7 +78,9 @@ _run(sys.argv[1:])
 print(json.dumps(out))
 """
 
-#: (command line, its manifest key): what a first run most often is
+#: (command line, its manifest key): what a first run most often is; the README's commands after
+#: the first six.  The background compile after a first run (``_prewarm.start_rest``) compiles
+#: them in this order
 COMMANDS = [
     (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "epsilon/pld/poisson"),
     (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.00427", "--steps", "14062"], "calibrate/pld/poisson"),
@@ -86,6 +90,16 @@ COMMANDS = [
       "--sampler", "balls-in-bins"], "epsilon/pld/balls_in_bins"),
     (["tune", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
       "--delta", "1e-5", "--runs", "geometric", "--mean", "10"], "tune/pld/poisson"),
+    (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5", "--accountant", "rdp"],
+     "epsilon/rdp/poisson"),
+    (["calibrate-risk", "--max-tpr", "0.05", "--fpr", "0.01", "--batch-size", "256", "--dataset-size", "60000",
+      "--epochs", "60"], "calibrate-risk/pld/poisson"),
+    (["batch-size", "--dataset-size", "60000", "--epsilon", "2", "--delta", "1e-5", "--epochs", "10",
+      "--grad-norm", "1", "--dim", "1000"], "batch-size/pld/poisson"),
+    (["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
+      "--delta", "1e-5", "--sampler", "shuffle"], "epsilon/pld/shuffle"),
+    (["epsilon", "--sigma", "1.1", "--batch-size", "256", "--dataset-size", "60000", "--epochs", "60",
+      "--delta", "1e-5", "--sampler", "fixed-size"], "epsilon/pld/fixed_size"),
 ]
 
 
@@ -119,9 +133,35 @@ def manifest():
     return 0
 
 
-def _first(argv, after=None):
-    """One cold run of ``argv`` (after ``after`` filled the cache, if given): the process's wall
-    time in seconds, measured from here (interpreter start and imports included)."""
+#: waits for the background compile the first run started (``_prewarm.start_rest``): it takes its
+#: lock file within a second of starting; a blocking lock returns once it has finished
+WAIT_REST = """
+import fcntl, time
+from sgmfast import _prewarm
+time.sleep(3.0)
+with open(_prewarm.lock_path(), "a") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+"""
+
+
+#: ends the background compile of a package copy about to be deleted (the pid its lock file holds)
+STOP_REST = """
+import fcntl, os, signal
+from sgmfast import _prewarm
+with open(_prewarm.lock_path(), "a+") as f:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        os.kill(int(f.read().split()[0]), signal.SIGTERM)
+"""
+
+
+def _first(commands, after=None, rest=False):
+    """Cold runs of each command line in ``commands``, one after the other on one empty cache
+    (after ``after`` filled it, if given; with ``rest``, after the background compile that run
+    started has finished): each process's wall time in seconds, measured from here (interpreter
+    start and imports included)."""
     import time
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,34 +169,56 @@ def _first(argv, after=None):
         if after:
             subprocess.run([sys.executable, "-m", "sgmfast", *after], env=env, cwd=tmp, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
-        return time.perf_counter() - t0
+        if rest:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", WAIT_REST], env=env, cwd=tmp, check=True)
+            print(f"# the background compile ended {time.perf_counter() - t0:.1f} s after the first run",
+                  file=sys.stderr)
+        walls = []
+        try:
+            for argv in commands:
+                print(f"# load {os.getloadavg()[0]:.1f}: {' '.join(argv)}", file=sys.stderr)
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
+                walls.append(time.perf_counter() - t0)
+            return walls
+        finally:
+            subprocess.run([sys.executable, "-c", STOP_REST], env=env, cwd=tmp, check=False)
 
 
 def main(argv):
-    """``[--rev COMMIT] [--repeat N] [--after-epsilon] command...``: N cold first runs (default 1),
-    each in a new copy of the package at COMMIT (default HEAD); ``--after-epsilon``: each on a
-    cache that the MNIST epsilon command filled first (a subcommand's first use after
-    ``sgmfast epsilon``)."""
+    """``[--rev COMMIT] [--repeat N] [--after-epsilon | --after-rest] command... [-- command...]``:
+    N cold first runs (default 1), each in a new copy of the package at COMMIT (default HEAD);
+    ``--after-epsilon``: each on a cache that the MNIST epsilon command filled first (a
+    subcommand's first use after ``sgmfast epsilon``); ``--after-rest``: also after the
+    background compile it started; commands separated by ``--`` run in turn on the same cache."""
     if argv == ["--manifest"]:
         return manifest()
     import statistics
 
-    repeat, after = 1, None
-    while argv and argv[0] in ("--repeat", "--after-epsilon", "--rev"):
+    repeat, after, rest = 1, None, False
+    while argv and argv[0] in ("--repeat", "--after-epsilon", "--after-rest", "--rev"):
         if argv[0] == "--rev":
             REV[0], argv = argv[1], argv[2:]
         elif argv[0] == "--repeat":
             repeat, argv = int(argv[1]), argv[2:]
         else:
-            after, argv = COMMANDS[0][0], argv[1:]
+            after, rest, argv = COMMANDS[0][0], rest or argv[0] == "--after-rest", argv[1:]
+    commands = [[]]
+    for a in argv:
+        if a == "--":
+            commands.append([])
+        else:
+            commands[-1].append(a)
+    commands = [c for c in commands if c] or [COMMANDS[0][0]]
     walls, loads = [], []
     for _ in range(repeat):
         loads.append(os.getloadavg()[0])
-        walls.append(_first(argv or COMMANDS[0][0], after))
-    print(f"# process wall {', '.join(f'{w:.2f}' for w in walls)} s; median {statistics.median(walls):.2f} s "
-          f"(1-min load average before each: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
+        walls.append(_first(commands, after, rest))
+    for k, argv in enumerate(commands):
+        w = [run[k] for run in walls]
+        print(f"# {argv[0]}: process wall {', '.join(f'{x:.2f}' for x in w)} s; median {statistics.median(w):.2f} s "
+              f"(1-min load average before each repeat: {', '.join(f'{x:.1f}' for x in loads)})", file=sys.stderr)
     return 0
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 import math
-from concurrent.futures import Executor, ProcessPoolExecutor
+import sys
+from concurrent.futures import Executor
 
 import numpy as np
 
@@ -28,7 +29,10 @@ def check_executor(executor):
         return None
     if not (isinstance(executor, Executor) or callable(getattr(executor, "submit", None))):
         raise TypeError(f"executor must be a concurrent.futures.Executor (or have .submit); got {type(executor).__name__}")
-    if isinstance(executor, ProcessPoolExecutor):
+    # (where concurrent.futures.process is not loaded, no process pool exists: importing it only
+    # to ask would cost every start of the command line ~0.01 s)
+    process = sys.modules.get("concurrent.futures.process")
+    if process is not None and isinstance(executor, process.ProcessPoolExecutor):
         ctx = getattr(executor, "_mp_context", None)
         if ctx is not None and ctx.get_start_method() == "fork":
             raise ValueError("executor: a ProcessPoolExecutor must start its workers with 'spawn' or 'forkserver' "

@@ -12,15 +12,24 @@ The helper starts when one of the command's kernels is not in the cache (``uncac
 run, or a command's first use after others filled the cache), is stopped when the command ends,
 and is off with ``SGMFAST_PREWARM=0``.  It runs at the lowest CPU priority (``os.nice(19)``), so
 that on a machine whose other core is busy it does not slow the command down.
+
+After a first run (or a command's first use), once the answer is out, the CLI starts one more
+process, detached, at the same priority (``start_rest``): it compiles every kernel of the
+manifest that is not in the cache yet -- the other commands' -- so that their first use loads
+them instead of compiling them (``calibrate``'s RDP order optimiser alone took 30-45 s to compile
+on a loaded 2-core machine).  One runs at a time (a lock file, ``lock_path``); off with
+``SGMFAST_PREWARM=0`` too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 MANIFEST = pathlib.Path(__file__).parent / "_kernels" / "first_run.json"
 
@@ -37,19 +46,41 @@ def _entries(name: str) -> list:
         return []
 
 
-def uncached(name: str) -> int:
-    """How many of the manifest's kernels of ``name`` have no index in numba's cache (file
-    names only: nothing is imported; a kernel cached for other argument types counts as there)."""
+def _missing(entries: list) -> list:
+    """The manifest entries whose kernel has no index in numba's cache (file names only: nothing
+    is imported; a kernel cached for other argument types counts as there)."""
     from ._kernels import cached_kernels
 
     root = pathlib.Path(__file__).parent
-    listed, count = {}, 0
-    for module, qualname, _args in _entries(name):
-        path = root.joinpath(*module.split(".")[1:])
+    listed, out = {}, []
+    for entry in entries:
+        path = root.joinpath(*entry[0].split(".")[1:])
         if path.parent not in listed:
             listed[path.parent] = cached_kernels(path.parent)
-        count += f"{path.name}.{qualname}" not in listed[path.parent]
-    return count
+        if f"{path.name}.{entry[1]}" not in listed[path.parent]:
+            out.append(entry)
+    return out
+
+
+def uncached(name: str) -> int:
+    """How many of the manifest's kernels of ``name`` have no index in numba's cache."""
+    return len(_missing(_entries(name)))
+
+
+def _all_entries() -> list:
+    """Every manifest entry once, command by command in the manifest's order (MNIST ``epsilon``
+    first), each kernel at its first place."""
+    try:
+        manifest = json.loads(MANIFEST.read_text())
+    except (OSError, ValueError):
+        return []
+    seen, out = set(), []
+    for entries in manifest.values():
+        for entry in entries:
+            if (k := json.dumps(entry)) not in seen:
+                seen.add(k)
+                out.append(entry)
+    return out
 
 
 def start(name: str):
@@ -90,21 +121,24 @@ def find(module, qualname: str):
         raise
 
 
-def compile_backwards(name: str) -> int:
-    """Compile the manifest's kernels of ``name``, last first; the number compiled."""
+def _compile(entry) -> bool:
+    """Compile one manifest entry (numba loads it instead when it is cached); False if stale."""
     import importlib
 
     from numba.core import types
 
-    done = 0
-    for module, qualname, args in reversed(json.loads(MANIFEST.read_text()).get(name, [])):
-        try:
-            disp = find(importlib.import_module(module), qualname)
-            disp.compile(tuple(eval(a, {"__builtins__": {}}, dict(vars(types))) for a in args))
-            done += 1
-        except Exception:  # a stale entry: the command compiles it itself
-            continue
-    return done
+    module, qualname, args = entry
+    try:
+        disp = find(importlib.import_module(module), qualname)
+        disp.compile(tuple(eval(a, {"__builtins__": {}}, dict(vars(types))) for a in args))
+        return True
+    except Exception:  # a stale entry: the command compiles it itself
+        return False
+
+
+def compile_backwards(name: str) -> int:
+    """Compile the manifest's kernels of ``name``, last first; the number compiled."""
+    return sum(_compile(entry) for entry in reversed(_entries(name)))
 
 
 def _lower_priority() -> None:
@@ -118,6 +152,60 @@ def _lower_priority() -> None:
         pass
 
 
+def lock_path() -> pathlib.Path:
+    """The lock file of the background compile of this package copy and cache (one at a time)."""
+    tag = f"{pathlib.Path(__file__).resolve().parent}|{os.environ.get('NUMBA_CACHE_DIR', '')}"
+    return pathlib.Path(tempfile.gettempdir()) / f"sgmfast-prewarm-{hashlib.sha1(tag.encode()).hexdigest()[:16]}.lock"
+
+
+def _lock():
+    """The lock, held (an open file: released when closed or when the process ends), or None when
+    another process holds it.  (No ``fcntl`` on Windows: no lock there.)"""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return open(os.devnull, "w")
+    try:
+        f = open(lock_path(), "a")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    f.truncate(0)
+    f.write(f"{os.getpid()}\n")  # (who holds it: bench/first_run.py ends it with its package copy)
+    f.flush()
+    return f
+
+
+def start_rest():
+    """After a first run or first use: a detached process compiling every manifest kernel not in
+    the cache (``compile_rest``), or None (off, nothing left, or one is running already)."""
+    if os.environ.get("SGMFAST_PREWARM", "1") == "0" or not _missing(_all_entries()):
+        return None
+    held = _lock()
+    if held is None:
+        return None
+    held.close()  # (the child takes it; two starting at once: the second one's child stops at once)
+    return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", "--rest"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def compile_rest() -> int:
+    """Compile every manifest kernel not in the cache, in the manifest's order, holding the lock;
+    the number compiled (0 when another process holds the lock)."""
+    held = _lock()
+    if held is None:
+        return 0
+    with held:
+        return sum(_compile(entry) for entry in _missing(_all_entries()))
+
+
 if __name__ == "__main__":
     _lower_priority()
-    compile_backwards(sys.argv[1])
+    if sys.argv[1] == "--rest":
+        compile_rest()
+    else:
+        compile_backwards(sys.argv[1])

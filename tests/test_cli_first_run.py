@@ -55,3 +55,14 @@ def test_cache_folders_follow_numba_cache_dir(tmp_path, monkeypatch):
     (folder / f"query.{entries[0][1]}-1.py311.nbi").write_bytes(b"")
     assert kernels.cache_is_cold() is False
     assert _prewarm.uncached("epsilon/pld/poisson") == before - 1
+
+
+def test_a_first_run_says_it_compiles_the_rest_in_the_background(monkeypatch, capsys):
+    monkeypatch.setattr(kernels, "cache_is_cold", lambda: True)
+    monkeypatch.setattr(_prewarm, "start_rest", lambda: "proc")
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--delta", "1e-5"]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [cli.FIRST_RUN, cli.REST]
+    monkeypatch.setattr(kernels, "cache_is_cold", lambda: False)
+    monkeypatch.setattr(_prewarm, "uncached", lambda key: 0)
+    assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.01", "--steps", "100", "--delta", "1e-5"]) == 0
+    assert capsys.readouterr().err == ""  # (a warm run starts nothing)

@@ -2,6 +2,7 @@
 with argument types numba reads back, a stale entry is skipped, and it can be turned off."""
 
 import json
+import os
 
 import numba
 from numba.core import types
@@ -95,3 +96,43 @@ def test_the_helper_asks_for_the_lowest_priority(monkeypatch):
     assert asked == [19]
     monkeypatch.delattr(os, "nice")
     _prewarm._lower_priority()  # (no os.nice: nothing to do)
+
+
+def _one_entry_manifest(tmp_path, monkeypatch, lock_dir):
+    manifest = tmp_path / "first_run.json"
+    manifest.write_text(json.dumps({"a": [["sgmfast._kernels.pld.windows", "edge", _edge_args()]],
+                                    "b": [["sgmfast._kernels.pld.windows", "edge", _edge_args()],
+                                          ["sgmfast._kernels.pld.windows", "no_such_kernel", []]]}))
+    monkeypatch.setattr(_prewarm, "MANIFEST", manifest)
+    monkeypatch.setattr(_prewarm, "lock_path", lambda: lock_dir / "prewarm.lock")
+
+
+def test_the_rest_is_every_entry_once_and_compiles_under_the_lock(tmp_path, monkeypatch):
+    _one_entry_manifest(tmp_path, monkeypatch, tmp_path)
+    assert [e[1] for e in _prewarm._all_entries()] == ["edge", "no_such_kernel"]
+    monkeypatch.setattr(_prewarm, "_missing", lambda entries: entries)
+    assert _prewarm.compile_rest() == 1  # (the stale entry skipped)
+    held = _prewarm._lock()
+    assert held is not None and (tmp_path / "prewarm.lock").read_text().split() == [str(os.getpid())]
+    with held:
+        assert _prewarm._lock() is None  # one at a time
+        assert _prewarm.compile_rest() == 0
+
+
+def test_start_rest_detaches_once_and_only_when_something_is_missing(tmp_path, monkeypatch):
+    import subprocess
+
+    _one_entry_manifest(tmp_path, monkeypatch, tmp_path)
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **kw: started.append((argv, kw)) or "proc")
+    monkeypatch.setenv("SGMFAST_PREWARM", "1")
+    monkeypatch.setattr(_prewarm, "_missing", lambda entries: [])
+    assert _prewarm.start_rest() is None and started == []  # nothing left to compile
+    monkeypatch.setattr(_prewarm, "_missing", lambda entries: entries)
+    with _prewarm._lock():
+        assert _prewarm.start_rest() is None and started == []  # one is running
+    assert _prewarm.start_rest() == "proc"
+    argv, kw = started[0]
+    assert argv[-3:] == ["-m", "sgmfast._prewarm", "--rest"] and kw["start_new_session"] is True
+    monkeypatch.setenv("SGMFAST_PREWARM", "0")
+    assert _prewarm.start_rest() is None and len(started) == 1

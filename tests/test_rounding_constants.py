@@ -35,6 +35,7 @@ from sgmfast._kernels.pld import query as kq
 from sgmfast._kernels.pld.losses import _z_of_loss
 from sgmfast.pld.samplers import balls_in_bins as allocation, fixed_size, shuffle
 from sgmfast.pld import common
+from sgmfast.pld.common import irfft, next_fast_len, rfft
 from sgmfast.pld.certifiers import exact
 from sgmfast.pld.grid.composition import fft_const
 
@@ -208,8 +209,8 @@ FFT_LENS = [64, 1000, 4096, 3 * 5 ** 5, 2 ** 16, 1 << 18, 2 * 3 ** 9, 2 * 65521,
 
 
 def test_fft_const_covers_pocketfft():
-    """``composition.fft_const(n)`` = (25 log2 n + 5) u bounds the relative l2 error of scipy's
-    (pocketfft) rfft and irfft of length n: measured against the same transform in x87 long
+    """``composition.fft_const(n)`` = (25 log2 n + 5) u bounds the relative l2 error of numpy's
+    (pocketfft) rfft and irfft of length n (``pld.common``'s): measured against the same transform in x87 long
     double (64-bit mantissa) at power-of-2 and 2-3-5-smooth lengths (what ``fast_len`` gives),
     lengths with large prime factors (Bluestein), on mass-like, signed, spiky and one-bin inputs.
     Measured worst 0.019 of fft_const."""
@@ -221,7 +222,7 @@ def test_fft_const_covers_pocketfft():
         c = fft_const(n)
         for x in _fft_inputs(n, rng):
             ref = scipy.fft.rfft(x.astype(np.longdouble))
-            got = scipy.fft.rfft(x)
+            got = rfft(x)  # (numpy's, which the package uses)
             # full-spectrum l2 (the half spectrum's interior counts twice)
             w = np.full(ref.size, 2.0)
             w[0] = 1.0
@@ -230,11 +231,30 @@ def test_fft_const_covers_pocketfft():
             rel = math.sqrt(float((w * np.abs(got - ref) ** 2).sum() / (w * np.abs(ref) ** 2).sum()))
             worst = max(worst, rel / c)
             back_ref = scipy.fft.irfft(ref, n)
-            back = scipy.fft.irfft(ref.astype(np.complex128), n)
+            back = irfft(ref.astype(np.complex128), n)
             # irfft's input is rounded first (u relative), its own error is what c covers
             rel_b = math.sqrt(float(((back - back_ref) ** 2).sum() / (back_ref ** 2).sum())) - U
             worst = max(worst, rel_b / c)
     _check("pocketfft relative l2 error / fft_const", worst, 1.0)
+
+
+@pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2, reason="numpy 1's FFT is pocketfft's C version")
+def test_numpy_fft_is_scipy_fft_to_the_bit():
+    """The package's FFTs (numpy's) give the bits scipy.fft's gave (both pocketfft's C++ code, one
+    thread): at the lengths ``fast_len`` gives, odd 3-5-smooth ones (``epoch_power._conv``) and
+    padded inputs, forward and back."""
+    rng = np.random.default_rng(6)
+    for n in [16, 30, 3 ** 7, 5 ** 6, 3 * 5 ** 5, 2 * 3 ** 9, 1 << 16, 2 * 3 ** 4 * 5 ** 3, 1 << 20]:
+        x = rng.random(n) * np.exp(-50.0 * rng.random(n))
+        z = scipy.fft.rfft(x, workers=1)
+        assert np.array_equal(rfft(x), z)
+        assert np.array_equal(rfft(x[: n // 2 + 1], n), scipy.fft.rfft(x[: n // 2 + 1], n))
+        assert np.array_equal(irfft(z * z, n), scipy.fft.irfft(z * z, n, workers=1))
+
+
+def test_next_fast_len_is_scipys():
+    lens = list(range(1, 5000)) + [int(v) for v in np.random.default_rng(7).integers(5000, 1 << 26, 300)]
+    assert [next_fast_len(n) for n in lens] == [scipy.fft.next_fast_len(n, real=True) for n in lens]
 
 
 def test_allocation_conv_bound():

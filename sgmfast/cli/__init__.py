@@ -39,6 +39,10 @@ FIRST_RUN = ("sgmfast: compiling the numerical kernels for this machine (first r
 #: said instead when the cache holds other commands' kernels but not all of this one's (the manifest
 #: ``_kernels/first_run.json`` says which; a second process compiles them too: ``sgmfast._prewarm``)
 FIRST_USE = "sgmfast: compiling the kernels '{}' needs (its first use on this machine only)"
+#: said after the answer of a first run or first use when the other commands' kernels are not all
+#: cached: a detached low-priority process compiles them now (``_prewarm.start_rest``)
+REST = ("sgmfast: compiling the other commands' kernels in the background (low priority, once; "
+        "SGMFAST_PREWARM=0 turns this off)")
 
 
 def _command(args) -> None:
@@ -50,10 +54,12 @@ def _command(args) -> None:
     helper = None
     key = _prewarm.key(args.command, getattr(args, "accountant", None) or "pld",
                        getattr(args, "sampler", None) or "poisson")
-    if cache_is_cold():
+    first = cache_is_cold()
+    if first:
         print(FIRST_RUN, file=sys.stderr, flush=True)
         helper = _prewarm.start(key)
     elif _prewarm.uncached(key):
+        first = True
         print(FIRST_USE.format(args.command), file=sys.stderr, flush=True)
         helper = _prewarm.start(key)
     module, name = _COMMANDS[args.command]
@@ -72,6 +78,8 @@ def _command(args) -> None:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     for note in notes:
         print(f"note: {note}")
+    if first and _prewarm.start_rest() is not None:
+        print(REST, file=sys.stderr, flush=True)
 
 
 def _run(argv) -> int:

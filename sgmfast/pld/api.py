@@ -15,9 +15,8 @@ from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from .common import RELATIONS, broadcast_groups
-from . import curve as _curve
 from . import samplers as _samplers
-from . import tradeoff as _tradeoff
+from . import tradeoff as _tradeoff  # (here, before __init__ binds the name pld.tradeoff to the function)
 from .engine import BUDGET, Engine, monotone
 from .schedules import make_engine
 
@@ -241,6 +240,7 @@ def _scalar(value, name):
 
 def _curve_call(fn, sigma, q, steps, x, name, accuracy, relation, sampler="poisson") -> Bounds:
     """A curve of one (sigma, q) over checkpoints, validated (x is the checked δ or ε)."""
+    from . import curve as _curve  # (here: ``sgmfast epsilon`` does not need it)
     relation = _samplers.resolve(sampler, relation)
     acc = check_accuracy(accuracy)
     s, qq = _scalar(check_sigma(sigma), "sigma"), _scalar(check_q(q), "q")
@@ -287,6 +287,7 @@ def epsilon_curve(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, sampl
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
+    from . import curve as _curve
     return _curve_call(_curve.epsilon_curve, sigma, q, steps, check_delta(delta), "delta", accuracy, relation,
                        sampler)
 
@@ -301,6 +302,7 @@ def delta_curve(sigma, q, steps, epsilon, *, accuracy=1e-3, relation=None, sampl
     >>> bool((b.lower <= b.upper).all() and (b.upper[:-1] <= b.upper[1:]).all())
     True
     """
+    from . import curve as _curve
     return _curve_call(_curve.delta_curve, sigma, q, steps, check_epsilon(epsilon), "epsilon", accuracy, relation,
                        sampler)
 
@@ -519,6 +521,7 @@ class PLDAccountant(Accountant):
 
     def _run(self):
         """The history as checkpoints: one per recorded segment."""
+        from . import curve as _curve
         parts: dict = {}
         for st in self.history:
             parts.setdefault((st.sigma, st.q), len(parts))
@@ -530,6 +533,7 @@ class PLDAccountant(Accountant):
     def epsilon_curve(self, delta) -> Bounds:
         """Certified bounds on ε(δ) after each recorded segment (arrays, one entry per ``step``
         call that recorded steps), for about the cost of one :meth:`epsilon`."""
+        from . import curve as _curve
         d = _scalar(check_delta(delta), "delta")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
@@ -538,6 +542,7 @@ class PLDAccountant(Accountant):
 
     def delta_curve(self, epsilon) -> Bounds:
         """Certified bounds on δ(ε) after each recorded segment (as :meth:`epsilon_curve`)."""
+        from . import curve as _curve
         e = _scalar(check_epsilon(epsilon), "epsilon")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.fft
+import numpy.fft
 
 #: Largest number of loss bins (and FFT length) the accountant will allocate.
 MAX_BINS = 1 << 24
@@ -48,7 +48,6 @@ from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F
 U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
-WORKERS = 1  # scipy.fft threads: more oversubscribe 2 cores at these sizes (measured)
 SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
 
 # Directions of a dominating pair.  Add/remove has two (the larger δ counts); replace-one is
@@ -85,12 +84,41 @@ class Grid:
     sums: Any = field(default=None, repr=False)  # suffix sums, built by the first query
     padded: Any = field(default=None, repr=False)  # optional: [0, *t] in one array (t a view of it)
 
+def rfft(x, n=None):
+    """numpy's real FFT, the transform of every stage (pocketfft, as scipy.fft's: on numpy 2 the
+    same bits at every length ``fast_len`` gives, tests/test_rounding_constants.py; the round-off
+    bound ``fft_const`` is checked against it), one thread: importing scipy.fft took 0.03-0.07 s of
+    every start of the command line.  Quiet, as scipy's was, where a grid holds inf or NaN (numpy's
+    ufunc would warn; the callers read the NaN)."""
+    with np.errstate(all="ignore"):
+        return numpy.fft.rfft(x, n)
+
+
+def irfft(z, n):
+    """numpy's inverse real FFT of length n (as ``rfft``)."""
+    with np.errstate(all="ignore"):
+        return numpy.fft.irfft(z, n)
+
+
 
 def fast_len(n: int) -> int:
     """The FFT length for n points: the least even 5-smooth number >= n.  Even, so that the
     half spectrum's last frequency is the Nyquist one, which the error sums of the power kernels
     weight once (an odd length's last frequency has a conjugate partner and would count twice)."""
-    return 2 * scipy.fft.next_fast_len(max((n + 1) // 2, 8), real=True)
+    return 2 * next_fast_len(max((n + 1) // 2, 8))
+
+
+def next_fast_len(n: int) -> int:
+    """The least 2^a 3^b 5^c >= n >= 1 (``scipy.fft.next_fast_len(n, real=True)``)."""
+    best = 1 << (n - 1).bit_length()
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            best = min(best, p35 << (-(-n // p35) - 1).bit_length())  # (the least p35 2^k >= n)
+            p35 *= 3
+        p5 *= 5
+    return best
 
 
 def _stirlerr(x: float) -> float:

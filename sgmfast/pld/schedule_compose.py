@@ -6,13 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
 
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import PER_BIN_MOMENTS, charge, charge_fft
-from .common import SPLIT_MIN, WORKERS, Grid, split_pool, two_cores
+from .common import SPLIT_MIN, Grid, irfft, rfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.onestep import one_step
 from .grid.tilting import VAR_GROWTH, saddle_search
@@ -62,7 +61,7 @@ class _Lattice:
         kf.fold(part.t, part.j_lo, n, f)
         charge_fft(n)
         norm = math.sqrt(n * kf.sumsq(f)) * 1.01
-        return scipy.fft.rfft(f, workers=WORKERS), fft_const(n) * norm, norm
+        return rfft(f), fft_const(n) * norm, norm
 
     def moments(self, parts, theta):
         """(mean, variance) of the tilted composed loss of the parts (heuristic: tilts)."""
@@ -186,7 +185,7 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     pe2 = (wa * e2[ja] + wb * e2[jb] + 4 * U * (wa * nrm[ja] + wb * nrm[jb]) + 4 * U) * (1 + 1e-9)
     err, z = _mix_power(table, ja, jb, wa, wb, pe2, k, n)
     charge_fft(n)
-    x = scipy.fft.irfft(z, n, workers=WORKERS)
+    x = irfft(z, n)
     return grid_of(c, win, theta, pess, eps_lo, x, err[0], err[1])
 
 

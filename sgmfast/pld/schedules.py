@@ -48,7 +48,6 @@ from .certifiers import exact
 from .certifiers import RDPBound
 from .common import U
 from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
-from .schedule_engine import MixEngine, families_of
 
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
 #: lattice mixtures (or the sandwich)
@@ -116,6 +115,8 @@ class Sandwich:
         noisy, (self.p_lo, self.p_hi) = exact.normalise(self.schedule)
         self.noisy = tuple(noisy)
         self.mix = None
+        from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
+
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
         if fams is not None and len(fams) <= MAX_RATES:
             self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)

@@ -19,12 +19,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.fft
 
 from ..._failures import GridFailure
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
-from ..common import SPLIT_MIN, WORKERS, Grid, charge_fft, split_pool, two_cores
+from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, split_pool, two_cores
 from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window
@@ -47,7 +46,7 @@ def spectrum_of(t, j_lo, n, c_n):
     kf.fold(t, j_lo, n, f)
     # Parseval: |F f|_2 = sqrt(n) |f|_2
     charge_fft(n)
-    return scipy.fft.rfft(f, workers=WORKERS), c_n * math.sqrt(n * kf.sumsq(f)) * 1.01
+    return rfft(f), c_n * math.sqrt(n * kf.sumsq(f)) * 1.01
 
 
 class ArrayPart:
@@ -184,7 +183,7 @@ def compose_parts(c: Composite, theta: float, pess: bool, eps_lo: float, tau: fl
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     err_sum, z2 = _power_product(spectra, counts, e2, z)
     charge_fft(n)
-    x = scipy.fft.irfft(z, n, workers=WORKERS)
+    x = irfft(z, n)
     return grid_of(c, win, theta, pess, eps_lo, x, err_sum, z2)
 
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
 
 from ..._kernels.pld import spectral as ks
-from ..common import WORKERS, Grid, charge_fft
+from ..common import Grid, charge_fft, irfft
 from .composition import Composite, charges, grid_of
 from .queries import delta_bound, eps_bound
 
@@ -97,7 +96,7 @@ def unrolled(c: Composite, win, theta, pess, eps_lo, z, err_sum, z2) -> Grid:
     full = np.zeros(n // 2 + 1, dtype=np.complex128)
     full[: z.size] = z
     charge_fft(n)
-    return grid_of(c, win, theta, pess, eps_lo, scipy.fft.irfft(full, n, workers=WORKERS), err_sum, z2)
+    return grid_of(c, win, theta, pess, eps_lo, irfft(full, n), err_sum, z2)
 
 
 def read_eps(grid, target: float, guess: float) -> float:

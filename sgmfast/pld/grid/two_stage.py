@@ -29,13 +29,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.fft
 
 from ..._failures import GridTooLarge
 from ..._kernels.pld import coarsen as kc
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
-from ..common import WORKERS, Grid, NotApplicable, bins_cap, charge_fft, fast_len, log_binom
+from ..common import Grid, NotApplicable, bins_cap, charge_fft, fast_len, irfft, log_binom
 from .estimates import loss_moments
 from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
@@ -305,7 +304,7 @@ def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
     added (pessimistic) or subtracted (optimistic) per entry, the input rounding (1 +- rho)^nk,
     and zero outside the exact support of the power."""
     charge_fft(n1)
-    x = scipy.fft.irfft(z, n1, workers=WORKERS)
+    x = irfft(z, n1)
     e_inf = err_sum / n1 + c_n * math.sqrt(z2 / n1) * 1.01
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):
         raise FloatingPointError("non-finite values in the FFT composition of the PLD")

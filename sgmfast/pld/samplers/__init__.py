@@ -32,7 +32,6 @@ from ..._failures import GridFailure
 from ..._types import Bounds
 from ..._work import UNITS_PER_SECOND, Meter, metered
 from ..common import broadcast_groups, shared_budget
-from ..curve_grids import _spread
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
 
@@ -158,6 +157,8 @@ def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float
             from . import allocation_curve
 
             return getattr(allocation_curve, kind + "_curve")(sigma, t, checkpoints, x, accuracy)
+    from ..curve_grids import _spread
+
     n = len(checkpoints)
     lo, up = np.zeros(n), np.full(n, np.inf)
     steps = checkpoints.tolist()

@@ -24,12 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft
 
 from ..._kernels.pld import allocation as ka
 from ..._work import UNITS_PER_SECOND
 from ..._kernels.pld import fft_power as kf
-from ..common import U, charge_fft
+from ..common import U, charge_fft, irfft, next_fast_len, rfft
 from ..grid.composition import fft_const
 from .epoch_tail import FEW_LAMS, _chernoff_over_many, coarse_majorant
 
@@ -110,14 +109,14 @@ def _conv(a, ea, b, eb, cap, same=False):
     below c_n sqrt(n) < 1e-9 of these and covered by the factor 1.01.  The inputs' own errors
     add ea |b|_1 + eb |a|_1 (+ ea eb len)."""
     la, lb = a.size, b.size
-    n = scipy.fft.next_fast_len(la + lb - 1, real=True)
+    n = next_fast_len(la + lb - 1)
     # the product's work (the budget counts work, not time): its three plain transforms cost about
     # one unit of the pipeline's per-transform rate, which also covers the passes between them
     # (measured against the wall-clock budget this replaced: the same levels run on a quiet machine)
     charge_fft(n)
-    fa = scipy.fft.rfft(a, n)
-    fb = fa if same else scipy.fft.rfft(b, n)
-    c = scipy.fft.irfft(fa * fb, n)[:min(cap, la + lb - 1)]
+    fa = rfft(a, n)
+    fb = fa if same else rfft(b, n)
+    c = irfft(fa * fb, n)[:min(cap, la + lb - 1)]
     np.maximum(c, 0.0, out=c)
     l1a, l1b = float(a.sum()), float(b.sum())
     l2a, l2b = math.sqrt(float(a @ a)), math.sqrt(float(b @ b))
@@ -170,9 +169,9 @@ def _spectral_power(w, t, C, h, upper):
     c_n |z|_2 / sqrt(n), as ``composition.grid_of``) bounds each entry's."""
     support = t * (w.size - 1) + 1  # (S's lattice points: none wraps if n reaches them)
     if upper:
-        n, wrap = scipy.fft.next_fast_len(C, real=True), 0.0
+        n, wrap = next_fast_len(C), 0.0
     elif support <= 2 * C:
-        n, wrap = scipy.fft.next_fast_len(max(C, support), real=True), 0.0
+        n, wrap = next_fast_len(max(C, support)), 0.0
     else:
         n, wrap = _lower_length(w, t, C, h)
     c_n = fft_const(n)
@@ -180,13 +179,13 @@ def _spectral_power(w, t, C, h, upper):
     f[:w.size] = w  # (w.size <= C <= n: no folding)
     charge_fft(n)  # (the transform; and the power and the inverse below, as the PLD engine charges them)
     charge_fft(n)
-    spec = scipy.fft.rfft(f)
+    spec = rfft(f)
     e2 = np.array([c_n * math.sqrt(n * kf.sumsq(f)) * 1.01])
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     counts, wsum = np.array([t], dtype=np.int64), np.zeros(1)
     err, z2 = kf.power_range(spec.reshape(1, -1), counts, e2, z, int(0), z.size, wsum)
     err += kf.power_weight_err(counts, e2, wsum)
-    y = scipy.fft.irfft(z, n)[:C]
+    y = irfft(z, n)[:C]
     e = err / n + c_n * math.sqrt(z2 / n) * 1.01
     if not (np.isfinite(y).all() and math.isfinite(e)):
         raise FloatingPointError("non-finite values in an epoch's spectral power")
@@ -205,7 +204,7 @@ def _lower_length(w, t, C, h):
     WRAP_SHARE of the round-off bound's leading term t c_n |w|_2 (a heavy-tailed law tilted up
     wraps 1e-11 at 2C where its round-off is 1e-13: sigma 0.7, t 20), else the longest."""
     wc, H = coarse_majorant(w, h)  # (COARSE points: a few hundred thousand terms a table)
-    ns = [scipy.fft.next_fast_len(m * C, real=True) for m in LOWER_LENGTHS]
+    ns = [next_fast_len(m * C) for m in LOWER_LENGTHS]
     wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns], 0.0, FEW_LAMS)[1]  # (Q(S >= n h))
     lead = t * math.sqrt(float(w @ w))
     for n, wrap in zip(ns, wraps):
