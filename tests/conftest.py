@@ -19,6 +19,19 @@ import gc  # noqa: E402
 import pytest  # noqa: E402
 
 
+def _large_blocks_mapped():
+    """glibc: blocks of 1 MiB and more from their own mappings, returned when freed (the default
+    threshold grows to 32 MiB after the first frees, and a grid array freed inside the heap stays
+    resident: a worker's size then carries one test's largest query into the next ones)."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # (M_MMAP_THRESHOLD)
+    except (OSError, AttributeError):  # (not glibc: nothing to do)
+        pass
+
+
+_large_blocks_mapped()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_caches_after_each_module():
     """Each test module leaves the one-step cache empty, so a worker's memory does not carry
