@@ -3,6 +3,7 @@ the one-step cache and the helper threads."""
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
@@ -224,6 +225,20 @@ def final_pool() -> ThreadPoolExecutor:
 
 def two_cores() -> bool:
     return (os.cpu_count() or 1) >= 2
+
+
+def both_roundings(run):
+    """(run(True), run(False)): the pessimistic one on ``grid_pool``'s thread (in this context:
+    the work meter counts it) while this thread does the optimistic one, where there are two
+    cores (transforms and kernels release the GIL)."""
+    if not two_cores():
+        return run(True), run(False)
+    fut = grid_pool().submit(contextvars.copy_context().run, run, True)
+    try:
+        opt = run(False)
+    finally:
+        pess = fut.result()
+    return pess, opt
 
 
 # --- refining until narrow (methods outside the engine: balls-in-bins and fixed-size batches) -------

@@ -54,7 +54,7 @@ import numpy as np
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, charge, metered
 from .certifiers import exact
-from .common import ADD, REMOVE, REPLACE, bins_limit, final_pool, grid_pool, two_cores
+from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import make_engine
@@ -306,17 +306,9 @@ def _tilts(final: Engine, sub: Run, g, step, eps_c, goal):
 
 
 def _both(run):
-    """(run(True), run(False)): the pessimistic checkpoints on the helper thread while this one
-    does the optimistic ones (transforms and kernels release the GIL), as ``TiltedFFT.grid_pair``
+    """(run(True), run(False)): ``common.both_roundings``, as ``TiltedFFT.grid_pair``
     (windows longer than PAIR_BINS are composed one at a time, ``_BIG``)."""
-    if not two_cores():
-        return run(True), run(False)
-    fut = grid_pool().submit(contextvars.copy_context().run, run, True)
-    try:
-        opt = run(False)
-    finally:
-        pess = fut.result()
-    return pess, opt
+    return both_roundings(run)
 
 
 #: the add direction is composed at every ADD_STRIDE-th checkpoint of a tilt group (and its last)

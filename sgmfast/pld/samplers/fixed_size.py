@@ -60,7 +60,6 @@ Edges: q = 1 is the Gaussian mechanism with sensitivity 2 (exact); sigma = 0 giv
 
 from __future__ import annotations
 
-import contextvars
 import math
 
 import numpy as np
@@ -69,8 +68,8 @@ from scipy.special import erf
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from ..common import (ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, bins_limit, cache_put, grid_pool,
-                      refine_levels, too_many_bins, two_cores)
+from ..common import (ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, bins_limit, both_roundings, cache_put,
+                      refine_levels, too_many_bins)
 from ..engine import Engine
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
@@ -314,13 +313,7 @@ def _bounds_pair(parts, step: float, eps_c: float, delta: float):
         grid = compose_copies(parts, step, eps_c, TAU_STEP, pess, theta=theta, finish=compose_banded)
         return read_eps(grid, delta, eps_c)
 
-    if not two_cores():
-        return bound(False), bound(True)
-    fut = grid_pool().submit(contextvars.copy_context().run, bound, False)
-    try:
-        up = bound(True)
-    finally:
-        lo = fut.result()
+    up, lo = both_roundings(bound)
     return lo, up
 
 
