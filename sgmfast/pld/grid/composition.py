@@ -39,6 +39,13 @@ def fft_const(n: int) -> float:
     return (25.0 * math.log2(max(n, 2)) + 5.0) * (np.finfo(np.float64).eps / 2)
 
 
+def entry_error(err_sum: float, z2: float, n: int) -> float:
+    """A bound on every entry's error of the inverse transform (length n) of a composed half
+    spectrum whose full-spectrum l1 error is at most ``err_sum`` and squared l2 norm ``z2``: the
+    spectrum's errors through the (1/n)-normalised inverse, plus the inverse's own round-off."""
+    return err_sum / n + fft_const(n) * math.sqrt(z2 / n) * 1.01
+
+
 def spectrum_of(t, j_lo, n, c_n):
     """(half spectrum of array t from grid point j_lo folded modulo n, bound on its l2 error over
     the full spectrum)."""
@@ -193,9 +200,7 @@ def grid_of(c: Composite, win, theta: float, pess: bool, eps_lo: float, x, err_s
     every entry's error bound added (pessimistic) or subtracted (optimistic), the input rounding
     composed, the mass outside the window charged (``charges``)."""
     n = win.n
-    c_n = fft_const(n)
-    # per-entry error: spectrum errors through the (1/n)-normalised inverse, plus its own round-off
-    e_inf = err_sum / n + c_n * math.sqrt(z2 / n) * 1.01
+    e_inf = entry_error(err_sum, z2, n)
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):
         raise FloatingPointError("non-finite values in the FFT composition of the PLD")
     # entry i <-> grid index j0 + i, after the zero the queries put first (``Grid.padded``)

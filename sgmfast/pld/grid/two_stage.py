@@ -36,7 +36,7 @@ from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
 from ..common import Grid, NotApplicable, bins_cap, charge_fft, fast_len, irfft, log_binom
 from .estimates import loss_moments
-from .composition import ArrayPart, Composite, compose_parts, fft_const, spectrum_of
+from .composition import ArrayPart, Composite, compose_parts, entry_error, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
 from .windows import CHERNOFF_K, TAIL_GOAL, abs_goal as window_goal, chernoff_n
 
@@ -305,7 +305,7 @@ def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
     and zero outside the exact support of the power."""
     charge_fft(n1)
     x = irfft(z, n1)
-    e_inf = err_sum / n1 + c_n * math.sqrt(z2 / n1) * 1.01
+    e_inf = entry_error(err_sum, z2, n1)
     if not (np.isfinite(x).all() and math.isfinite(e_inf)):
         raise FloatingPointError("non-finite values in the FFT composition of the PLD")
     x = np.roll(x, -(j0 % n1))

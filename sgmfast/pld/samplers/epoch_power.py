@@ -27,9 +27,8 @@ import numpy as np
 
 from ..._kernels.pld import allocation as ka
 from ..._work import UNITS_PER_SECOND
-from ..._kernels.pld import fft_power as kf
 from ..common import U, charge_fft, irfft, next_fast_len, rfft
-from ..grid.composition import fft_const
+from ..grid.composition import _power_product, entry_error, fft_const, spectrum_of
 from .epoch_tail import FEW_LAMS, _chernoff_over_many, coarse_majorant
 
 #: Mass each window's two sides may cut (Chernoff bounds; charged, module notes).
@@ -165,8 +164,7 @@ def _spectral_power(w, t, C, h, upper):
     entries beyond are the mass above cap, charged by the caller).  Lower bounds: n covers S's
     whole support where that is at most 2C (nothing wraps); else n >= 2C (``_lower_length``) and
     the wrapped mass -- at most Q(S >= n), by Chernoff -- is taken off every entry with the
-    round-off.  Per entry: the inverse's l2 error (err_sum / n +
-    c_n |z|_2 / sqrt(n), as ``composition.grid_of``) bounds each entry's."""
+    round-off.  Per entry: the inverse's l2 error (``composition.entry_error``) bounds each entry's."""
     support = t * (w.size - 1) + 1  # (S's lattice points: none wraps if n reaches them)
     if upper:
         n, wrap = next_fast_len(C), 0.0
@@ -174,19 +172,13 @@ def _spectral_power(w, t, C, h, upper):
         n, wrap = next_fast_len(max(C, support)), 0.0
     else:
         n, wrap = _lower_length(w, t, C, h)
-    c_n = fft_const(n)
-    f = np.zeros(n)
-    f[:w.size] = w  # (w.size <= C <= n: no folding)
-    charge_fft(n)  # (the transform; and the power and the inverse below, as the PLD engine charges them)
-    charge_fft(n)
-    spec = rfft(f)
-    e2 = np.array([c_n * math.sqrt(n * kf.sumsq(f)) * 1.01])
+    # (the PLD engine's single-part composition: its spectrum, power and per-entry error bound)
+    spec, e2 = spectrum_of(w, 0, n, fft_const(n))  # (w.size <= C <= n: the fold moves nothing)
+    charge_fft(n)  # (the power and the inverse, as ``compose_parts`` charges them)
     z = np.empty(n // 2 + 1, dtype=np.complex128)
-    counts, wsum = np.array([t], dtype=np.int64), np.zeros(1)
-    err, z2 = kf.power_range(spec.reshape(1, -1), counts, e2, z, int(0), z.size, wsum)
-    err += kf.power_weight_err(counts, e2, wsum)
+    err, z2 = _power_product(spec.reshape(1, -1), np.array([t], dtype=np.int64), np.array([e2]), z)
     y = irfft(z, n)[:C]
-    e = err / n + c_n * math.sqrt(z2 / n) * 1.01
+    e = entry_error(err, z2, n)
     if not (np.isfinite(y).all() and math.isfinite(e)):
         raise FloatingPointError("non-finite values in an epoch's spectral power")
     np.maximum(y, 0.0, out=y)
