@@ -156,46 +156,18 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
     W <= M] + P'(W > M), likewise.  A heavy-tailed W makes the plain Chernoff bound loose by orders
     (sigma 0.4, t 10^4: P(R > 4.5 E R) <= 0.15 plain)."""
     best = np.ones(caps.size)
-    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, TRUNCATIONS).astype(np.int64)):
-        q_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9))
-        p_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9)) if shifted else 0.0
+    for q_m, p_m, wm in _truncations(wc, H, t1, m1, s):
         union = ((t1 - 1) * q_m + p_m) if shifted else t1 * q_m
-        if union >= 1.0:
-            continue
-        wm = wc[:k + 1].copy()
-        wm[0] += q_m
         p_b, q_b = _chernoff_over_many(wm, H, t1, caps, p_m, FEW_LAMS)
         chern = p_b if shifted else q_b
         best = np.minimum(best, chern + union * (1.0 + 1e-12))
     return best
 
 
-def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float):
-    """(P(S' > cap), Q(S > cap)) for S the sum of t lattice variables cut at w_max (masses w) and
-    S' the same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain
-    Chernoff (``_chernoff_over``), Chernoff on coordinates truncated plus the union bound
-    (``_truncated_tails``) and ``_one_above``.  A heavy tail leaves the first two loose by orders:
-    sigma 0.5, t 100, 2e-6 of P-mass above the lattice (delta 1e-8: no finite upper end)."""
-    p, q = _chernoff_over(w, h, t, cap)
-    wc, H = coarse_majorant(w, h)
-    m1 = float(wc @ (np.arange(wc.size) * H))
-    caps = np.array([float(cap)])
-    p = min(p, float(_truncated_tails(wc, H, t, caps, m1, s, True)[0]))
-    q = min(q, float(_truncated_tails(wc, H, t, caps, m1, s, False)[0]))
-    p1, q1 = _one_above(wc, H, t, float(cap), float(cap) - w_max, m1, s)
-    return min(p, p1), min(q, q1)
-
-
-def _one_above(wc, H, t, cap, x0, m1, s):
-    """(P(S' > cap), Q(S > cap)) of ``over_cap`` for cap = w_max + x0 (x0 > 0), least over
-    truncation points M: S > cap needs two coordinates above M (union bound), or one, i, above
-    M and the others -- all at most M, so their sum is their truncated sum -- above x0 (as X_i
-    <= w_max; independent of X_i: P(X_i > M) times Chernoff on the t - 1 truncated), or none
-    (Chernoff on the t truncated).  Truncated MGFs as ``_truncated_tails``; with P-law X_1:
-    p_M (t - 1) q_M + C(t - 1, 2) q_M^2, p_M Q(others > x0) + (t - 1) q_M P(others' > x0)."""
-    best_p = best_q = 1.0
-    if x0 <= 0.0 or t < 2:
-        return best_p, best_q
+def _truncations(wc, H, t, m1, s):
+    """(q_M, p_M, wm) at TRUNCATIONS points M from 8 E[W] to the top where t q_M < 1: P(W > M)
+    and P'(W > M) (closed forms, rounded up), and the truncated majorant wm (wc's terms at points
+    <= M, q_M added at 0: at least the MGF of W 1{W <= M}, ``_truncated_tails``)."""
     for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, TRUNCATIONS).astype(np.int64)):
         q_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9))
         p_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9))
@@ -203,14 +175,36 @@ def _one_above(wc, H, t, cap, x0, m1, s):
             continue
         wm = wc[:k + 1].copy()
         wm[0] += q_m
-        p_all, q_all = _chernoff_over_many(wm, H, t, [cap], p_m, FEW_LAMS)
-        p_oth, q_oth = _chernoff_over_many(wm, H, t - 1, [x0], p_m, FEW_LAMS)
+        yield q_m, p_m, wm
+
+
+def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float):
+    """(P(S' > cap), Q(S > cap)) for S the sum of t lattice variables cut at w_max (masses w) and
+    S' the same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain
+    Chernoff (``_chernoff_over``) and, at each truncation point M (``_truncations``), of two
+    bounds: Chernoff on the truncated coordinates plus the union bound on one above M
+    (``_truncated_tails``); and, with x0 = cap - w_max > 0, "two above M (union bound), or one,
+    i, above M and the others -- all at most M, so their sum is their truncated sum -- above x0
+    (as X_i <= w_max; independent of X_i: P(X_i > M) times Chernoff on the t - 1 truncated), or
+    none (Chernoff on the t truncated)"; with P-law X_1 the terms are p_M (t - 1) q_M + C(t - 1, 2)
+    q_M^2 and p_M Q(others > x0) + (t - 1) q_M P(others' > x0).  A heavy tail leaves plain
+    Chernoff loose by orders: sigma 0.5, t 100, 2e-6 of P-mass above the lattice."""
+    p, q = _chernoff_over(w, h, t, cap)
+    wc, H = coarse_majorant(w, h)
+    m1 = float(wc @ (np.arange(wc.size) * H))
+    x0 = float(cap) - w_max
+    for q_m, p_m, wm in _truncations(wc, H, t, m1, s):
+        p_all, q_all = (float(v[0]) for v in _chernoff_over_many(wm, H, t, [float(cap)], p_m, FEW_LAMS))
+        p = min(p, (p_all + (t - 1) * q_m + p_m) * (1.0 + 1e-12))
+        q = min(q, (q_all + t * q_m) * (1.0 + 1e-12))
+        if x0 <= 0.0 or t < 2:
+            continue
+        p_oth, q_oth = (float(v[0]) for v in _chernoff_over_many(wm, H, t - 1, [x0], p_m, FEW_LAMS))
         two_q = 0.5 * t * (t - 1) * q_m * q_m
         two_p = p_m * (t - 1) * q_m + 0.5 * (t - 1) * (t - 2) * q_m * q_m
-        q = two_q + t * q_m * float(q_oth[0]) + float(q_all[0])
-        p = two_p + p_m * float(q_oth[0]) + (t - 1) * q_m * float(p_oth[0]) + float(p_all[0])
-        best_p, best_q = min(best_p, p * (1.0 + 1e-12)), min(best_q, q * (1.0 + 1e-12))
-    return best_p, best_q
+        q = min(q, (two_q + t * q_m * q_oth + q_all) * (1.0 + 1e-12))
+        p = min(p, (two_p + p_m * q_oth + (t - 1) * q_m * p_oth + p_all) * (1.0 + 1e-12))
+    return min(p, 1.0), min(q, 1.0)
 
 
 def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
