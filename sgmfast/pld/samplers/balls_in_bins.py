@@ -155,7 +155,7 @@ class Epoch:
         q_w = math.exp(ka.log_sf(w_max, s, 0.0))
         p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
-        p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s)
+        p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut

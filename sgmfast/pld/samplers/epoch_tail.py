@@ -90,7 +90,7 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
     p_b, q_b = _chernoff_over_many(wc, H, t1, r[:-1]) if len(r) > 1 else (np.zeros(0), np.zeros(0))
     tails = p_b if shifted else q_b
     if s is not None and len(r) > 1:
-        tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, shifted))
+        tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, w_max, shifted))
     tails = np.minimum.accumulate(np.concatenate((tails, [0.0])))
     prev = np.concatenate(([1.0], tails[:-1]))
     weight = (prev - tails) * (1.0 + 1e-12)
@@ -145,8 +145,8 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
 TRUNCATIONS, FEW_LAMS = 8, 201
 
 
-def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: float, s: float,
-                     shifted: bool = False) -> np.ndarray:
+def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: float, s: float, w_top: float,
+                     shifted: bool = False, count: int = TRUNCATIONS) -> np.ndarray:
     """Upper bounds on P(R > cap) for R the sum of t1 cut variables of the convex-order majorant wc
     (spacing H; with ``shifted`` one of them of P-law), each the least over truncation points M
     of P(some W_j > M) + Chernoff for the sum of the W_j 1{W_j <= M}: R > cap needs one or the
@@ -156,7 +156,7 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
     W <= M] + P'(W > M), likewise.  A heavy-tailed W makes the plain Chernoff bound loose by orders
     (sigma 0.4, t 10^4: P(R > 4.5 E R) <= 0.15 plain)."""
     best = np.ones(caps.size)
-    for q_m, p_m, wm in _truncations(wc, H, t1, m1, s):
+    for q_m, p_m, wm in _truncations(wc, H, t1, m1, s, w_top, count):
         union = ((t1 - 1) * q_m + p_m) if shifted else t1 * q_m
         p_b, q_b = _chernoff_over_many(wm, H, t1, caps, p_m, FEW_LAMS)
         chern = p_b if shifted else q_b
@@ -164,13 +164,19 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
     return best
 
 
-def _truncations(wc, H, t, m1, s):
-    """(q_M, p_M, wm) at TRUNCATIONS points M from 8 E[W] to the top where t q_M < 1: P(W > M)
-    and P'(W > M) (closed forms, rounded up), and the truncated majorant wm (wc's terms at points
-    <= M, q_M added at 0: at least the MGF of W 1{W <= M}, ``_truncated_tails``)."""
-    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, TRUNCATIONS).astype(np.int64)):
-        q_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9))
-        p_m = min(1.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9))
+def _truncations(wc, H, t, m1, s, w_top: float, count: int = TRUNCATIONS):
+    """(q_M, p_M, wm) at ``count`` points M from 8 E[W] to the top where t q_M < 1: P(M < W < w_top)
+    and P'(M < W < w_top) for W cut at w_top (closed forms, rounded up; they also bound the
+    lattice variables' P(X > M) and E[X; X > M]: X > M only comes from the cells at and above M,
+    M being a lattice point, and on such a cell E[X; X > M] <= E[W]), and the truncated majorant
+    wm (wc's terms at points <= M, q_M added at 0: at least the MGF of W 1{W <= M},
+    ``_truncated_tails``).  (Without the cut, t P(W > w_top) stayed in every bound: sigma 0.4,
+    t 10^4, P(R > r) >= 5.2e-6 at any r.)"""
+    q_top = math.exp(float(ka.log_sf(w_top, s, 0.0))) * (1.0 - 1e-9)
+    p_top = math.exp(float(ka.log_sf(w_top, s, 1.0))) * (1.0 - 1e-9)
+    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, count).astype(np.int64)):
+        q_m = min(1.0, max(0.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9) - q_top) * (1.0 + 4 * U))
+        p_m = min(1.0, max(0.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9) - p_top) * (1.0 + 4 * U))
         if t * q_m >= 1.0:
             continue
         wm = wc[:k + 1].copy()
@@ -178,7 +184,7 @@ def _truncations(wc, H, t, m1, s):
         yield q_m, p_m, wm
 
 
-def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float):
+def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, need: float = math.inf):
     """(P(S' > cap), Q(S > cap)) for S the sum of t lattice variables cut at w_max (masses w) and
     S' the same with one of P-law -- the P-mass E_Q[S / t; S > cap] --, each the least of plain
     Chernoff (``_chernoff_over``) and, at each truncation point M (``_truncations``), of two
@@ -188,12 +194,13 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
     (as X_i <= w_max; independent of X_i: P(X_i > M) times Chernoff on the t - 1 truncated), or
     none (Chernoff on the t truncated)"; with P-law X_1 the terms are p_M (t - 1) q_M + C(t - 1, 2)
     q_M^2 and p_M Q(others > x0) + (t - 1) q_M P(others' > x0).  A heavy tail leaves plain
-    Chernoff loose by orders: sigma 0.5, t 100, 2e-6 of P-mass above the lattice."""
+    Chernoff loose by orders: sigma 0.5, t 100, 2e-6 of P-mass above the lattice.  Where the
+    P-bound is still above ``need``, also by conditioning on one coordinate (``_given_one``)."""
     p, q = _chernoff_over(w, h, t, cap)
     wc, H = coarse_majorant(w, h)
     m1 = float(wc @ (np.arange(wc.size) * H))
     x0 = float(cap) - w_max
-    for q_m, p_m, wm in _truncations(wc, H, t, m1, s):
+    for q_m, p_m, wm in _truncations(wc, H, t, m1, s, w_max):
         p_all, q_all = (float(v[0]) for v in _chernoff_over_many(wm, H, t, [float(cap)], p_m, FEW_LAMS))
         p = min(p, (p_all + (t - 1) * q_m + p_m) * (1.0 + 1e-12))
         q = min(q, (q_all + t * q_m) * (1.0 + 1e-12))
@@ -204,7 +211,65 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
         two_p = p_m * (t - 1) * q_m + 0.5 * (t - 1) * (t - 2) * q_m * q_m
         q = min(q, (two_q + t * q_m * q_oth + q_all) * (1.0 + 1e-12))
         p = min(p, (two_p + p_m * q_oth + (t - 1) * q_m * p_oth + p_all) * (1.0 + 1e-12))
+    if p > need and t >= 2:
+        p_one, q_one = _given_one(w, h, t, cap, wc, H, m1, s)
+        p, q = min(p, p_one), min(q, q_one)
     return min(p, 1.0), min(q, 1.0)
+
+
+#: Points r of ``_given_one``'s tail bounds on the others' sum (twice this many: geometric in r and
+#: in cap - r), and its truncation points (``_truncations``): a heavy tail's bound on P(R > r) is
+#: set by the one above M ~ r / 2.
+GIVEN_RS, GIVEN_TRUNCATIONS = 32, 24
+
+
+def _given_one(w, h, t, cap, wc, H, m1, s):
+    """(P, Q) bounds of ``over_cap`` by conditioning on the first coordinate X (masses w at k h):
+    S > cap is R > cap - X for R the sum of the t - 1 others, independent of X, so
+    Q(S > cap) = sum_x w(x) P(R > cap - x) and the P-mass E[X; S > cap] = sum_x x w(x) P(R > cap - x)
+    (symmetry, ``_chernoff_over``).  P(R > y) <= T(r_j) for the largest point r_j <= y of a
+    geometric grid from cap - x_max, T the least of plain Chernoff and ``_truncated_tails`` (on the
+    coarse majorant wc, which bounds R's MGF) made non-increasing (P(R > r) is); 0 above the
+    others' largest sum (t - 1) x_max.  Sums of non-negative products: (n + 4) u relative more.
+    (The split of ``over_cap`` at W_max charged every X as if at the top; a heavy tail's X
+    rarely is: sigma 0.4, t 10^4, 3.7e-6 of P-mass above the lattice against delta 1e-5.)"""
+    n, t1 = w.size, t - 1
+    x = np.arange(n) * h
+    x_max = (n - 1) * h
+    r0, top = max(float(cap) - x_max - h, H), t1 * x_max
+    if r0 >= top:
+        return 0.0, 0.0
+    # (geometric in r, and in x = cap - r: most of X's P-mass sits at x far below x_max, where
+    # P(R > cap - x) falls fast -- sigma 0.5, t 100: 1.1e-8 on r alone, 3.5e-9 with both)
+    rs = np.concatenate((np.geomspace(r0, float(cap), GIVEN_RS), float(cap) - np.geomspace(h, x_max, GIVEN_RS)))
+    rs = np.unique(rs[(rs >= r0) & (rs <= top)])
+    tails = np.minimum.accumulate(_sum_tails(wc, H, t1, rs, m1, s, x_max))
+    y = float(cap) - x
+    j = np.searchsorted(rs, y, side="right") - 1
+    bound = np.where(j >= 0, tails[np.maximum(j, 0)], 1.0)
+    bound[y >= top] = 0.0
+    up = (1.0 + (n + 4) * U) * (1.0 + 1e-12)
+    return min(1.0, float(np.sum(x * w * bound)) * up), min(1.0, float(np.sum(w * bound)) * up)
+
+
+def _sum_tails(wc, H, t1, rs, m1, s, w_top):
+    """Upper bounds on P(R > r) at each r of ``rs`` for R the sum of t1 variables cut at w_top
+    (majorant wc): the least of plain Chernoff and, at each truncation point M, of
+    ``_truncated_tails``' two bounds -- "one above M (union), or the truncated sum above r" and
+    "two above M (union), or one above M with the others' truncated sum above r - w_top, or none
+    with the truncated sum above r" (``over_cap``'s split, for the others' sum)."""
+    best = _chernoff_over_many(wc, H, t1, rs)[1]
+    x0 = rs - w_top
+    far = x0 > 0.0
+    for q_m, _, wm in _truncations(wc, H, t1, m1, s, w_top, GIVEN_TRUNCATIONS):
+        q_all = _chernoff_over_many(wm, H, t1, rs, 0.0, FEW_LAMS)[1]
+        best = np.minimum(best, (q_all + t1 * q_m) * (1.0 + 1e-12))
+        if t1 >= 2 and far.any():
+            q_oth = np.ones(rs.size)
+            q_oth[far] = _chernoff_over_many(wm, H, t1 - 1, x0[far], 0.0, FEW_LAMS)[1]
+            two = 0.5 * t1 * (t1 - 1) * q_m * q_m
+            best = np.minimum(best, (two + t1 * q_m * q_oth + q_all) * (1.0 + 1e-12))
+    return best
 
 
 def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
