@@ -212,7 +212,7 @@ def test_given_one_bounds_and_resolves_the_heavy_tail_above_the_cap(sigma, t):
     the exact t-fold convolution of the lattice law: an upper bound on the P- and Q-masses above
     caps from just past W_max to twice it, and -- for a heavy tail, where the split at W_max of
     ``over_cap`` charged every coordinate as if at the top (20-400x the exact mass here) -- within
-    a factor 10 of the P-mass just past W_max (100 at twice it, where two coordinates must be large)
+    a factor 8 of the P-mass just past W_max (40 at twice it, where two coordinates must be large)
     (sigma 0.4, t 10^4: 3.7e-6 of P-mass above the lattice by the split, 4.8e-7 by this)."""
     from sgmfast.pld.samplers.epoch_tail import _given_one, coarse_majorant
 
@@ -229,7 +229,7 @@ def test_given_one_bounds_and_resolves_the_heavy_tail_above_the_cap(sigma, t):
         exact_p, exact_q = float(np.sum(c[above] * x[above] / t)), float(np.sum(c[above]))
         p, q = _given_one(wu, h, t, cap, wc, H, m1, 1.0 / sigma)
         assert p >= exact_p and q >= exact_q
-        assert p <= (10.0 if cap < 1.5 * K * h else 100.0) * exact_p  # (measured: 2-7x, 40-50x)
+        assert p <= (8.0 if cap < 1.5 * K * h else 40.0) * exact_p  # (measured: 1.5-4.2x, 10-19x)
 
 
 @pytest.mark.parametrize("sigma,t1", [(0.4, 2), (0.5, 5), (0.8, 12)])

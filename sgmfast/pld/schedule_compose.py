@@ -11,7 +11,7 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import PER_BIN_MOMENTS, charge, charge_fft
-from .common import SPLIT_MIN, Grid, irfft, rfft, split_pool, two_cores
+from .common import SPLIT_MIN, Grid, dot, irfft, rfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.onestep import one_step
 from .grid.tilting import VAR_GROWTH, saddle_search
@@ -87,7 +87,7 @@ class _Lattice:
         wa, wb = np.nan_to_num(wa), np.nan_to_num(wb)
         mean = wa * m_a + wb * m_b
         var = wa * (v_a + m_a ** 2) + wb * (v_b + m_b ** 2) - mean ** 2
-        return float(np.dot(k, mean)), float(np.dot(k, np.maximum(var, 0.0)))
+        return dot(k, mean), dot(k, np.maximum(var, 0.0))
 
 
 def _mix_weights(p, s_a, s_b, pess):
@@ -146,16 +146,16 @@ def _mix_composite(lat, parts, ts, used, theta, pess):
     if pess:
         p_inf = (p * field("p_inf", ia) + np.where(p < 1.0, (1.0 - p) * field("p_inf", ib), 0.0)) * (1 + 8 * U)
         with np.errstate(divide="ignore"):
-            log_keep = float(np.dot(k, np.log1p(-np.minimum(p_inf, 1.0))))
+            log_keep = dot(k, np.log1p(-np.minimum(p_inf, 1.0)))
         p_inf_all = -math.expm1(log_keep) * (1 + 1e-12)
     else:
         p_inf_all = 0.0
     lo = np.minimum(field("lo", ia), field("lo", ib))
     hi = np.maximum(field("hi", ia), field("hi", ib))
     kf64 = k.astype(np.float64)
-    c = Composite(parts=[], step=lat.step, n_steps=int(k.sum()), mean=float(np.dot(kf64, mu)),
-                  var=float(np.dot(kf64, np.maximum(var, 0.0))), log_scale=float(np.dot(kf64, s_mix)),
-                  rho_n=float(np.dot(kf64, rho)), p_inf=p_inf_all, sup_lo=int(np.dot(k, lo.astype(np.int64))),
+    c = Composite(parts=[], step=lat.step, n_steps=int(k.sum()), mean=dot(kf64, mu),
+                  var=dot(kf64, np.maximum(var, 0.0)), log_scale=dot(kf64, s_mix),
+                  rho_n=dot(kf64, rho), p_inf=p_inf_all, sup_lo=int(np.dot(k, lo.astype(np.int64))),
                   sup_hi=int(np.dot(k, hi.astype(np.int64))), mgf=_mix_mgf(ts, used, ia, ib, wa, wb, kf64, lat.step))
     return c, wa, wb
 
@@ -209,7 +209,7 @@ def _mix_power(table, ja, jb, wa, wb, pe2, k, n):
         err, z2, vsum = ks.mix_power_range(*args, np.empty(ja.size, dtype=np.complex128), z, 0, h // 2)
         e_hi, z2_hi, v_hi = fut.result()
         err, z2, vsum = err + e_hi, z2 + z2_hi, vsum + v_hi
-    err += float(np.dot(k.astype(np.float64), pe2)) * math.sqrt(vsum) * (1 + 1e-12)
+    err += dot(k.astype(np.float64), pe2) * math.sqrt(vsum) * (1 + 1e-12)
     return (err, z2), z
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, dot
 from .grid.estimates import eps_estimate, initial_step
 from .grid.queries import delta_bound, eps_bound
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -166,7 +166,7 @@ class MixEngine(_MixDelta):
             for j in np.unique(idx):
                 sel = idx == j
                 w = cnt[sel]
-                s_eff = 1.0 / math.sqrt(float(np.dot(w, 1.0 / sig[sel] ** 2)) / float(w.sum()))
+                s_eff = 1.0 / math.sqrt(dot(w, 1.0 / sig[sel] ** 2) / float(w.sum()))
                 out.append((s_eff, q, int(w.sum())))
         return out
 

@@ -65,6 +65,7 @@ from scipy.special import ndtr
 
 from .._kernels.pld import exact as kx
 from .._kernels.pld import schedule_parts as ks
+from .common import dot
 
 U = 2.0 ** -53  # unit round-off
 #: work units charged per (part, frequency) of the mixture product (measured against the FFT)
@@ -176,7 +177,7 @@ def _group_weight(logs, cnt, upper):
     """(p, k) of one group, p rounded the safe way: the sum of same-signed logs errs by at most
     (k + 2) u relative (each log1p / log within u)."""
     k = float(cnt.sum())
-    lg = float(np.dot(cnt, logs))
+    lg = dot(cnt, logs)
     if not lg > -math.inf:
         return (1.0 if upper else 0.0), int(round(k))
     r = (2.0 * len(logs) + 8.0) * U

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..._kernels.pld import tilt as kt
 from ..._work import PER_BIN_MOMENTS, charge
+from ..common import dot
 from .onestep import hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 
@@ -63,8 +64,8 @@ def _schedule_moments(schedule, add, step, tau):
                 st = np.array([kt.tilted_stats(p, j_lo, st, theta) for j_lo, p, st in pieces])
                 w = np.exp(st[:, 0] - np.max(st[:, 0]))
                 w /= w.sum()
-                mu = float(w @ st[:, 1])
-                var = float(w @ (st[:, 2] + st[:, 1] ** 2)) - mu * mu
+                mu = dot(w, st[:, 1])
+                var = dot(w, st[:, 2] + st[:, 1] ** 2) - mu * mu
             m += count * mu
             v += count * var
         return m, v

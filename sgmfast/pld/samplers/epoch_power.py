@@ -27,7 +27,7 @@ import numpy as np
 
 from ..._kernels.pld import allocation as ka
 from ..._work import UNITS_PER_SECOND
-from ..common import U, charge_fft, irfft, next_fast_len, rfft
+from ..common import U, charge_fft, dot, irfft, next_fast_len, rfft
 from ..grid.composition import _power_product, entry_error, fft_const, spectrum_of
 from .epoch_tail import FEW_LAMS, _chernoff_over_many, coarse_majorant
 
@@ -45,8 +45,8 @@ class Windows:
     def __init__(self, w, h, t, cap_index):
         wc, H = coarse_majorant(w, h, WIN_POINTS)  # (larger in convex order: every bound holds)
         x = np.arange(wc.size) * H
-        mean = float(wc @ x)
-        sd = math.sqrt(max(float(wc @ (x * x)) - mean * mean, 1e-300))
+        mean = dot(wc, x)
+        sd = math.sqrt(max(dot(wc, x * x) - mean * mean, 1e-300))
         lams = np.exp(np.linspace(math.log(1e-3 / (sd * math.sqrt(t))), math.log(1e3 / max(sd, H)), WIN_LAMS))
         m_pos, d_pos, m_neg, d_neg = (np.empty(WIN_LAMS) for _ in range(4))
         ka.chernoff_sums(wc, H, lams, m_pos, d_pos)
@@ -118,7 +118,7 @@ def _conv(a, ea, b, eb, cap, same=False):
     c = irfft(fa * fb, n)[:min(cap, la + lb - 1)]
     np.maximum(c, 0.0, out=c)
     l1a, l1b = float(a.sum()), float(b.sum())
-    l2a, l2b = math.sqrt(float(a @ a)), math.sqrt(float(b @ b))
+    l2a, l2b = math.sqrt(dot(a, a)), math.sqrt(dot(b, b))
     cn = fft_const(n)
     e_fft = 1.01 * ((cn + 4 * U) * (l2a * l1b + l1a * l2b) + cn * l1a * l2b)
     e = e_fft + ea * (l1b + lb * eb) + eb * l1a
@@ -198,7 +198,7 @@ def _lower_length(w, t, C, h):
     wc, H = coarse_majorant(w, h)  # (COARSE points: a few hundred thousand terms a table)
     ns = [next_fast_len(m * C) for m in LOWER_LENGTHS]
     wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns], 0.0, FEW_LAMS)[1]  # (Q(S >= n h))
-    lead = t * math.sqrt(float(w @ w))
+    lead = t * math.sqrt(dot(w, w))
     for n, wrap in zip(ns, wraps):
         if wrap <= WRAP_SHARE * fft_const(n) * lead:
             break
@@ -257,7 +257,7 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
         # (the round-off floor cannot move δ by more than ``lost``: the tilts would not pay.  One
         # tilt fewer is not a lower bound's risk -- each entry is the largest of certified values)
         return o, out
-    var = max(float(w @ (x * x)) - float(w @ x) ** 2, 1e-300)
+    var = max(dot(w, x * x) - dot(w, x) ** 2, 1e-300)
     # the tilt must not let the tilted law sit at the lattice top: e^{lam W_max} stays below
     # P(W > W_max)^{-1/2}
     decay = -float(ka.log_sf(x[-1], s, 0.0))

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..._kernels.pld import allocation as ka
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import U
+from ..common import U, dot
 
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
 COARSE = 4096
@@ -72,7 +72,7 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
     others (E[S / t; .] = E[W_1; .] by symmetry).  With ``s`` (log W's sd) the tails also take ``_truncated_tails``."""
     wc, H = coarse_majorant(w, h)
     x = np.arange(wc.size) * H
-    m1, m2, m3 = float(wc @ x), float(wc @ (x * x)), float(wc @ (x * x * x))
+    m1, m2, m3 = dot(wc, x), dot(wc, x * x), dot(wc, x * x * x)
     if shifted:
         mu = (t1 - 1) * m1 + m2
         sd = math.sqrt(max((t1 - 1) * (m2 - m1 * m1) + m3 - m2 * m2, 0.0))
@@ -198,7 +198,7 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
     P-bound is still above ``need``, also by conditioning on one coordinate (``_given_one``)."""
     p, q = _chernoff_over(w, h, t, cap)
     wc, H = coarse_majorant(w, h)
-    m1 = float(wc @ (np.arange(wc.size) * H))
+    m1 = dot(wc, np.arange(wc.size) * H)
     x0 = float(cap) - w_max
     for q_m, p_m, wm in _truncations(wc, H, t, m1, s, w_max):
         p_all, q_all = (float(v[0]) for v in _chernoff_over_many(wm, H, t, [float(cap)], p_m, FEW_LAMS))
@@ -221,6 +221,8 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
 #: in cap - r), and its truncation points (``_truncations``): a heavy tail's bound on P(R > r) is
 #: set by the one above M ~ r / 2.
 GIVEN_RS, GIVEN_TRUNCATIONS = 32, 24
+#: Bins of the one coordinate above M in ``_sum_tails``.
+GIVEN_BINS = 16
 
 
 def _given_one(w, h, t, cap, wc, H, m1, s):
@@ -254,21 +256,32 @@ def _given_one(w, h, t, cap, wc, H, m1, s):
 
 def _sum_tails(wc, H, t1, rs, m1, s, w_top):
     """Upper bounds on P(R > r) at each r of ``rs`` for R the sum of t1 variables cut at w_top
-    (majorant wc): the least of plain Chernoff and, at each truncation point M, of
-    ``_truncated_tails``' two bounds -- "one above M (union), or the truncated sum above r" and
-    "two above M (union), or one above M with the others' truncated sum above r - w_top, or none
-    with the truncated sum above r" (``over_cap``'s split, for the others' sum)."""
+    (majorant wc): the least of plain Chernoff and, at each truncation point M, of "two above M
+    (union), or exactly one, X_i, above M with the others -- all at most M -- summing past
+    r - X_i, or none, with the truncated sum above r" (``over_cap``'s split for the others' sum,
+    X_i's range M .. w_top cut into GIVEN_BINS geometric bins, each taken at its top: the bins'
+    masses P(e_k < W < e_k+1) times Chernoff on the t1 - 1 others' truncated sum at r - e_k+1)."""
     best = _chernoff_over_many(wc, H, t1, rs)[1]
-    x0 = rs - w_top
-    far = x0 > 0.0
+
+    def sf(x, up):  # (P(W > x), rounded up or down)
+        return math.exp(float(ka.log_sf(x, s, 0.0))) * ((1.0 + 1e-9) if up else (1.0 - 1e-9))
+
     for q_m, _, wm in _truncations(wc, H, t1, m1, s, w_top, GIVEN_TRUNCATIONS):
         q_all = _chernoff_over_many(wm, H, t1, rs, 0.0, FEW_LAMS)[1]
         best = np.minimum(best, (q_all + t1 * q_m) * (1.0 + 1e-12))
-        if t1 >= 2 and far.any():
-            q_oth = np.ones(rs.size)
-            q_oth[far] = _chernoff_over_many(wm, H, t1 - 1, x0[far], 0.0, FEW_LAMS)[1]
-            two = 0.5 * t1 * (t1 - 1) * q_m * q_m
-            best = np.minimum(best, (two + t1 * q_m * q_oth + q_all) * (1.0 + 1e-12))
+        m = (wm.size - 1) * H
+        if t1 < 2 or m >= w_top or q_m <= 0.0:
+            continue
+        edges = np.geomspace(m, w_top, GIVEN_BINS + 1)
+        mass = np.array([max(0.0, sf(a, True) - sf(b, False)) for a, b in zip(edges[:-1], edges[1:])])
+        ys = np.geomspace(H, max(float(rs.max()), 2.0 * H), 2 * GIVEN_RS)  # (the others' tail, a step function)
+        q_oth = np.minimum.accumulate(_chernoff_over_many(wm, H, t1 - 1, ys, 0.0, FEW_LAMS)[1])
+        y = rs[:, None] - edges[None, 1:]
+        k = np.searchsorted(ys, y, side="right") - 1
+        tail = np.where(k >= 0, q_oth[np.maximum(k, 0)], 1.0)
+        one = t1 * np.einsum("ij,j->i", tail, mass) * (1.0 + (GIVEN_BINS + 4) * U)
+        two = 0.5 * t1 * (t1 - 1) * q_m * q_m
+        best = np.minimum(best, (two + one + q_all) * (1.0 + 1e-12))
     return best
 
 
@@ -293,9 +306,9 @@ def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: n
     w[0] += max(0.0, 1.0 - float(np.sum(w)) * (1.0 - (w.size + 2) * U))  # (the missing mass, at 0)
     wc, H = coarse_majorant(w, hl)
     x = np.arange(wc.size) * H
-    m1 = float(wc @ x)
+    m1 = dot(wc, x)
     mu = t1 * m1
-    sd = math.sqrt(max(t1 * (float(wc @ (x * x)) - m1 * m1), 0.0))
+    sd = math.sqrt(max(t1 * (dot(wc, x * x) - m1 * m1), 0.0))
     r = ({mu * (1.0 - 0.5 ** j) for j in range(1, 24)} | {mu - 0.25 * k * sd for k in range(1, 33)}
          | ({mu * (1.0 + 0.5 ** j) for j in range(0, 14)} | {mu + 0.25 * k * sd for k in range(0, 33)} if lo is not None else set()))
     r = np.array(sorted(v for v in r if v > 0.0 and (lo is not None or v < mu)))
@@ -358,7 +371,7 @@ def _lam_range(w, x, t, cap_lo, cap_hi):
     """(lo, hi) of log lam: on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large
     sigma: the best lam is about (cap - E S) / Var S, far above 1/cap)."""
     h = x[1] - x[0] if x.size > 1 else 1.0
-    sd = math.sqrt(max(t * (float(w @ (x * x)) - float(w @ x) ** 2), 1e-300))
+    sd = math.sqrt(max(t * (dot(w, x * x) - dot(w, x) ** 2), 1e-300))
     return (math.log(min(1e-6 / max(cap_hi, 1e-12), 1e-2 / max(sd, h))),
             math.log(max(1e3 / max(cap_lo, 1e-12), 1e3 / max(sd, h))))
 
