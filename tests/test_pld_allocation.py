@@ -250,3 +250,14 @@ def test_k_of_t_is_the_decomposition_above_and_the_sum_statistic_below():
 def test_k_must_divide_t(k):
     with pytest.raises(ValueError, match="selected"):
         allocation.epsilon(1.0, 10, 10, 1e-5, selected=k)
+
+
+@pytest.mark.parametrize("sigma, t, epochs, eps", [(1.1, 234, 60, 2.34), (2.0, 1000, 5, 0.1176), (0.7, 20, 1, 3.68)])
+def test_delta_is_resolved_as_pld_delta_is(sigma, t, epochs, eps):
+    """δ(ε) is refined to ``pld.delta``'s rule (``common.resolved``): the interval at ε no wider than
+    δ's change over a relative change ``accuracy`` of ε -- asked in one call with ε (1 + accuracy),
+    its lower end at ε is at least the upper end there.  (The former rule, relative width <=
+    accuracy max(ε, 1e-3), spent 4.4 work units at σ 19.63, t 1446 where this one spends 0.6.)"""
+    acc = 1e-3
+    b = allocation.delta(sigma, t, t * epochs, np.array([eps, eps * (1 + acc)]), accuracy=acc)
+    assert b.lower[0] >= b.upper[1] > 0.0

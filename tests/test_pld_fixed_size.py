@@ -289,3 +289,12 @@ def test_mixed_runs_with_a_noiseless_run():
     assert 0.0 < b.lower <= b.upper < math.inf
     d = fixed_size.delta_runs(runs, [1.0, 50.0])
     assert np.all(d.lower >= p * (1 - 1e-9)) and np.all(d.upper <= 1.0)
+
+
+@pytest.mark.parametrize("sigma, q, steps, eps", [(1.1, 256 / 60000, 14040, 2.5), (0.8, 0.01, 1000, 1.9)])
+def test_delta_is_resolved_as_pld_delta_is(sigma, q, steps, eps):
+    """δ(ε) is refined to ``pld.delta``'s rule (``common.resolved``): asked in one call with ε and
+    ε (1 + accuracy), the lower end at ε is at least the upper end at the shifted ε."""
+    acc = 1e-3
+    b = fixed_size.delta(sigma, q, steps, np.array([eps, eps * (1 + acc)]), accuracy=acc)
+    assert b.lower[0] >= b.upper[1] > 0.0

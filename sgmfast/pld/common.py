@@ -274,6 +274,20 @@ def budget_share() -> float:
     return _SHARE.get()
 
 
+#: A δ interval within RESOLVED_FLAT x accuracy of δ (relatively) is resolved even where it is
+#: wider than the δ change of an accuracy change of eps (``engine.FLAT_DELTA``, the same rule).
+RESOLVED_FLAT = 1e-3
+
+
+def resolved(lo, up, up_shifted, accuracy: float) -> np.ndarray:
+    """Whether each δ(eps) interval [lo, up] is resolved at ``accuracy`` -- ``pld.delta``'s rule
+    for the samplers' δ queries: no wider than the change of δ a relative change ``accuracy`` of
+    eps causes (lo at eps at least ``up_shifted``, the upper end at eps (1 + accuracy)), or within
+    RESOLVED_FLAT x accuracy of δ, or below 1e-300 wide."""
+    lo, up, ups = (np.asarray(v, dtype=np.float64) for v in (lo, up, up_shifted))
+    return (lo >= ups) | (up - lo <= RESOLVED_FLAT * accuracy * up) | (up - lo <= 1e-300)
+
+
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified

@@ -16,7 +16,8 @@ import numpy as np
 from .._failures import GridFailure, GridTooLarge, StepUnderflow
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered
+from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, RESOLVED_FLAT, TAU_MIN, U, UNITS_PER_SECOND, Meter,
+                     bins_limit, metered)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import MIN_STEPS, SMALL_TAU
@@ -38,7 +39,7 @@ HARD_LIMIT = 1.5
 DELTA_GROUPS_PAID = 8
 #: a δ interval within FLAT_DELTA x accuracy of δ (relatively) is resolved even where it is wider
 #: than δ's change over a relative change ``accuracy`` of eps (``_DeltaPlan._flat``)
-FLAT_DELTA = 1e-3
+FLAT_DELTA = RESOLVED_FLAT
 #: the accuracy the public functions default to.  A query asking for a finer one first answers at
 #: this one and refines from there, keeping the intersection: a finer accuracy never returns a
 #: wider interval (a finer first grid can outgrow memory or the budget before it certifies much)

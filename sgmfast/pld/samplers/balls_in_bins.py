@@ -78,7 +78,7 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels
+from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels, resolved
 from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
@@ -430,10 +430,10 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     """Certified bounds on δ(ε) of DP-SGD with balls-in-bins batches (random allocation, k of t).
 
     ``epsilon`` may be a float or a 1-D array (one composition serves them all); the other
-    parameters are as in :func:`epsilon`.  Refined until every interval satisfies
-    ``upper - lower <= accuracy * max(ε, 1e-3) * upper`` (about the δ change of a relative ε
-    change ``accuracy``: log δ falls with slope >= 1 in ε here) or the time budget is spent;
-    certified either way."""
+    parameters are as in :func:`epsilon`.  Refined, as ``pld.delta``, until every interval is no
+    wider than the change of δ caused by a relative change ``accuracy`` of ε (its lower end at ε
+    at least the upper at ε (1 + accuracy), ``common.resolved``), or than ``accuracy`` / 1000
+    of δ, or the time budget is spent; certified either way."""
     sigma, t, T, accuracy = _check(sigma, steps_per_epoch, steps, accuracy)
     eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64)
     scalar = np.ndim(epsilon) == 0
@@ -454,10 +454,12 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
 
     if e_hi == 0:
         return out(np.zeros(eps.size), np.zeros(eps.size))
-    gauss = _gauss_delta(sigma, e_hi, eps)[1]
     if t == 1:
         g_lo = _gauss_delta(sigma, e_lo, eps)[0] if e_lo else np.zeros(eps.size)
-        return out(g_lo, gauss)
+        return out(g_lo, _gauss_delta(sigma, e_hi, eps)[1])
+    n = eps.size
+    eps = np.concatenate((eps, eps * (1.0 + accuracy)))  # (and each shifted by the accuracy: ``narrow``)
+    gauss = _gauss_delta(sigma, e_hi, eps)[1]
     # tail cut: first from the Poisson run's δ at rate 1/t (a guess, about the answer), then
     # from the upper δ found (1e-4 accuracy of it); any cut is charged, so a guess is safe.  (A
     # fixed first scale of 1e-10 built MNIST's first lattice for tails 100 times smaller than
@@ -476,14 +478,14 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
         return lo, up
 
     def narrow(lo, up):
-        return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
+        return bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy)))
 
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
     for c in capped:
         up = np.minimum(up, c)
-    return out(lo, up)
+    return out(lo[:n], up[:n])
 
 
 def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap, capped=None):

@@ -69,7 +69,7 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from ..common import (ADD, REMOVE, STEP_CACHE, TAU_STEP, bins_cap, bins_limit, both_roundings, cache_put,
-                      refine_levels, too_many_bins)
+                      refine_levels, resolved, too_many_bins)
 from ..engine import Engine
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
@@ -360,8 +360,9 @@ def delta(sigma: float, q: float, steps: int, epsilon, *, accuracy: float = 1e-3
     """Certified bounds on δ(ε) of DP-SGD with fixed-size batches drawn without replacement.
 
     ``epsilon`` may be a float or a 1-D array; the other parameters are as in :func:`epsilon`.
-    Refined until ``upper - lower <= accuracy * max(ε, 1e-3) * upper`` everywhere (about the δ
-    change of a relative ε change ``accuracy``) or the time budget is spent."""
+    Refined, as ``pld.delta``, until every interval is no wider than the change of δ caused by a
+    relative change ``accuracy`` of ε (``common.resolved``), or than ``accuracy`` / 1000 of δ,
+    or the time budget is spent."""
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
     eps = np.atleast_1d(check_epsilon(epsilon)).astype(np.float64).reshape(-1)
     lo, up = _delta([(sigma, q, T)], eps, accuracy)
@@ -383,9 +384,12 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
         lo, up = _delta(noisy, eps, accuracy) if noisy else (np.zeros(eps.size), np.zeros(eps.size))
         return np.maximum(lo, p_lo), np.minimum(1.0, np.where(up > 0.0, (p_up + (1.0 - p_up) * up) * (1 + _ULPS8), p_up))
     attained, s_gauss = _start(runs)
-    gauss = Bounds(*_gauss(s_gauss).delta(eps))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
+        gauss = Bounds(*_gauss(s_gauss).delta(eps))
         return flat(gauss.lower), flat(gauss.upper)
+    n = eps.size
+    eps = np.concatenate((eps, eps * (1.0 + accuracy)))  # (and each shifted by the accuracy: ``narrow``)
+    gauss = Bounds(*_gauss(s_gauss).delta(eps))
     lo0 = flat(attained.delta(eps)[0])
     eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6)[1]), 1e-3)  # (only where to tilt to)
     groups = eps_groups(eps)
@@ -395,12 +399,12 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
                 copies_delta(parts, step, eps, groups, TAU_STEP, True))
 
     def narrow(lo, up):
-        return bool(np.all(up - lo <= accuracy * np.maximum(eps, 1e-3) * np.maximum(up, 1e-300)))
+        return bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy)))
 
     with bins_limit(COMPOSE_BINS):  # (memory, as for epsilon)
         lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo0,
                                np.minimum(flat(gauss.upper), 1.0), BUDGET)
-    return np.minimum(lo, up), up
+    return np.minimum(lo, up)[:n], up[:n]
 
 
 def _check_runs(runs, accuracy):
