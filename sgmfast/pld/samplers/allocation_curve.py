@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..._types import Bounds
-from ..common import refine_levels
+from ..common import refine_levels, resolved
 from ..grid.composition import eps_groups, recentred
 from . import balls_in_bins as bb, epoch_add
 
@@ -142,22 +142,26 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     cps = np.asarray(checkpoints, dtype=np.int64)
     counts, hi, lo_i = _counts(t, cps)
     big = int(counts[-1])
-    eps = np.array([float(epsilon)])
+    # (ε and ε (1 + accuracy): resolved as a single query, ``common.resolved``)
+    eps = np.array([float(epsilon), float(epsilon) * (1.0 + accuracy)])
     groups = eps_groups(eps)
     # (then from the least upper δ found, as a single query does)
-    tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps) / big)]
-    gauss = np.array([float(bb._gauss_delta(sigma, int(c), eps)[1][0]) for c in counts])
+    tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps[:1]) / big)]
+    gauss = np.array([bb._gauss_delta(sigma, int(c), eps)[1] for c in counts])
+    shifted = gauss[:, 1].copy()  # (each count's upper δ at the shifted ε)
+    gauss = gauss[:, 0].copy()
     add_caps = [epoch_add.delta_upper(sigma, t, int(c), eps) for c in counts]
     capped: dict = {}  # (per count, the upper ends with the add direction capped)
-    lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps)[0][0]) for c in counts])
+    lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps[:1])[0][0]) for c in counts])
 
     def narrow(lo, up, each=False):
-        ok = up - lo <= accuracy * max(float(epsilon), 1e-3) * np.maximum(up, 1e-300)
+        ok = resolved(lo, up, shifted, accuracy)
         return ok if each else bool(np.all(ok))
 
     def per_count(epoch, step, i):
         c = int(counts[i])
         up, lo = bb.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i], capped.setdefault(i, []))
+        shifted[i] = min(shifted[i], float(up[1]))  # (any certified upper end bounds it)
         return float(lo[0]), float(up[0])
 
     def tail_now():
