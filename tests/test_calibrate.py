@@ -248,6 +248,28 @@ def test_root_log_finds_the_least_private_sigma_in_few_evaluations(x0):
     assert _root_log(lambda x: 1.0, 0.0, 0.3, 1e-4, -5.0, 5.0) is None  # never met
 
 
+@pytest.mark.parametrize("x0", [-3.0, 0.0, 0.5, 4.0])
+def test_root_log_stops_within_rel_of_the_target(x0):
+    """With ``rel`` (a sampler's PLD search: 0.1 accuracy) the search stops at the first x whose
+    value is within rel below the target -- on the closed form value = 0.3 e^{-2 (x - x*)} (root x*,
+    slope -2 in log), never at more evaluations than without, and never above the target."""
+    from sgmfast.calibrate.roots import _root_log
+
+    root = -math.log(0.3) / 2
+    counts = []
+    for rel in (0.0, 1e-4):
+        calls = []
+
+        def value(x):
+            calls.append(x)
+            return 0.3 * math.exp(-2.0 * (x - root))
+
+        x = _root_log(value, x0, 0.3, 1e-4, -50.0, 50.0, rel=rel)
+        assert 0.3 * (1 - max(rel, 2e-4 * 1.01)) <= value(x) <= 0.3
+        counts.append(len(calls))
+    assert counts[1] <= counts[0]
+
+
 @pytest.mark.parametrize("sampler, q, steps", [("fixed_size", 3.958e-4, 1), ("balls_in_bins", 1 / 2000, 1),
                                                ("fixed_size", 0.001, 3)])
 def test_no_noise_needed_under_a_sampler(sampler, q, steps):

@@ -30,6 +30,10 @@ STEPS_MAX = 1e12
 #: Relative tolerance of the RDP and PLD solves.
 RDP_TOL = 1e-6
 PLD_TOL = 1e-4
+#: A sampler's PLD search (every step a certified query of seconds) also stops at a sigma whose
+#: upper epsilon is within this fraction of the accuracy below the target: the bound's own width
+#: is ``accuracy`` of it, so a closer sigma would only be a digit of the bound's rounding.
+SAMPLER_CLOSE = 0.1
 #: What one calibrated point may spend refining its bracket (seconds on the reference machine,
 #: counted as transform work like the engine's budget: the answer does not depend on the machine
 #: or its load); past it the search uses RDP's bound, and the private end found so far is
@@ -373,7 +377,8 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
         x0, tol = math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), RDP_TOL if accountant == "rdp" else PLD_TOL
         if e[i] > 0.0:
             x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),
-                          x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX))
+                          x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX),
+                          rel=0.0 if accountant == "rdp" else SAMPLER_CLOSE * acc)
         else:
             x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
         sig[i] = math.inf if x is None else math.exp(x)

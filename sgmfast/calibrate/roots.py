@@ -52,8 +52,9 @@ def _search_log(ok, x0, private_up: bool, tol, x_min=-745.0, x_max=709.0, stop=N
         x_bad, step = x, 2.0 * step
 
 
-def _root_log(value, x0, target, tol, x_min, x_max, step=0.02):
-    """The least x in [x_min, x_max] (x = log sigma) with value(x) <= target, to ``tol``, for a
+def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
+    """The least x in [x_min, x_max] (x = log sigma) with value(x) <= target, to ``tol`` -- or,
+    with ``rel`` > 0, the first x found with target (1 - rel) <= value(x) <= target -- for a
     value that falls as x grows.  Secant steps on g = log(value / target): extrapolated a little
     past the secant's root (doubling where there is no secant) until a sign change, then
     Illinois regula falsi, probing one ``tol`` past a
@@ -94,8 +95,9 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02):
             h *= 2.0
     fa, fb = bad[1], ok[1]
     side = 0
+    close = math.log1p(-rel) if rel > 0.0 else 0.0  # (g at value = target (1 - rel))
     for _ in range(100):  # (Illinois converges superlinearly; the cap only guards the loop)
-        if ok[0] - bad[0] <= tol:
+        if ok[0] - bad[0] <= tol or (rel > 0.0 and ok[1] >= close):
             break
         xa, xb = bad[0], ok[0]
         if math.isfinite(fa) and math.isfinite(fb) and fa != fb:
@@ -109,13 +111,17 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02):
             if side == -1:
                 fa *= 0.5
             side = -1
-            probe = x - tol  # the root is likely just below: close the bracket in one step
+            # the root is likely just below: close the bracket in one step (0.999: at a whole tol
+            # the rounded logs left the bracket a hair wider, and one more query ran)
+            probe = x - 0.999 * tol
         else:
             bad, fa = (x, gx), gx
             if side == 1:
                 fb *= 0.5
             side = 1
-            probe = x + tol
+            probe = x + 0.999 * tol
+        if rel > 0.0 and ok[1] >= close:
+            break
         span_g = fa - fb if math.isfinite(fa) and math.isfinite(fb) else math.inf
         slope = span_g / (ok[0] - bad[0]) if ok[0] > bad[0] else math.inf
         near = math.isfinite(gx) and 0.0 < slope < math.inf and abs(gx) / slope < tol
