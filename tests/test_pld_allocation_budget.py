@@ -77,3 +77,15 @@ def test_several_deltas_share_one_and_a_half_budgets():
         b = pld.epsilon(0.9170670317287265, 0.0625, 40, deltas, sampler="balls_in_bins")
     assert np.all(np.diff(b.upper) < 0) and np.all(b.lower <= b.upper)
     assert m.units <= common.SHARED_TOTAL * bb.BUDGET * common.HARD_LEVELS * UNITS_PER_SECOND + 3 * 0.3 * UNITS_PER_SECOND
+
+
+@pytest.mark.parametrize("sigma, t, delta", [(0.4, 2, 1e-12), (0.7, 3, 1e-10), (0.5, 3, 1e-5)])
+def test_heavy_tails_with_few_steps_meet_the_accuracy_within_two_and_a_half_units(sigma, t, delta):
+    """Few steps at small sigma: a loss grid step capped at 0.05 left the interval about a step
+    wide, so reaching 1e-3 took three levels (σ 0.4, t 2, δ 1e-12: 4.9 units); the step now
+    follows the answer (``_loss_step``, STEP_PER_EPS accuracy of it).  Counted work, the accuracy met."""
+    common.STEP_CACHE.clear()
+    with metered() as meter:
+        b = bb.epsilon(sigma, t, t, delta)
+    assert b.upper - b.lower <= 1e-3 * b.upper
+    assert meter.units <= 2.5 * UNITS_PER_SECOND

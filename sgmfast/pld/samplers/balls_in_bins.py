@@ -317,12 +317,22 @@ def _two_above(s: float, t: int, tail: float) -> float:
     return w
 
 
-def _loss_step(sigma: float, t: int, accuracy: float, refine: int) -> float:
+def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
     """The loss grid's spacing: the certified gap of connect-the-dots grows like
-    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``)."""
+    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``).  Where
+    that passes 0.05 (a large variance) the step is 0.05 or STEP_PER_EPS accuracy of the answer
+    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2, δ 1e-12: 0.05, 0.025, 0.0125
+    wide at steps 0.05, 0.025, 0.0125 for eps 19.5 -- three levels, 4.9 work units)."""
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
-    return max(1e-7, min(0.8 * math.sqrt(3.0 * accuracy * var), 0.05) * 0.5 ** refine)
+    step = 0.8 * math.sqrt(3.0 * accuracy * var)
+    if step >= 0.05:  # (capped: a heavy tail, whose loss is far from Gaussian)
+        step = min(0.05, max(STEP_PER_EPS * accuracy * eps, 1e-3))
+    return max(1e-7, step * 0.5 ** refine)
+
+
+#: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
+STEP_PER_EPS = 0.8
 
 
 def _check(sigma, steps_per_epoch, steps, accuracy):
@@ -419,8 +429,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         return up - lo <= accuracy * up
 
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate), narrow, lo0, gauss, BUDGET,
-                           growth=LEVEL_GROWTH)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0]), narrow, lo0,
+                           gauss, BUDGET, growth=LEVEL_GROWTH)
     up = min(up, *capped) if capped else up
     return Bounds(float(min(lo, up)), float(up))
 
@@ -481,7 +491,8 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
         return bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy)))
 
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate), narrow, lo0,
+    hint = float(np.min(eps[eps > 0])) if np.any(eps > 0) else math.inf  # (the loss step's scale)
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH)
     for c in capped:
         up = np.minimum(up, c)
@@ -529,12 +540,13 @@ def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None
     return lo, max(up, up_add)
 
 
-def _levels(sigma, t, accuracy, tail, evaluate):
+def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
-    lattice cut at the truncation budget ``tail()`` of the moment."""
+    lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
+    ``eps()`` guessed at the moment."""
     def attempt(level):
         h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level, BUDGET)
-        return evaluate(epoch(sigma, t, h, w_max, cap, tail()), _loss_step(sigma, t, accuracy, level))
+        return evaluate(epoch(sigma, t, h, w_max, cap, tail()), _loss_step(sigma, t, accuracy, level, eps()))
 
     return attempt
 
