@@ -187,14 +187,21 @@ class Epoch:
         n_s = self.up.size
         # the grid: from where the lower bound's first-measure mass exceeds ``tail`` (remove: the
         # mass below moves up pessimistically) to the top atom; add: the whole lattice
+        up, small = self.up, None
         if add:
             # the top: where the upper bound's Q-mass below S (loss above) passes ``tail``; what
             # lies beyond goes to +inf (``lattice_bins``).  A grid out to log(t / h) carried the
             # spread's far floor (~1e-17 at loss 7-13), which kept the composition's tilt small
             # and its upper bound wide (sigma 10, t 1000, 200 epochs, delta 1e-12: 1.12 for 0.087)
             lo_l = -math.log((n_s - 1) * h / t)
-            i_top = int(np.searchsorted(np.cumsum(self.up), tail, side="right"))
-            hi_l = math.log(t / (min(max(i_top, 1), n_s - 1) * h))
+            small = epoch_add.small_sums(self.up, h, self.s, t)  # (the smallest sums re-placed)
+            if small is not None:
+                up = self.up.copy()
+                up[:small[0]], up[small[0]] = 0.0, small[1]
+                hi_l = math.log(t / epoch_add.small_top(small, up, h, tail))
+            else:
+                i_top = int(np.searchsorted(np.cumsum(self.up), tail, side="right"))
+                hi_l = math.log(t / (min(max(i_top, 1), n_s - 1) * h))
         else:
             pm = self.lo * (np.arange(self.lo.size) * (h / t))
             cum = np.cumsum(pm)
@@ -214,7 +221,9 @@ class Epoch:
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
         # upper: the spread's power (its error already added); lower: the cells' power (minus
         # its error), every atom moved against the bound by t eta (remove: down, add: up)
-        p_inf = ka.lattice_bins(self.up, 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
+        p_inf = ka.lattice_bins(up, 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
+        if small is not None:
+            p_inf += epoch_add.place_small(small, t, step, j_lo, n, pess)
         # (and scaled by 1 -+ rho: the cells' means are within rho relative, ``w_lower``; 4u
         # more covers the rounding of the product, so the scaled spacing errs against the bound)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)
