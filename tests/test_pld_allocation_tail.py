@@ -206,6 +206,19 @@ def _lattice_law(sigma, h, K):
     return wu
 
 
+def _exact_sums(sigma, h, K, t):
+    """(wu, c, x, wc, H, m1): the lattice law wu (K cells of h), the exact law c of the sum of t
+    of them at the points x, and the coarse majorant (wc, H) with its mean m1."""
+    from sgmfast.pld.samplers.epoch_tail import coarse_majorant
+
+    wu = _lattice_law(sigma, h, K)
+    c = np.array([1.0])
+    for _ in range(t):
+        c = np.convolve(c, wu)
+    wc, H = coarse_majorant(wu, h)
+    return wu, c, np.arange(c.size) * h, wc, H, float(wc @ (np.arange(wc.size) * H))
+
+
 @pytest.mark.parametrize("sigma,t", [(0.4, 3), (0.5, 6), (0.7, 20)])
 def test_given_one_bounds_and_resolves_the_heavy_tail_above_the_cap(sigma, t):
     """``epoch_tail._given_one`` (condition on one coordinate, bound the others' sum's tail) against
@@ -214,16 +227,10 @@ def test_given_one_bounds_and_resolves_the_heavy_tail_above_the_cap(sigma, t):
     ``over_cap`` charged every coordinate as if at the top (20-400x the exact mass here) -- within
     a factor 8 of the P-mass just past W_max (40 at twice it, where two coordinates must be large)
     (sigma 0.4, t 10^4: 3.7e-6 of P-mass above the lattice by the split, 4.8e-7 by this)."""
-    from sgmfast.pld.samplers.epoch_tail import _given_one, coarse_majorant
+    from sgmfast.pld.samplers.epoch_tail import _given_one
 
     h, K = 0.25, 800
-    wu = _lattice_law(sigma, h, K)
-    c = np.array([1.0])
-    for _ in range(t):
-        c = np.convolve(c, wu)
-    x = np.arange(c.size) * h
-    wc, H = coarse_majorant(wu, h)
-    m1 = float(wc @ (np.arange(wc.size) * H))
+    wu, c, x, wc, H, m1 = _exact_sums(sigma, h, K, t)
     for cap in (K * h + 2.0 * t, 1.3 * K * h, 2.0 * K * h):
         above = x > cap
         exact_p, exact_q = float(np.sum(c[above] * x[above] / t)), float(np.sum(c[above]))
@@ -237,16 +244,10 @@ def test_sum_tails_bound_the_exact_tails_of_the_cut_sum(sigma, t1):
     """``epoch_tail._sum_tails``: P(R > r) for R the sum of t1 lattice variables cut at W_max,
     against the exact convolution, at r below and above W_max (where "two above M, or one with
     the others above r - W_max" is the bound that counts)."""
-    from sgmfast.pld.samplers.epoch_tail import _sum_tails, coarse_majorant
+    from sgmfast.pld.samplers.epoch_tail import _sum_tails
 
     h, K = 0.25, 600
-    wu = _lattice_law(sigma, h, K)
-    c = np.array([1.0])
-    for _ in range(t1):
-        c = np.convolve(c, wu)
-    x = np.arange(c.size) * h
-    wc, H = coarse_majorant(wu, h)
-    m1 = float(wc @ (np.arange(wc.size) * H))
+    _, c, x, wc, H, m1 = _exact_sums(sigma, h, K, t1)
     rs = np.geomspace(2.0 * t1, t1 * K * h * 0.999, 40)
     tails = _sum_tails(wc, H, t1, rs, m1, 1.0 / sigma, K * h)
     exact = np.array([float(np.sum(c[x > r])) for r in rs])

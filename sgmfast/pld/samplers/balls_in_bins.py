@@ -193,15 +193,10 @@ class Epoch:
             # lies beyond goes to +inf (``lattice_bins``).  A grid out to log(t / h) carried the
             # spread's far floor (~1e-17 at loss 7-13), which kept the composition's tilt small
             # and its upper bound wide (sigma 10, t 1000, 200 epochs, delta 1e-12: 1.12 for 0.087)
+            # (the smallest sums re-placed, ``epoch_add.small_sums``)
             lo_l = -math.log((n_s - 1) * h / t)
-            small = epoch_add.small_sums(self.up, h, self.s, t)  # (the smallest sums re-placed)
-            if small is not None:
-                up = self.up.copy()
-                up[:small[0]], up[small[0]] = 0.0, small[1]
-                hi_l = math.log(t / epoch_add.small_top(small, up, h, tail))
-            else:
-                i_top = int(np.searchsorted(np.cumsum(self.up), tail, side="right"))
-                hi_l = math.log(t / (min(max(i_top, 1), n_s - 1) * h))
+            up, small, x_top = epoch_add.add_law(self.up, h, self.s, t, tail)
+            hi_l = math.log(t / x_top)
         else:
             pm = self.lo * (np.arange(self.lo.size) * (h / t))
             cum = np.cumsum(pm)
@@ -276,7 +271,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     # gave [7.16, 7.76] with the lattice to 1.4e4); the cap then leaves room for a second large
     # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
     cut = w_max > 1000.0 * t
-    w_max = min(w_max, max(1000.0 * t, _two_above(s, t, tail)))  # (two_above: see there)
+    w_max = min(w_max, max(1000.0 * t, epoch_tail.two_above(s, t, tail)))
     cap = t + (2.0 if cut else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
@@ -296,11 +291,11 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
     low = window_low(t, var)
     if max(cap - low, w_max) / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
-        # (never below what two coordinates above it need, ``_two_above``; cut, with few steps the
+        # (never below what two coordinates above it need, ``epoch_tail.two_above``; cut, with few steps the
         # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
         # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; with many, the bulk's 12 sd cover it
         # and the room would only halve the resolution -- sigma 0.4, t 10^4: 1.2 % -> 1.6 % wide)
-        w_max = min(w_max, max(0.5 * most * h, _two_above(s, t, tail)))  # (two_above: see there)
+        w_max = min(w_max, max(0.5 * most * h, epoch_tail.two_above(s, t, tail)))
         cap = min(cap, t + (2.0 if cut and t <= 16 else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0)
         h = max(h, max(cap - low, w_max) / most)
     return max(h, cap / MAX_FULL), w_max, cap
@@ -308,22 +303,6 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
 
 #: Fewest lattice points ``_lattice`` goes down to for the budget.
 MIN_LATTICE = 1 << 16
-
-
-def _two_above(s: float, t: int, tail: float) -> float:
-    """The least W_max (to a factor 1.1) at which two coordinates above it -- charged at +inf:
-    (t - 1) P(W > W_max) (P'(W > W_max) + (t - 2) P(W > W_max)) (``Epoch``) -- have at most 1000
-    truncation budgets ``tail`` (1e-4 of δ per epoch at the default accuracy: a fraction of the
-    accuracy, where a tighter cut would cost the lattice its resolution -- sigma 0.4, t 10^4).
-    (With W_max cut to 1000 t regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at
-    delta 1e-12 in the remove direction.)"""
-    w = 2.0
-    for _ in range(8000):
-        q_w = math.exp(ka.log_sf(w, s, 0.0))
-        if (t - 1) * q_w * (math.exp(ka.log_sf(w, s, 1.0)) + (t - 2) * q_w) <= 1e3 * tail or w > 1e300:
-            return w
-        w *= 1.1
-    return w
 
 
 def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:

@@ -156,16 +156,24 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> list:
     return out
 
 
-def small_top(small, up: np.ndarray, h: float, tail: float) -> float:
-    """The least sum x at which the re-placed law's mass below x passes ``tail`` (the add grid's
-    top is at loss log(t / x); what lies above goes to +inf)."""
+def add_law(up: np.ndarray, h: float, s: float, t: int, tail: float):
+    """(lattice masses, ``small_sums``' atoms or None, x_top) of the add direction's law of S:
+    the lattice with its smallest sums re-placed where ``small_sums`` applies, and the least
+    sum x_top at which the law's mass below passes ``tail`` (the add grid's top is at loss
+    log(t / x_top); what lies above goes to +inf)."""
+    small = small_sums(up, h, s, t)
+    if small is None:
+        i_top = int(np.searchsorted(np.cumsum(up), tail, side="right"))
+        return up, None, min(max(i_top, 1), up.size - 1) * h
     k0, atom, xs, ms = small
+    out = up.copy()
+    out[:k0], out[k0] = 0.0, atom
     cum = np.cumsum(ms)
     i = int(np.searchsorted(cum, tail, side="right"))
     if i < xs.size:
-        return float(xs[max(i, 1)]) if xs.size > 1 else k0 * h
-    rest = float(cum[-1]) + atom + np.cumsum(up[k0 + 1:])
-    return (k0 + 1 + min(int(np.searchsorted(rest, tail, side="right")), rest.size - 1)) * h if rest.size else k0 * h
+        return out, small, float(xs[max(i, 1)]) if xs.size > 1 else k0 * h
+    rest = float(cum[-1]) + np.cumsum(out[k0:])
+    return out, small, (k0 + min(int(np.searchsorted(rest, tail, side="right")), rest.size - 1)) * h
 
 
 def place_small(small, t: int, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:

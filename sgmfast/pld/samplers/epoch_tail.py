@@ -354,6 +354,21 @@ def top_loss(s: float, t: int, tail: float, r: float) -> float:
     return min(0.5 * s * s + s * z, 700.0) + math.log1p(r / math.exp(min(0.5 * s * s + s * z, 700.0))) - math.log(t)
 
 
+def two_above(s: float, t: int, tail: float) -> float:
+    """The least W_max (to a factor 1.1) at which two coordinates above it -- charged at +inf:
+    (t - 1) P(W > W_max) (P'(W > W_max) + (t - 2) P(W > W_max)) (``balls_in_bins.Epoch``) --
+    have at most 1000 truncation budgets ``tail`` (1e-4 of δ per epoch at the default accuracy: a fraction of the
+    accuracy, where a tighter cut would cost the lattice its resolution -- sigma 0.4, t 10^4).
+    (With W_max cut to 1000 t regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at
+    delta 1e-12 in the remove direction.)"""
+    w = 2.0
+    for _ in range(8000):
+        q_w = math.exp(ka.log_sf(w, s, 0.0))
+        if (t - 1) * q_w * (math.exp(ka.log_sf(w, s, 1.0)) + (t - 2) * q_w) <= 1e3 * tail or w > 1e300:
+            return w
+        w *= 1.1
+    return w
+
 # --- Chernoff above the lattice cap (``balls_in_bins.Epoch``) and for the rungs ---------------------
 #: Points of the majorant the cap's bound is computed on (``_chernoff_over``): its spacing is at
 #: most 8 h on the longest lattices, which adds <= 16 h^2 to Var W (a 1e-5 fraction at the
