@@ -90,8 +90,12 @@ l(u) = max(0, e^-e1 (u - d1), 1 - e^e1 (1 - u) - d1).  phi' is non-decreasing (K
 is uniform, so the second term is at most I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du.
 l is non-decreasing too, so on each cell [u', u] of a partition of [0, 1] the integrand is at
 most phi'(u) - e^e2 phi'(l(u')): the Riemann sum with phi' at each cell's right end and l at its
-left end bounds I from above.  Both terms are minimised over a grid of (e1, e2); D and D'
-swapped give the same bound (delta_Q covers both directions).
+left end bounds I from above.  Every split (e1, e2) gives a bound, so the search over them only
+decides tightness: e1 at the points of the profile's grid (where delta_Q is bounded), e2 first on
+that grid, the splits ranked by a sample of the Riemann sum (``_sampled_cells``: no bound), then
+on a grid 8x finer near the best, each candidate's total from the full Riemann sum and the
+profile's upper bounds; the smallest such total is returned.  D and D' swapped give the same
+bound (delta_Q covers both directions).
 
 (d) Rounding: every float step errs on the safe side.  The one premise not proved here is that
 exp, expm1, log and log1p (math, numpy) are within 8 ulps (``_F`` = 16 u, u = 2^-53) of the true
@@ -134,7 +138,7 @@ Examples
 >>> one = tuning.epsilon(1.1, 256 / 60000, 14062, 1e-5, tuning.binomial(1, 1.0))   # K = 1
 >>> search = tuning.epsilon(1.1, 256 / 60000, 14062, 1e-5, runs)
 >>> round(one, 3), round(search, 3)       # MNIST, 60 epochs: one run, then the search
-(2.382, 3.938)
+(2.382, 3.897)
 """
 
 
@@ -248,7 +252,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs, method="rdp"), 3)
     8.513
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs), 3)     # the profile bound is smaller here
-    7.085
+    7.07
     """
     s, qq, t = _check(sigma, q, steps, runs, method, relation)
     dlt = float(check_delta(delta))
@@ -299,7 +303,10 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
             # again on the grids ``epsilon`` uses near the delta found (so that
             # delta(epsilon(d)) <= d: its e1 may lie far above eps); all are upper bounds
             for d in sorted({_decade(out), _decade(0.9 * out)}) if out < 1.0 else ():
-                out = min(out, _profile_delta(s, qq, t, eps, runs, _target_profile(s, qq, t, d, runs, acc, relation)))
+                near = _target_profile(s, qq, t, d, runs, acc, relation)
+                out = min(out, _profile_delta(s, qq, t, eps, runs, near))
+                if runs.kind == "poisson" and method == "best" and relation == "add_remove":
+                    out = min(out, _rdp_delta(s, qq, t, eps, runs, near))  # (Theorem 6 reads the profile)
         except (GridFailure, ArithmeticError, MemoryError):
             pass  # (as in epsilon)
     return out
