@@ -149,7 +149,7 @@ import math
 from .._failures import GridFailure
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from ._profile_bound import _Profile, _profile_delta, _profile_epsilon
-from ._rdp_bound import ORDERS, _rdp_delta, _rdp_epsilon
+from ._rdp_bound import ORDERS, _rdp_delta, _rdp_epsilon, _rdp_epsilon_floor
 from .runs import RunCount, binomial, geometric, logarithmic, poisson, truncated_negative_binomial
 
 __all__ = ["RunCount", "poisson", "truncated_negative_binomial", "logarithmic", "geometric", "binomial",
@@ -262,15 +262,25 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
         return 0.0 if edge == 0 else math.inf
 
     prof = _target_profile(s, qq, t, dlt, runs, acc, relation)
-    out = math.inf
-    if method in ("best", "rdp") and relation == "add_remove":
-        out = _rdp_epsilon(s, qq, t, dlt, runs, prof)
+    rdp_ok = method in ("best", "rdp") and relation == "add_remove"
+    if method == "best" and rdp_ok and runs.kind == "tnb":
+        # the profile bound first (for these K usually the smaller), then the RDP bound only
+        # where a floor under it (``_rdp_epsilon_floor``, cheaper) does not exceed that
+        out = _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf)
+        if _rdp_epsilon_floor(s, qq, t, dlt, runs) < out:
+            out = min(out, _rdp_epsilon(s, qq, t, dlt, runs, prof))
+        return out
+    out = _rdp_epsilon(s, qq, t, dlt, runs, prof) if rdp_ok else math.inf
     if method in ("best", "profile"):
-        try:
-            out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap=out))
-        except (GridFailure, ArithmeticError, MemoryError):
-            pass  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
+        out = min(out, _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, out))
     return out
+
+
+def _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap) -> float:
+    try:
+        return _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap=cap)
+    except (GridFailure, ArithmeticError, MemoryError):
+        return math.inf  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
 
 
 _epsilon = epsilon  # (``calibrate_sigma``'s argument ``epsilon`` hides the function)

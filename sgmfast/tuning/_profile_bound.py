@@ -3,6 +3,7 @@ notes of :mod:`sgmfast.tuning`, with its proof)."""
 
 from __future__ import annotations
 
+import contextvars
 import math
 
 import numpy as np
@@ -168,35 +169,38 @@ class _Profile:
             up = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
             d = up if d is None else np.minimum(d, up)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
-        # the lookup of delta_at / epsilon_at: with the grids, _LOOKUP_POINTS points read off them
-        # (each bound holds, the smaller of the two too), else the points of e
+        # a finer lookup beside (e, d) for delta_at / epsilon_at: with the grids, _LOOKUP_POINTS
+        # points read off them (each bound holds; the smaller of the two lookups is read)
         self.ef, self.df = self.e, self.d
         if self.grids is not None:
-            # (with the points of e: the lookup is never above the one of e alone)
-            ef = np.union1d(np.linspace(0.0, self.e[-1], _LOOKUP_POINTS), self.e)
-            df = np.minimum(self.delta_sharp(ef), self._delta_coarse(ef))
-            self.ef, self.df = ef, np.minimum(np.minimum.accumulate(df), 1.0)
+            ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
+            self.ef, self.df = ef, np.minimum(np.minimum.accumulate(self.delta_sharp(ef)), 1.0)
 
-    def _delta_coarse(self, x):
-        j = np.searchsorted(self.e, np.asarray(x, dtype=np.float64), side="right") - 1
-        return np.where(j >= 0, self.d[np.maximum(j, 0)], 1.0)
+    @staticmethod
+    def _delta_of(e, d, x):
+        j = np.searchsorted(e, x, side="right") - 1
+        return np.where(j >= 0, d[np.maximum(j, 0)], 1.0)
+
+    @staticmethod
+    def _eps_of(e, d, t):
+        j = np.searchsorted(-d, -t, side="left")  # first j with d[j] <= t (d non-increasing)
+        return np.where(j < e.size, e[np.minimum(j, e.size - 1)], math.inf)
 
     def delta_at(self, x):
-        """Upper bounds on delta_Q(x) (array x >= 0): the lookup's value at its point at or below x
-        (delta_Q does not increase)."""
-        j = np.searchsorted(self.ef, np.asarray(x, dtype=np.float64), side="right") - 1
-        return np.where(j >= 0, self.df[np.maximum(j, 0)], 1.0)
+        """Upper bounds on delta_Q(x) (array x >= 0): each lookup's value at its point at or below
+        x (delta_Q does not increase), the smaller of the two."""
+        x = np.asarray(x, dtype=np.float64)
+        return np.minimum(self._delta_of(self.e, self.d, x), self._delta_of(self.ef, self.df, x))
 
     def epsilon_at(self, t):
-        """Upper bounds on eps_Q(t) (array t): the lookup's first point whose delta is <= t, else
-        inf."""
+        """Upper bounds on eps_Q(t) (array t): each lookup's first point whose delta is <= t (else
+        inf), the smaller of the two."""
         t = np.asarray(t, dtype=np.float64)
-        j = np.searchsorted(-self.df, -t, side="left")  # first j with df[j] <= t (df non-increasing)
-        return np.where(j < self.ef.size, self.ef[np.minimum(j, self.ef.size - 1)], math.inf)
+        return np.minimum(self._eps_of(self.e, self.d, t), self._eps_of(self.ef, self.df, t))
 
     def delta_sharp(self, x) -> np.ndarray:
         """Upper bounds on delta_Q at each x >= 0 (array), not rounded to the grid of ``e``."""
-        from ..pld.grid.queries import delta_bound
+        from ..pld.grid.spectral import read_delta
 
         x = np.ascontiguousarray(x, dtype=np.float64)
         if self.grids is None:
@@ -205,17 +209,19 @@ class _Profile:
             return np.asarray(pld.delta(*self.run, x, accuracy=_REFINE, relation=self.relation).upper)
         # the larger over the directions of the smallest of each one's certified upper bounds (each
         # holds at every eps >= 0)
-        return np.minimum(np.max([np.min([delta_bound(g, x) for g in gs], axis=0) for gs in self.grids], axis=0), 1.0)
+        return np.minimum(np.max([np.min([read_delta(g, x) for g in gs], axis=0) for gs in self.grids], axis=0), 1.0)
 
     def epsilon_sharp(self, t: float) -> float:
         """An upper bound on eps_Q(t), not rounded to the grid of ``e``: with the grids, the
         largest of the directions' eps whose certified delta is <= t (delta_Q does not increase,
         so every direction's delta is <= t there)."""
-        from ..pld.grid.queries import eps_bound
+        from ..pld.grid.spectral import read_eps
 
         out = math.inf
         if self.grids is not None:
-            out = max(min(float(eps_bound(g, t)) for g in gs) for gs in self.grids)
+            guess = float(self.epsilon_at(t)) if hasattr(self, "ef") else 1.0  # (where a band's search starts)
+            guess = guess if math.isfinite(guess) else float(self.e[-1])
+            out = max(min(float(read_eps(g, t, guess)) for g in gs) for gs in self.grids)
             if self.tilt_at / _TILT_REACH <= t <= self.tilt_at * _TILT_REACH:
                 return out
         # (no grids, or t far from the delta they are tilted towards: a PLD query of its own)
@@ -244,8 +250,8 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     closed form).  The add direction usually lies below the remove one, as in the accountant's
     own queries: its grid 4x coarser, and the fine one too only where the coarse one is more than
     ``_ADD_SLACK`` above the remove one at some point of ``e`` (a choice of tightness only)."""
-    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, bins_limit
-    from ..pld.grid.queries import delta_bound
+    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, two_cores
+    from ..pld.grid.spectral import read_delta
     from ..pld.engine import TILT, Engine
     from ..pld.grid.estimates import eps_estimate
 
@@ -260,9 +266,15 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     with bins_limit(FIRST_BINS):
         if engine.replace:
             return [[TILT.grid(job, REPLACE, True, step, est, 0.0)]]
-        remove = TILT.grid(job, REMOVE, True, step, est, 0.0)
-        add = [TILT.grid(job, ADD, True, 4 * step, est, 0.0)]
-        if np.any(delta_bound(add[0], e) > delta_bound(remove, e) * (1.0 + _ADD_SLACK)):
+        # the coarse add grid on a helper thread while this one builds the remove grid (the
+        # kernels and transforms release the GIL), as the accountant's own queries do
+        coarse = (add_pool().submit(contextvars.copy_context().run, TILT.grid, job, ADD, True, 4 * step, est, 0.0)
+                  if two_cores() else None)
+        try:
+            remove = TILT.grid(job, REMOVE, True, step, est, 0.0, True)  # (possibly a band: ``grid.banded``)
+        finally:
+            add = [coarse.result() if coarse is not None else TILT.grid(job, ADD, True, 4 * step, est, 0.0)]
+        if np.any(read_delta(add[0], e) > read_delta(remove, e) * (1.0 + _ADD_SLACK)):
             add.append(TILT.grid(job, ADD, True, step, est, 0.0))
     return [[remove], add]
 
