@@ -120,10 +120,9 @@ def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
     # within _F + 3u), rounded up: the l used is at most the true l, and phi'(l) too
     # (e1 <= _E_CAP, so e^e1 is finite; s >= 1e-14 here, so e^-e1 (s + d1) >= 2.6e-275 and
     # e^e1 s are normal numbers, where the relative error bounds hold)
-    gap = np.empty((len(e1s), sl.size))
-    for r, (e1, d1) in enumerate(zip(e1s, d1s)):
-        e1, d1 = float(e1), float(d1)
-        gap[r] = np.minimum(-math.expm1(-e1) + math.exp(-e1) * (sl + d1), math.exp(e1) * sl + d1)
+    e1 = np.asarray(e1s, dtype=np.float64).reshape(-1, 1)
+    d1 = np.asarray(d1s, dtype=np.float64).reshape(-1, 1)
+    gap = np.minimum(-np.expm1(-e1) + np.exp(-e1) * (sl + d1), np.exp(e1) * sl + d1)  # (one row per e1)
     gap = np.minimum(gap * (1.0 + _GAP), 1.0)
     lo = _exp_down(*runs._log_dpgf_gap(gap))  # phi'(l) at each cell's left end, rounded down
     from .._kernels.tuning import excess_rows
@@ -142,6 +141,12 @@ def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
 def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
     """Upper bounds on I(e1, e2) for each e2 (one row of :func:`_excess_rows`)."""
     return _excess_rows(runs, _cells(runs), [e1], [d1], e2)[0]
+
+
+def _step_at(e, d, x):
+    """d at the point of e at or below each x (1 below e[0]): the step function of a profile."""
+    j = np.searchsorted(e, x, side="right") - 1
+    return np.where(j >= 0, d[np.maximum(j, 0)], 1.0)
 
 
 class _Profile:
@@ -169,34 +174,29 @@ class _Profile:
             up = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
             d = up if d is None else np.minimum(d, up)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
-        # a finer lookup beside (e, d) for delta_at / epsilon_at: with the grids, _LOOKUP_POINTS
-        # points read off them (each bound holds; the smaller of the two lookups is read)
+        # the lookup of delta_at / epsilon_at: (e, d) and, with the grids, _LOOKUP_POINTS points
+        # read off them, merged (at each point the smaller of the two step functions: each bound
+        # holds)
         self.ef, self.df = self.e, self.d
         if self.grids is not None:
             ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
-            self.ef, self.df = ef, np.minimum(np.minimum.accumulate(self.delta_sharp(ef)), 1.0)
-
-    @staticmethod
-    def _delta_of(e, d, x):
-        j = np.searchsorted(e, x, side="right") - 1
-        return np.where(j >= 0, d[np.maximum(j, 0)], 1.0)
-
-    @staticmethod
-    def _eps_of(e, d, t):
-        j = np.searchsorted(-d, -t, side="left")  # first j with d[j] <= t (d non-increasing)
-        return np.where(j < e.size, e[np.minimum(j, e.size - 1)], math.inf)
+            df = np.minimum.accumulate(self.delta_sharp(ef))
+            both = np.union1d(ef, self.e)
+            self.ef = both
+            self.df = np.minimum(np.minimum(_step_at(ef, df, both), _step_at(self.e, self.d, both)), 1.0)
+        self._neg_df = -self.df
 
     def delta_at(self, x):
-        """Upper bounds on delta_Q(x) (array x >= 0): each lookup's value at its point at or below
-        x (delta_Q does not increase), the smaller of the two."""
-        x = np.asarray(x, dtype=np.float64)
-        return np.minimum(self._delta_of(self.e, self.d, x), self._delta_of(self.ef, self.df, x))
+        """Upper bounds on delta_Q(x) (array x >= 0): the lookup's value at its point at or below x
+        (delta_Q does not increase)."""
+        return _step_at(self.ef, self.df, np.asarray(x, dtype=np.float64))
 
     def epsilon_at(self, t):
-        """Upper bounds on eps_Q(t) (array t): each lookup's first point whose delta is <= t (else
-        inf), the smaller of the two."""
+        """Upper bounds on eps_Q(t) (array t): the lookup's first point whose delta is <= t, else
+        inf."""
         t = np.asarray(t, dtype=np.float64)
-        return np.minimum(self._eps_of(self.e, self.d, t), self._eps_of(self.ef, self.df, t))
+        j = np.searchsorted(self._neg_df, -t, side="left")  # first j with df[j] <= t (df non-increasing)
+        return np.where(j < self.ef.size, self.ef[np.minimum(j, self.ef.size - 1)], math.inf)
 
     def delta_sharp(self, x) -> np.ndarray:
         """Upper bounds on delta_Q at each x >= 0 (array), not rounded to the grid of ``e``."""
