@@ -333,6 +333,9 @@ def _split_totals(runs, cells, prof, e1s, d1s, e2, dlt, log_m):
 _NEAR_E1, _NEAR_E2 = 2, 2
 #: ... e2 in steps of a grid step over this
 _E2_SUBSTEPS = 8
+#: Rows (e1) of the first stage evaluated together, the e2 above the least total so far dropped
+#: between them
+_ROW_CHUNK = 8
 #: Candidate splits sharpened by one read of the kept grids each
 _SHARPEN_EPS = 4
 #: Positions of the fine stage's e2 grid at most
@@ -356,11 +359,22 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
     log_m = float(big[0] + err[0])  # >= log E[K] (its rounding: within the 1e-12 of the share)
     coarse = _sampled_cells(runs)
 
+    seen = [math.inf]  # the least total so far: a split e2 above it has a larger total (>= e2)
+
     def rows(js):
-        tot, _, _ = _split_totals(runs, coarse, prof, prof.e[js], prof.d[js], e2, dlt, log_m)
-        ks = np.argmin(tot, axis=1)
-        vals = tot[np.arange(len(js)), ks]
-        return vals, [(int(j), float(e2[k])) if v < math.inf else None for j, k, v in zip(js, ks, vals)]
+        vals, infos = np.full(len(js), math.inf), [None] * len(js)
+        for a in range(0, len(js), _ROW_CHUNK):
+            cols = e2[e2 < seen[0]]
+            if cols.size == 0:
+                break
+            part = js[a:a + _ROW_CHUNK]
+            tot, _, _ = _split_totals(runs, coarse, prof, prof.e[part], prof.d[part], cols, dlt, log_m)
+            ks = np.argmin(tot, axis=1)
+            for r, (j, k) in enumerate(zip(part, ks)):
+                if tot[r, k] < math.inf:
+                    vals[a + r], infos[a + r] = tot[r, k], (int(j), float(cols[k]))
+            seen[0] = min(seen[0], float(vals[a:a + len(part)].min()))
+        return vals, infos
 
     best, info = _coarse_fine_rows(rows, prof.e.size)
     best = math.inf  # (the sampled sums are no bounds: only the fine stage's totals are)
