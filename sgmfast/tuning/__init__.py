@@ -27,6 +27,11 @@ return the smaller one (``method="best"``), or either one:
     with its proof; it is not claimed to be theirs.  For DP-SGD it is usually the smaller of the
     two (``bench/README.md``); Poisson K is the exception seen.
 
+For a truncated negative binomial K, ``"best"`` computes the profile bound first and the RDP
+bound only where a floor under it is below the profile bound (``_rdp_bound._rdp_epsilon_floor``,
+proved there from the run's RDP at 96 orders, monotonicity in the order and the conversion's
+form): where the floor is above, the RDP bound is larger, and the answer is the same.
+
 What a search may select on (the premises of both bounds).  Every run is one DP-SGD run with the
 given (sigma, q, steps) on the data, independent of the other runs; its other hyperparameters
 (learning rate, clipping norm, architecture, ...) may differ from run to run if each run draws

@@ -31,7 +31,10 @@ def _tuned_rdp(lam, base, runs: RunCount, prof) -> np.ndarray:
         out = base + c + math.log(runs.mean) / (lam - 1.0)
     elif runs.kind == "poisson":
         eps_hat = np.log1p(1.0 / (lam - 1.0)) * (1.0 - _REL)  # Theorem 6: e^eps_hat <= 1 + 1/(lambda - 1)
-        d_hat = prof().delta_at(eps_hat)
+        p = prof()
+        d_hat = p.delta_at(eps_hat)
+        if p.grids is not None:  # (reads off the kept grids: each bound holds, the smaller too)
+            d_hat = np.minimum(d_hat, p.delta_sharp(eps_hat))
         out = base + runs.mu * d_hat + math.log(runs.mu) / (lam - 1.0)
     else:
         return np.full(lam.shape, math.inf)
