@@ -16,7 +16,7 @@ from .runs import RunCount
 _CELLS = np.concatenate([[0.0], np.geomspace(1e-14, 1.0, 1500)])
 #: The split search ranks splits by a sample of the Riemann sum: one cell in this many
 #: (``_sampled_cells``); the splits near the best one are then summed on ``_CELLS``
-_SAMPLE_EVERY = 10
+_SAMPLE_EVERY = 20
 #: Points of the run's privacy profile on [0, e_max] that the profile bound reads (the e1 of the
 #: splits, and the coarse grid of e2)
 _PROFILE_POINTS = 256
@@ -335,7 +335,7 @@ _NEAR_E1, _NEAR_E2 = 2, 2
 _E2_SUBSTEPS = 8
 #: Rows (e1) of the first stage evaluated together, the e2 above the least total so far dropped
 #: between them
-_ROW_CHUNK = 8
+_ROW_CHUNK = 16
 #: Candidate splits sharpened by one read of the kept grids each
 _SHARPEN_EPS = 4
 #: Positions of the fine stage's e2 grid at most
