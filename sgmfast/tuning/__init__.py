@@ -272,7 +272,8 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if method == "best" and rdp_ok and runs.kind == "tnb":
         # the profile bound first (for these K usually the smaller), then the RDP bound only
         # where a floor under it (``_rdp_epsilon_floor``, cheaper) does not exceed that
-        floor = _beside(_rdp_epsilon_floor, s, qq, t, dlt, runs)  # (on the helper thread, before its grid)
+        _guarded(prof)  # (the grids first: the helper thread builds the add grid meanwhile)
+        floor = _beside(_rdp_epsilon_floor, s, qq, t, dlt, runs)  # (on the helper, beside the search)
         out = _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf)
         if floor() < out:
             out = min(out, _rdp_epsilon(s, qq, t, dlt, runs, prof))
@@ -284,15 +285,21 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
 
 
 def _beside(fn, *args):
-    """A function returning fn(*args), computed on the PLD accountant's helper thread (which next
-    builds the profile's coarse add grid, beside the remove grid on this one) where there are two
-    cores, else on first use."""
+    """A function returning fn(*args), computed on the PLD accountant's helper thread (idle once
+    the profile's grids are built) where there are two cores, else on first use."""
     from ..pld.common import add_pool, two_cores
 
     if not two_cores():
         return lambda: fn(*args)
     fut = add_pool().submit(contextvars.copy_context().run, fn, *args)
     return fut.result
+
+
+def _guarded(fn):
+    try:
+        fn()
+    except (GridFailure, ArithmeticError, MemoryError):
+        pass  # (raised again where the profile is used, and caught there)
 
 
 def _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap) -> float:
