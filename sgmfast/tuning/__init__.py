@@ -149,7 +149,6 @@ Examples
 
 from __future__ import annotations
 
-import contextvars
 import math
 
 from .._failures import GridFailure
@@ -272,34 +271,14 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if method == "best" and rdp_ok and runs.kind == "tnb":
         # the profile bound first (for these K usually the smaller), then the RDP bound only
         # where a floor under it (``_rdp_epsilon_floor``, cheaper) does not exceed that
-        _guarded(prof)  # (the grids first: the helper thread builds the add grid meanwhile)
-        floor = _beside(_rdp_epsilon_floor, s, qq, t, dlt, runs)  # (on the helper, beside the search)
         out = _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf)
-        if floor() < out:
+        if not out < math.inf or _rdp_epsilon_floor(s, qq, t, dlt, runs) < out:
             out = min(out, _rdp_epsilon(s, qq, t, dlt, runs, prof))
         return out
     out = _rdp_epsilon(s, qq, t, dlt, runs, prof) if rdp_ok else math.inf
     if method in ("best", "profile"):
         out = min(out, _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, out))
     return out
-
-
-def _beside(fn, *args):
-    """A function returning fn(*args), computed on the PLD accountant's helper thread (idle once
-    the profile's grids are built) where there are two cores, else on first use."""
-    from ..pld.common import add_pool, two_cores
-
-    if not two_cores():
-        return lambda: fn(*args)
-    fut = add_pool().submit(contextvars.copy_context().run, fn, *args)
-    return fut.result
-
-
-def _guarded(fn):
-    try:
-        fn()
-    except (GridFailure, ArithmeticError, MemoryError):
-        pass  # (raised again where the profile is used, and caught there)
 
 
 def _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap) -> float:

@@ -105,15 +105,15 @@ def _rdp_delta(sigma, q, steps, eps, runs, prof) -> float:
     return 1.0 if not v < 0.0 else math.exp(v)
 
 
-#: Orders of :func:`_rdp_epsilon_floor`: geometric in lambda - 1 up to _FLOOR_TOP (above it, one
-#: interval to ``ORDERS[-1]``)
-_FLOOR_TOP = 100.0
-_FLOOR_ORDERS = 1.0 + np.geomspace(ORDERS[0] - 1.0, _FLOOR_TOP - 1.0, 96)
+#: Orders of :func:`_rdp_epsilon_floor`: _FLOOR_POINTS geometric in lambda - 1 from ORDERS[0] up to
+#: _FLOOR_SPAN times the run's own best order at the target delta, within [_FLOOR_MIN, _FLOOR_TOP]
+#: (above it, one interval to ``ORDERS[-1]``; log A is slow at large orders for small sigma)
+_FLOOR_POINTS, _FLOOR_SPAN, _FLOOR_MIN, _FLOOR_TOP = 96, 4.0, 16.0, 100.0
 
 
 def _rdp_epsilon_floor(sigma, q, steps, dlt, runs: RunCount) -> float:
     """A number at or below what :func:`_rdp_epsilon` returns (truncated negative binomial K; else
-    0), from the run's RDP at ``_FLOOR_ORDERS`` only: where the profile bound is already below it,
+    0), from the run's RDP at _FLOOR_POINTS orders only: where the profile bound is already below it,
     the RDP bound need not be computed (a choice of work: every returned value is a bound).
 
     Why it is below.  ``_rdp_epsilon`` returns eps_from_rdp(lambda, v, log delta) at one of its
@@ -134,8 +134,11 @@ def _rdp_epsilon_floor(sigma, q, steps, dlt, runs: RunCount) -> float:
 
     if runs.kind != "tnb" or runs.mean < 1.0:
         return 0.0
-    a = np.append(_FLOOR_ORDERS, ORDERS[-1])
-    r = np.asarray(rdp.rdp(sigma, q, steps, _FLOOR_ORDERS), dtype=np.float64)
+    best = float(rdp.epsilon(sigma, q, steps, dlt, return_order=True)[1])
+    last = min(max(_FLOOR_SPAN * best, _FLOOR_MIN), _FLOOR_TOP) if math.isfinite(best) else _FLOOR_TOP
+    orders = 1.0 + np.geomspace(ORDERS[0] - 1.0, last - 1.0, _FLOOR_POINTS)  # (any orders: a floor)
+    a = np.append(orders, ORDERS[-1])
+    r = np.asarray(rdp.rdp(sigma, q, steps, orders), dtype=np.float64)
     r = np.maximum(r / _margin(1, [q], [sigma]) ** 2 * (1.0 - 1e-12), 0.0)
     lo, hi = a[:-1], a[1:]
     with np.errstate(invalid="ignore"):
