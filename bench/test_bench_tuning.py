@@ -56,7 +56,7 @@ def test_tuning_epsilon(benchmark, impl, dist):
     eps = fn()
     one = pld.epsilon(SIGMA, Q, STEPS, DELTA).upper
     print(f"\n{impl} {dist}: epsilon {eps:.4f} (one run {one:.4f})")
-    benchmark.pedantic(fn, rounds=3, iterations=1, warmup_rounds=1)
+    benchmark.pedantic(fn, rounds=7, iterations=1, warmup_rounds=1)
 
 
 @pytest.mark.parametrize("dist", ["geometric", "poisson"])

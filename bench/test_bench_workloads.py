@@ -9,7 +9,10 @@ One pytest-benchmark group per workload (``workload|W1`` ...), sgmfast beside ea
 * C1-C3, the noise multiplier for a target ε (the order of ``bench/peers.py``): dp_accounting's
   PLD calibration and Opacus's PRV ``get_noise_multiplier`` (seconds a call: one round);
 * F1, fixed-size batches (256 of 60000, σ 1.1, 14,040 steps, replace-one): dp_accounting's RDP
-  accountant for ``SampledWithoutReplacementDpEvent``, its only accountant for this sampler.
+  accountant for ``SampledWithoutReplacementDpEvent``, its only accountant for this sampler;
+* T1, T2, the cost of tuning MNIST's run (``sgmfast.tuning.epsilon``, its default) by a random
+  search over K runs, E[K] = 10, geometric (T1) and Poisson (T2): dp_accounting's RDP accountant
+  for ``RepeatAndSelectDpEvent`` (Papernot & Steinke's theorems), its only accountant for it.
 
 sgmfast is timed cold: the one-step cache (``sgmfast.pld.common.STEP_CACHE``) is cleared before
 every round, as the peers start from scratch; its kernels are compiled (numba's on-disk cache)
@@ -25,7 +28,7 @@ import warnings
 
 import pytest
 
-from sgmfast import pld
+from sgmfast import pld, tuning
 from sgmfast.calibrate import calibrate_sigma
 from sgmfast.pld import common as pld_common
 from sgmfast.pld.samplers import fixed_size
@@ -35,7 +38,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeW
 
 DELTA = 1e-5
 N_MNIST = 60000
-#: name -> (kind, parameters): "eps" (q, sigma, T), "cal" (epsilon, q, T), "fixed" (sigma, b/n, T)
+#: name -> (kind, parameters): "eps" (q, sigma, T), "cal" (epsilon, q, T), "fixed" (sigma, b/n, T),
+#: "tune" (q, sigma, T, E[K], shape eta of K's truncated negative binomial; inf: Poisson)
 WORKLOADS = {
     "W1": ("eps", (0.01, 1.0, 1000)),
     "W2": ("eps", (256 / 60000, 1.1, 14062)),
@@ -45,9 +49,11 @@ WORKLOADS = {
     "C2": ("cal", (8.0, 256 / 60000, 14062)),
     "C3": ("cal", (3.0, 1e-3, 100_000)),
     "F1": ("fixed", (1.1, 256 / 60000, 14040)),
+    "T1": ("tune", (256 / 60000, 1.1, 14062, 10.0, 1.0)),
+    "T2": ("tune", (256 / 60000, 1.1, 14062, 10.0, float("inf"))),
 }
 PEERS = {"eps": ["dp_accounting PLD", "opacus PRV"], "cal": ["dp_accounting PLD", "opacus PRV"],
-         "fixed": ["dp_accounting RDP"]}
+         "fixed": ["dp_accounting RDP"], "tune": ["dp_accounting RDP"]}
 ROUNDS = int(os.environ.get("SGMFAST_BENCH_ROUNDS", "7"))
 #: (workload, implementation) -> (median seconds, value), filled as the rows run
 RESULTS: dict = {}
@@ -61,6 +67,10 @@ def _sgmfast(kind, p):
     if kind == "cal":
         eps, q, steps = p
         return lambda: calibrate_sigma(eps, DELTA, q, steps, accountant="pld")
+    if kind == "tune":
+        q, sigma, steps, mean, shape = p
+        runs = tuning.poisson(mean) if shape == float("inf") else tuning.truncated_negative_binomial(shape, mean=mean)
+        return lambda: tuning.epsilon(sigma, q, steps, DELTA, runs)
     sigma, g, steps = p
     return lambda: fixed_size.epsilon(sigma, g, steps, DELTA)
 
@@ -107,9 +117,20 @@ def _dpa_wor(sigma, g, steps):
     return acc.get_epsilon(DELTA)
 
 
+def _dpa_tune(q, sigma, steps, mean, shape):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import RdpAccountant
+
+    one = dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+    acc = RdpAccountant()
+    acc.compose(dp_event.RepeatAndSelectDpEvent(one, mean, shape))
+    return acc.get_epsilon(DELTA)
+
+
 _PEER_FNS = {("eps", "dp_accounting PLD"): ("dp_accounting", _dpa_eps), ("eps", "opacus PRV"): ("opacus", _opacus_eps),
              ("cal", "dp_accounting PLD"): ("dp_accounting", _dpa_cal), ("cal", "opacus PRV"): ("opacus", _opacus_cal),
-             ("fixed", "dp_accounting RDP"): ("dp_accounting", _dpa_wor)}
+             ("fixed", "dp_accounting RDP"): ("dp_accounting", _dpa_wor),
+             ("tune", "dp_accounting RDP"): ("dp_accounting", _dpa_tune)}
 #: peer calls of more than ~2 s here: one round
 _SLOW = {("cal", "dp_accounting PLD"), ("cal", "opacus PRV"), ("W4", "opacus PRV")}
 

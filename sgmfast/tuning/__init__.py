@@ -27,6 +27,11 @@ return the smaller one (``method="best"``), or either one:
     with its proof; it is not claimed to be theirs.  For DP-SGD it is usually the smaller of the
     two (``bench/README.md``); Poisson K is the exception seen.
 
+For a truncated negative binomial K, ``"best"`` computes the profile bound first and the RDP
+bound only where a floor under it is below the profile bound (``_rdp_bound._rdp_epsilon_floor``,
+proved there from the run's RDP at 96 orders, monotonicity in the order and the conversion's
+form): where the floor is above, the RDP bound is larger, and the answer is the same.
+
 What a search may select on (the premises of both bounds).  Every run is one DP-SGD run with the
 given (sigma, q, steps) on the data, independent of the other runs; its other hyperparameters
 (learning rate, clipping norm, architecture, ...) may differ from run to run if each run draws
@@ -90,8 +95,12 @@ l(u) = max(0, e^-e1 (u - d1), 1 - e^e1 (1 - u) - d1).  phi' is non-decreasing (K
 is uniform, so the second term is at most I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du.
 l is non-decreasing too, so on each cell [u', u] of a partition of [0, 1] the integrand is at
 most phi'(u) - e^e2 phi'(l(u')): the Riemann sum with phi' at each cell's right end and l at its
-left end bounds I from above.  Both terms are minimised over a grid of (e1, e2); D and D'
-swapped give the same bound (delta_Q covers both directions).
+left end bounds I from above.  Every split (e1, e2) gives a bound, so the search over them only
+decides tightness: e1 at the points of the profile's grid (where delta_Q is bounded), e2 first on
+that grid, the splits ranked by a sample of the Riemann sum (``_sampled_cells``: no bound), then
+on a grid 8x finer near the best, each candidate's total from the full Riemann sum and the
+profile's upper bounds; the smallest such total is returned.  D and D' swapped give the same
+bound (delta_Q covers both directions).
 
 (d) Rounding: every float step errs on the safe side.  The one premise not proved here is that
 exp, expm1, log and log1p (math, numpy) are within 8 ulps (``_F`` = 16 u, u = 2^-53) of the true
@@ -134,7 +143,7 @@ Examples
 >>> one = tuning.epsilon(1.1, 256 / 60000, 14062, 1e-5, tuning.binomial(1, 1.0))   # K = 1
 >>> search = tuning.epsilon(1.1, 256 / 60000, 14062, 1e-5, runs)
 >>> round(one, 3), round(search, 3)       # MNIST, 60 epochs: one run, then the search
-(2.382, 3.938)
+(2.382, 3.897)
 """
 
 
@@ -145,7 +154,7 @@ import math
 from .._failures import GridFailure
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
 from ._profile_bound import _Profile, _profile_delta, _profile_epsilon
-from ._rdp_bound import ORDERS, _rdp_delta, _rdp_epsilon
+from ._rdp_bound import ORDERS, _rdp_delta, _rdp_epsilon, _rdp_epsilon_floor
 from .runs import RunCount, binomial, geometric, logarithmic, poisson, truncated_negative_binomial
 
 __all__ = ["RunCount", "poisson", "truncated_negative_binomial", "logarithmic", "geometric", "binomial",
@@ -248,7 +257,7 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs, method="rdp"), 3)
     8.513
     >>> round(tuning.epsilon(1.0, 1.0, 1, 1e-5, runs), 3)     # the profile bound is smaller here
-    7.085
+    7.07
     """
     s, qq, t = _check(sigma, q, steps, runs, method, relation)
     dlt = float(check_delta(delta))
@@ -258,15 +267,25 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
         return 0.0 if edge == 0 else math.inf
 
     prof = _target_profile(s, qq, t, dlt, runs, acc, relation)
-    out = math.inf
-    if method in ("best", "rdp") and relation == "add_remove":
-        out = _rdp_epsilon(s, qq, t, dlt, runs, prof)
+    rdp_ok = method in ("best", "rdp") and relation == "add_remove"
+    if method == "best" and rdp_ok and runs.kind == "tnb":
+        # the profile bound first (for these K usually the smaller), then the RDP bound only
+        # where a floor under it (``_rdp_epsilon_floor``, cheaper) does not exceed that
+        out = _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf)
+        if not out < math.inf or _rdp_epsilon_floor(s, qq, t, dlt, runs) < out:
+            out = min(out, _rdp_epsilon(s, qq, t, dlt, runs, prof))
+        return out
+    out = _rdp_epsilon(s, qq, t, dlt, runs, prof) if rdp_ok else math.inf
     if method in ("best", "profile"):
-        try:
-            out = min(out, _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap=out))
-        except (GridFailure, ArithmeticError, MemoryError):
-            pass  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
+        out = min(out, _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, out))
     return out
+
+
+def _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap) -> float:
+    try:
+        return _profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, cap=cap)
+    except (GridFailure, ArithmeticError, MemoryError):
+        return math.inf  # no grid for the run's profile (extreme inputs): the RDP bound, or +inf, stands
 
 
 _epsilon = epsilon  # (``calibrate_sigma``'s argument ``epsilon`` hides the function)
@@ -299,7 +318,10 @@ def delta(sigma, q, steps, epsilon, runs: RunCount, *, method: str = "best", acc
             # again on the grids ``epsilon`` uses near the delta found (so that
             # delta(epsilon(d)) <= d: its e1 may lie far above eps); all are upper bounds
             for d in sorted({_decade(out), _decade(0.9 * out)}) if out < 1.0 else ():
-                out = min(out, _profile_delta(s, qq, t, eps, runs, _target_profile(s, qq, t, d, runs, acc, relation)))
+                near = _target_profile(s, qq, t, d, runs, acc, relation)
+                out = min(out, _profile_delta(s, qq, t, eps, runs, near))
+                if runs.kind == "poisson" and method == "best" and relation == "add_remove":
+                    out = min(out, _rdp_delta(s, qq, t, eps, runs, near))  # (Theorem 6 reads the profile)
         except (GridFailure, ArithmeticError, MemoryError):
             pass  # (as in epsilon)
     return out

@@ -3,6 +3,7 @@ notes of :mod:`sgmfast.tuning`, with its proof)."""
 
 from __future__ import annotations
 
+import contextvars
 import math
 
 import numpy as np
@@ -13,8 +14,15 @@ from .runs import RunCount
 
 #: Cells of the Riemann sum for I (geometric in 1 - u near u = 1, where phi' is largest)
 _CELLS = np.concatenate([[0.0], np.geomspace(1e-14, 1.0, 1500)])
-#: Points of the run's privacy profile on [0, e_max] that the profile bound reads
+#: The split search ranks splits by a sample of the Riemann sum: one cell in this many
+#: (``_sampled_cells``); the splits near the best one are then summed on ``_CELLS``
+_SAMPLE_EVERY = 20
+#: Points of the run's privacy profile on [0, e_max] that the profile bound reads (the e1 of the
+#: splits, and the coarse grid of e2)
 _PROFILE_POINTS = 256
+#: Points of the finer lookup of delta_Q and eps_Q on [0, e_max], where the profile is read off
+#: kept grids (cheap reads: suffix sums or a narrow band)
+_LOOKUP_POINTS = 4096
 #: Largest e1, e2 and grid eps of the profile bound (e^600 is finite; a run whose eps is beyond
 #: this gets the RDP bound or +inf)
 _E_CAP = 600.0
@@ -73,30 +81,48 @@ def _sum_up(a, b):
         return np.where(np.isfinite(r) & (err > 0.0), np.nextafter(r, np.inf), r)
 
 
-def _cells(runs: RunCount):
-    """(hi, width, sum of hi width): phi' at each cell's right end u_i = 1 - s_i, computed from s_i
-    itself and rounded up, and the cell widths (exact: s[i+1] <= 2 s[i] (Sterbenz), and s[1] - 0).
-    They do not depend on (e1, e2): one evaluation serves every I(e1, e2) of a query."""
-    s = _CELLS  # 1 - u at the cell edges, increasing; cell i is [1 - s[i+1], 1 - s[i]] exactly
+def _cells(runs: RunCount, s=_CELLS):
+    """(hi, width, sum of hi width, sl): phi' at each cell's right end u_i = 1 - s_i, computed from
+    s_i itself and rounded up, the cell widths (exact: s[i+1] <= 2 s[i] (Sterbenz), and s[1] - 0)
+    and the cells' left ends 1 - sl (sl = s[1:]), for the cell edges s (1 - u at the edges,
+    increasing from 0 to 1; cell i is [1 - s[i+1], 1 - s[i]] exactly).  They do not depend on
+    (e1, e2): one evaluation serves every I(e1, e2) of a query."""
     hi = _exp_up(*runs._log_dpgf_gap(s[:-1]))
     width = np.diff(s)
-    return hi, width, float(hi @ width)
+    return hi, width, float(hi @ width), s[1:]
+
+
+def _sampled_cells(runs: RunCount, every: int = _SAMPLE_EVERY):
+    """:func:`_cells`' tuple for a sample of the Riemann sum on ``_CELLS``: each run of ``every``
+    cells is represented by its middle cell (phi' at its right end, l at its left end, as the
+    sum on ``_CELLS`` has them) over the run's whole width.  Its sums only approximate that one
+    (they are no bound): the split search ranks splits with them, and the splits it keeps are
+    summed on ``_cells``.  (The midpoint rule on coarse cells approximates I itself, but where
+    e2 is near (eta + 1) e1 the sum on ``_CELLS`` lies far above I -- its cells shift l by their
+    width -- and a split the midpoint rule ranks first can be one that sum cannot certify.)"""
+    s = _CELLS
+    n = s.size - 1
+    starts = np.arange(0, n, every)
+    rep = np.minimum(starts + every // 2, n - 1)
+    big, _ = runs._log_dpgf_gap(s[rep])
+    with np.errstate(over="ignore"):
+        hi = np.exp(big)
+    width = s[np.minimum(starts + every, n)] - s[starts]
+    return hi, width, float(hi @ width), s[rep + 1]
 
 
 def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
     """Upper bounds on I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du: row r for
     (e1s[r], d1s[r]), column k for e2[k] (module notes: (c) the Riemann sum, (d) its rounding).
-    ``cells`` is :func:`_cells` of ``runs``."""
-    hi, width, hw = cells
+    ``cells`` is :func:`_cells` of ``runs`` (or :func:`_sampled_cells`, to rank splits only)."""
+    hi, width, hw, sl = cells
     # 1 - l(u) at each cell's left end, as sums of non-negative terms (no cancellation, each form
     # within _F + 3u), rounded up: the l used is at most the true l, and phi'(l) too
     # (e1 <= _E_CAP, so e^e1 is finite; s >= 1e-14 here, so e^-e1 (s + d1) >= 2.6e-275 and
     # e^e1 s are normal numbers, where the relative error bounds hold)
-    sl = _CELLS[1:]
-    gap = np.empty((len(e1s), sl.size))
-    for r, (e1, d1) in enumerate(zip(e1s, d1s)):
-        e1, d1 = float(e1), float(d1)
-        gap[r] = np.minimum(-math.expm1(-e1) + math.exp(-e1) * (sl + d1), math.exp(e1) * sl + d1)
+    e1 = np.asarray(e1s, dtype=np.float64).reshape(-1, 1)
+    d1 = np.asarray(d1s, dtype=np.float64).reshape(-1, 1)
+    gap = np.minimum(-np.expm1(-e1) + np.exp(-e1) * (sl + d1), np.exp(e1) * sl + d1)  # (one row per e1)
     gap = np.minimum(gap * (1.0 + _GAP), 1.0)
     lo = _exp_down(*runs._log_dpgf_gap(gap))  # phi'(l) at each cell's left end, rounded down
     from .._kernels.tuning import excess_rows
@@ -107,14 +133,20 @@ def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
     excess_rows(hi, lo, width, scale, out)
     # the kernel's arithmetic: each cell's exact (hi - scale lo)_+ is at most its computed value
     # over 1 - u plus u hi; the products and the 1501-term sum err by at most (n + 2) u = 1.7e-13
-    # relative: the relative 1e-9 covers the first part, 1e-15 of the sum of hi (dot product
-    # within 1.7e-13) the u hi part, and both leave >= 2u of slack for the caller's last addition
+    # relative (n <= 1500 cells): the relative 1e-9 covers the first part, 1e-15 of the sum of hi
+    # (dot product within 1.7e-13) the u hi part, and both leave >= 2u of slack for the caller's last addition
     return out * (1.0 + 1e-9) + 1e-15 * hw
 
 
 def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
     """Upper bounds on I(e1, e2) for each e2 (one row of :func:`_excess_rows`)."""
     return _excess_rows(runs, _cells(runs), [e1], [d1], e2)[0]
+
+
+def _step_at(e, d, x):
+    """d at the point of e at or below each x (1 below e[0]): the step function of a profile."""
+    j = np.searchsorted(e, x, side="right") - 1
+    return np.where(j >= 0, d[np.maximum(j, 0)], 1.0)
 
 
 class _Profile:
@@ -142,21 +174,33 @@ class _Profile:
             up = _profile_upper(sigma, q, int(steps), self.e, relation, accuracy, goal)
             d = up if d is None else np.minimum(d, up)
         self.d = np.minimum(np.minimum.accumulate(d), 1.0)
+        # the lookup of delta_at / epsilon_at: (e, d) and, with the grids, _LOOKUP_POINTS points
+        # read off them, merged (at each point the smaller of the two step functions: each bound
+        # holds)
+        self.ef, self.df = self.e, self.d
+        if self.grids is not None:
+            ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
+            df = np.minimum.accumulate(self.delta_sharp(ef))
+            both = np.union1d(ef, self.e)
+            self.ef = both
+            self.df = np.minimum(np.minimum(_step_at(ef, df, both), _step_at(self.e, self.d, both)), 1.0)
+        self._neg_df = -self.df
 
     def delta_at(self, x):
-        """Upper bounds on delta_Q(x) (array x >= 0): the value at the grid point at or below x."""
-        j = np.searchsorted(self.e, np.asarray(x, dtype=np.float64), side="right") - 1
-        return np.where(j >= 0, self.d[np.maximum(j, 0)], 1.0)
+        """Upper bounds on delta_Q(x) (array x >= 0): the lookup's value at its point at or below x
+        (delta_Q does not increase)."""
+        return _step_at(self.ef, self.df, np.asarray(x, dtype=np.float64))
 
     def epsilon_at(self, t):
-        """Upper bounds on eps_Q(t) (array t): the first grid point whose delta is <= t, else inf."""
+        """Upper bounds on eps_Q(t) (array t): the lookup's first point whose delta is <= t, else
+        inf."""
         t = np.asarray(t, dtype=np.float64)
-        j = np.searchsorted(-self.d, -t, side="left")  # first j with d[j] <= t (d non-increasing)
-        return np.where(j < self.e.size, self.e[np.minimum(j, self.e.size - 1)], math.inf)
+        j = np.searchsorted(self._neg_df, -t, side="left")  # first j with df[j] <= t (df non-increasing)
+        return np.where(j < self.ef.size, self.ef[np.minimum(j, self.ef.size - 1)], math.inf)
 
     def delta_sharp(self, x) -> np.ndarray:
         """Upper bounds on delta_Q at each x >= 0 (array), not rounded to the grid of ``e``."""
-        from ..pld.grid.queries import delta_bound
+        from ..pld.grid.spectral import read_delta
 
         x = np.ascontiguousarray(x, dtype=np.float64)
         if self.grids is None:
@@ -165,17 +209,19 @@ class _Profile:
             return np.asarray(pld.delta(*self.run, x, accuracy=_REFINE, relation=self.relation).upper)
         # the larger over the directions of the smallest of each one's certified upper bounds (each
         # holds at every eps >= 0)
-        return np.minimum(np.max([np.min([delta_bound(g, x) for g in gs], axis=0) for gs in self.grids], axis=0), 1.0)
+        return np.minimum(np.max([np.min([read_delta(g, x) for g in gs], axis=0) for gs in self.grids], axis=0), 1.0)
 
     def epsilon_sharp(self, t: float) -> float:
         """An upper bound on eps_Q(t), not rounded to the grid of ``e``: with the grids, the
         largest of the directions' eps whose certified delta is <= t (delta_Q does not increase,
         so every direction's delta is <= t there)."""
-        from ..pld.grid.queries import eps_bound
+        from ..pld.grid.spectral import read_eps
 
         out = math.inf
         if self.grids is not None:
-            out = max(min(float(eps_bound(g, t)) for g in gs) for gs in self.grids)
+            guess = float(self.epsilon_at(t)) if hasattr(self, "ef") else 1.0  # (where a band's search starts)
+            guess = guess if math.isfinite(guess) else float(self.e[-1])
+            out = max(min(float(read_eps(g, t, guess)) for g in gs) for gs in self.grids)
             if self.tilt_at / _TILT_REACH <= t <= self.tilt_at * _TILT_REACH:
                 return out
         # (no grids, or t far from the delta they are tilted towards: a PLD query of its own)
@@ -204,8 +250,8 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     closed form).  The add direction usually lies below the remove one, as in the accountant's
     own queries: its grid 4x coarser, and the fine one too only where the coarse one is more than
     ``_ADD_SLACK`` above the remove one at some point of ``e`` (a choice of tightness only)."""
-    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, bins_limit
-    from ..pld.grid.queries import delta_bound
+    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, two_cores
+    from ..pld.grid.spectral import read_delta
     from ..pld.engine import TILT, Engine
     from ..pld.grid.estimates import eps_estimate
 
@@ -220,9 +266,15 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     with bins_limit(FIRST_BINS):
         if engine.replace:
             return [[TILT.grid(job, REPLACE, True, step, est, 0.0)]]
-        remove = TILT.grid(job, REMOVE, True, step, est, 0.0)
-        add = [TILT.grid(job, ADD, True, 4 * step, est, 0.0)]
-        if np.any(delta_bound(add[0], e) > delta_bound(remove, e) * (1.0 + _ADD_SLACK)):
+        # the coarse add grid on a helper thread while this one builds the remove grid (the
+        # kernels and transforms release the GIL), as the accountant's own queries do
+        coarse = (add_pool().submit(contextvars.copy_context().run, TILT.grid, job, ADD, True, 4 * step, est, 0.0)
+                  if two_cores() else None)
+        try:
+            remove = TILT.grid(job, REMOVE, True, step, est, 0.0, True)  # (possibly a band: ``grid.banded``)
+        finally:
+            add = [coarse.result() if coarse is not None else TILT.grid(job, ADD, True, 4 * step, est, 0.0)]
+        if np.any(read_delta(add[0], e) > read_delta(remove, e) * (1.0 + _ADD_SLACK)):
             add.append(TILT.grid(job, ADD, True, step, est, 0.0))
     return [[remove], add]
 
@@ -260,80 +312,157 @@ def _coarse_fine_rows(rows, n: int, every: int = 8):
     return best, info
 
 
+def _split_totals(runs, cells, prof, e1s, d1s, e2, dlt, log_m):
+    """(tot, t, e2*): tot[r, k] an upper bound on the search's eps at ``dlt`` from the split e2[k]
+    with e1 = e1s[r] (d1s[r] >= delta_Q(e1s[r])), t[r, k] the delta at which delta_Q is read, and
+    e2* = fl(e2 (1 + _REL)) the split charged; ``cells``: :func:`_cells` (or, to rank splits only, :func:`_sampled_cells`: then tot is no bound).  The split is e2*: I is read at fl(e2 (1 - _REL)) <= e2*, and t <=
+    (delta - I) / (E[K] e^e2*) -- the 1e-12 covers exp's _F, three roundings and the exponent's
+    (u |e2* + log E[K]| <= 2e-13 while E[K] < e^1000); eps = e2* + eps_Q(t), the sum rounded up:
+    delta_Q is read at or below eps - e2*."""
+    e2_up = e2 * (1.0 + _REL)
+    share = np.exp(-e2_up - log_m) * (1.0 - 1e-12)
+    rest = dlt - _excess_rows(runs, cells, e1s, d1s, e2 * (1.0 - _REL))
+    with np.errstate(invalid="ignore"):
+        t = rest * share
+        tot = np.where(rest > 0.0, _sum_up(e2_up, np.where(t >= 1.0, 0.0, prof.epsilon_at(t))), math.inf)
+    return tot, t, e2_up
+
+
+#: The fine stage of the split search (``_profile_epsilon``): e1 at the profile's points within
+#: this many grid steps of the coarse stage's best, e2 on a grid this many steps either side
+_NEAR_E1, _NEAR_E2 = 2, 2
+#: ... e2 in steps of a grid step over this
+_E2_SUBSTEPS = 8
+#: Rows (e1) of the first stage evaluated together, the e2 above the least total so far dropped
+#: between them
+_ROW_CHUNK = 16
+#: Candidate splits sharpened by one read of the kept grids each
+_SHARPEN_EPS = 4
+#: Positions of the fine stage's e2 grid at most
+_MOVES = 4
+
+
 def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=math.inf) -> float:
     """The profile bound's eps at ``dlt``; ``cap`` (a bound already known, e.g. the RDP one) only
-    saves work: splits e2 with e2* >= cap give a total >= cap and are not evaluated."""
+    saves work: splits e2 with e2* >= cap give a total >= cap and are not evaluated.
+
+    Every split (e1, e2) gives an upper bound (module notes, (c)), so the search only decides
+    tightness: first over the profile's grid with a sample of the Riemann sums (one cell in
+    ``_SAMPLE_EVERY``: :func:`_sampled_cells`, no bound), then, with those on ``_CELLS``, over the
+    e1 near the best and a finer e2 grid around it; the best few splits are read off the kept
+    grids (not rounded to the profile's points)."""
     prof = prof()
     e2 = prof.e[prof.e * (1.0 + _REL) < cap]
     if e2.size == 0:
         return math.inf
     big, err = runs._log_dpgf_gap(np.zeros(1))
-    log_m = float(big[0] + err[0])  # >= log E[K] (its rounding: within the 1e-12 below)
-    cells = _cells(runs)
-    e2_up = e2 * (1.0 + _REL)
-    # the split is e2* = fl(e2 (1 + _REL)): I is read at fl(e2 (1 - _REL)) <= e2*, and t <=
-    # (delta - I) / (E[K] e^e2*) -- the 1e-12 covers exp's _F, three roundings and the
-    # exponent's (u |e2* + log E[K]| <= 2e-13 while E[K] < e^1000)
-    share = np.exp(-e2_up - log_m) * (1.0 - 1e-12)
+    log_m = float(big[0] + err[0])  # >= log E[K] (its rounding: within the 1e-12 of the share)
+    coarse = _sampled_cells(runs)
+
+    seen = [math.inf]  # the least total so far: a split e2 above it has a larger total (>= e2)
 
     def rows(js):
-        """(best eps over e2, (e2*, target)) for e1 = e[j], each j of js."""
-        rest = dlt - _excess_rows(runs, cells, prof.e[js], prof.d[js], e2 * (1.0 - _REL))
-        ok = rest > 0.0
-        with np.errstate(invalid="ignore"):
-            t = rest * share
-            # eps = e2* + eps_Q(t), the sum rounded up: delta_Q is read at or below eps - e2*
-            tot = np.where(ok, _sum_up(e2_up, np.where(t >= 1.0, 0.0, prof.epsilon_at(t))), math.inf)
-        ks = np.argmin(tot, axis=1)
-        vals = tot[np.arange(len(js)), ks]
-        infos = [(float(e2_up[k]), float(t[r, k])) if vals[r] < math.inf else None for r, k in enumerate(ks)]
+        vals, infos = np.full(len(js), math.inf), [None] * len(js)
+        for a in range(0, len(js), _ROW_CHUNK):
+            cols = e2[e2 < seen[0]]
+            if cols.size == 0:
+                break
+            part = js[a:a + _ROW_CHUNK]
+            tot, _, _ = _split_totals(runs, coarse, prof, prof.e[part], prof.d[part], cols, dlt, log_m)
+            ks = np.argmin(tot, axis=1)
+            for r, (j, k) in enumerate(zip(part, ks)):
+                if tot[r, k] < math.inf:
+                    vals[a + r], infos[a + r] = tot[r, k], (int(j), float(cols[k]))
+            seen[0] = min(seen[0], float(vals[a:a + len(part)].min()))
         return vals, infos
 
-    best, best_t = _coarse_fine_rows(rows, prof.e.size)
-    if best_t is not None and best_t[1] < 1.0:
-        # the grid's eps_Q at the best target, sharpened: off the kept grids (or a PLD query)
-        best = min(best, float(_sum_up(best_t[0], prof.epsilon_sharp(best_t[1]))))
+    best, info = _coarse_fine_rows(rows, prof.e.size)
+    best = math.inf  # (the sampled sums are no bounds: only the fine stage's totals are)
+    if info is None:
+        return best
+    # the fine stage: e1 near the best, e2 on a grid _E2_SUBSTEPS times finer around the best,
+    # moved while its best lies at its edge (or it has none: the sums on _CELLS may exceed the sampled
+    # ones, and a split the sample found barely feasible may need a larger e2)
+    j0, e2_0 = info
+    h = prof.e[1] - prof.e[0]
+    js = np.arange(max(j0 - _NEAR_E1, 0), min(j0 + _NEAR_E1 + 1, prof.e.size))
+    fine = _cells(runs)
+    offsets = h * np.arange(-_NEAR_E2 * _E2_SUBSTEPS, _NEAR_E2 * _E2_SUBSTEPS + 1) / _E2_SUBSTEPS
+    for _ in range(_MOVES):
+        e2f = e2_0 + offsets
+        e2f = e2f[(e2f >= 0.0) & (e2f * (1.0 + _REL) < cap)]
+        if e2f.size == 0:
+            return best
+        tot, t, e2_up = _split_totals(runs, fine, prof, prof.e[js], prof.d[js], e2f, dlt, log_m)
+        k = int(np.argmin(tot)) % e2f.size
+        if not tot.min() < math.inf:
+            e2_0 += 2.0 * _NEAR_E2 * h
+        elif 0 < k < e2f.size - 1 or e2f[k] == 0.0:
+            break
+        else:
+            e2_0 = float(e2f[k])
+    best = min(best, float(tot.min()))
+    # eps_Q at the best few targets, sharpened: off the kept grids (or a PLD query)
+    for flat in np.argsort(tot, axis=None)[:_SHARPEN_EPS]:
+        r, k = divmod(int(flat), e2f.size)
+        if tot[r, k] < math.inf and t[r, k] < 1.0:
+            best = min(best, float(_sum_up(e2_up[k], prof.epsilon_sharp(float(t[r, k])))))
     return best
 
 
-#: splits of eps whose delta_Q ``_profile_delta`` sharpens by a PLD query
+#: splits of eps whose delta_Q ``_profile_delta`` sharpens by a read of the kept grids (or a PLD
+#: query)
 SHARPEN = 4
 
 
+def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m):
+    """(tot, x, e2*, I): tot[r, k] an upper bound on the search's delta at ``eps`` from the split
+    e2_grid[k] with e1 = e1s[r] (d1s[r] >= delta_Q(e1s[r])), delta_Q read at x[k] = fl(eps -
+    e2_grid[k]) and the split charged e2*[k] = eps - x[k] exactly (an exact two-sum gives its float
+    neighbours), rounded up in e^e2 ... and down in I, which falls as e2 grows; ``cells``:
+    :func:`_cells` or, to rank splits only, :func:`_sampled_cells`.  ``m`` is
+    E[K] rounded up times 1 + _REL, which covers exp's _F and the products (and the final sum,
+    with the slack ``_excess_rows`` leaves)."""
+    x = eps - e2_grid
+    r, err = _two_diff(eps, x)
+    e2 = np.maximum(np.maximum(e2_grid * (1.0 + _REL), np.where(err > 0.0, np.nextafter(r, np.inf), r)), 0.0)
+    e2_in = np.minimum(e2_grid * (1.0 - _REL), np.where(err < 0.0, np.nextafter(r, -np.inf), r))
+    excess = _excess_rows(runs, cells, e1s, d1s, e2_in)
+    return m * np.exp(e2) * prof.delta_at(x) + excess, x, e2, excess
+
+
 def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
+    """The profile bound's delta at ``eps``: the split search of :func:`_profile_epsilon` (sampled
+    sums over the profile's grid, then the sums on ``_CELLS`` near the best, e2 on a finer grid),
+    with e2 such that eps - e2 is a grid point, and the grid points themselves."""
     prof = prof()
-    # e2 such that eps - e2 is a grid point, and the grid points themselves (the e2 that
-    # ``epsilon`` tries: so that delta(epsilon(d)) <= d can hold)
     e2_grid = np.unique(np.concatenate([eps - prof.e[(prof.e <= eps) & (prof.e >= eps - _E_CAP)],
                                         prof.e[prof.e <= eps]]))
     if e2_grid.size == 0:
         return 1.0
-    # delta_Q is read at x = fl(eps - e2_grid): the split charged is e2* = eps - x exactly (an
-    # exact two-sum gives its float neighbours), rounded up in e^e2 ... and down in I (which
-    # falls as e2 grows); e2* = e2_grid but for the rounding of x
-    x = eps - e2_grid
-    d_rest = prof.delta_at(x)
-    r, err = _two_diff(eps, x)
-    e2 = np.maximum(np.maximum(e2_grid * (1.0 + _REL), np.where(err > 0.0, np.nextafter(r, np.inf), r)), 0.0)
-    e2_in = np.minimum(e2_grid * (1.0 - _REL), np.where(err < 0.0, np.nextafter(r, -np.inf), r))
-    # E[K] rounded up; the 1 + _REL covers exp's _F and the products (and the final sum, with the
-    # slack ``_excess`` leaves)
     m = _mean_up(runs) * (1.0 + _REL)
-    cells = _cells(runs)
+    coarse = _sampled_cells(runs)
 
-    def at(j):
-        excess = _excess_rows(runs, cells, [prof.e[j]], [prof.d[j]], e2_in)[0]
-        tot = m * np.exp(e2) * d_rest + excess
-        ks = np.argsort(tot)[:SHARPEN]
-        return float(tot[ks[0]]), [(float(x[k]), float(e2[k]), float(excess[k])) for k in ks]
+    def rows(js):
+        tot = _delta_splits(runs, coarse, prof, prof.e[js], prof.d[js], eps, e2_grid, m)[0]
+        ks = np.argmin(tot, axis=1)
+        vals = tot[np.arange(len(js)), ks]
+        return vals, [(int(j), float(e2_grid[k])) for j, k in zip(js, ks)]
 
-    best, args = _coarse_fine(at, prof.e.size)
-    best = min(best, 1.0)
-    # delta_Q at the best few splits, sharper than the grid's (off the kept grids, or one PLD
-    # query): the grid's best split need not be the one ``epsilon`` sharpened: SHARPEN of them
-    # make the round trip delta(epsilon(d)) <= d hold to the query's accuracy
-    if args is not None:
-        xs = np.array([max(a[0], 0.0) for a in args])  # (the same x: the same split e2*)
-        d_q = prof.delta_sharp(xs)
-        best = min(best, min(m * math.exp(a[1]) * float(d) + a[2] for a, d in zip(args, d_q)))
-    return best
+    _, info = _coarse_fine_rows(rows, prof.e.size)  # (sampled sums: not bounds)
+    if info is None:
+        return 1.0
+    j0, e2_0 = info
+    h = prof.e[1] - prof.e[0]
+    js = np.arange(max(j0 - _NEAR_E1, 0), min(j0 + _NEAR_E1 + 1, prof.e.size))
+    fine = _cells(runs)
+    e2f = e2_0 + h * np.arange(-_NEAR_E2 * _E2_SUBSTEPS, _NEAR_E2 * _E2_SUBSTEPS + 1) / _E2_SUBSTEPS
+    e2f = np.unique(np.concatenate([e2f[(e2f >= 0.0) & (e2f <= eps)], e2_grid[np.abs(e2_grid - e2_0) <= _NEAR_E2 * h]]))
+    tot, x, e2, excess = _delta_splits(runs, fine, prof, prof.e[js], prof.d[js], eps, e2f, m)
+    best = min(float(tot.min()), 1.0)
+    # delta_Q at the best few splits, sharper than the lookup's (off the kept grids, or one PLD
+    # query): SHARPEN of them make the round trip delta(epsilon(d)) <= d hold to the query's
+    # accuracy
+    picks = [divmod(int(f), e2f.size) for f in np.argsort(tot, axis=None)[:SHARPEN]]
+    d_q = prof.delta_sharp(np.array([max(float(x[k]), 0.0) for _, k in picks]))  # (the same x: the same e2*)
+    return min(best, min(m * math.exp(e2[k]) * float(d) + excess[r, k] for (r, k), d in zip(picks, d_q)))

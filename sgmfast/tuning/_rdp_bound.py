@@ -31,7 +31,10 @@ def _tuned_rdp(lam, base, runs: RunCount, prof) -> np.ndarray:
         out = base + c + math.log(runs.mean) / (lam - 1.0)
     elif runs.kind == "poisson":
         eps_hat = np.log1p(1.0 / (lam - 1.0)) * (1.0 - _REL)  # Theorem 6: e^eps_hat <= 1 + 1/(lambda - 1)
-        d_hat = prof().delta_at(eps_hat)
+        p = prof()
+        d_hat = p.delta_at(eps_hat)
+        if p.grids is not None:  # (reads off the kept grids: each bound holds, the smaller too)
+            d_hat = np.minimum(d_hat, p.delta_sharp(eps_hat))
         out = base + runs.mu * d_hat + math.log(runs.mu) / (lam - 1.0)
     else:
         return np.full(lam.shape, math.inf)
@@ -100,3 +103,50 @@ def _rdp_epsilon(sigma, q, steps, dlt, runs, prof) -> float:
 def _rdp_delta(sigma, q, steps, eps, runs, prof) -> float:
     v = _rdp_best(sigma, q, steps, runs, prof, eps, 1)[0]
     return 1.0 if not v < 0.0 else math.exp(v)
+
+
+#: Orders of :func:`_rdp_epsilon_floor`: _FLOOR_POINTS geometric in lambda - 1 from ORDERS[0] up to
+#: _FLOOR_SPAN times the run's own best order at the target delta, within [_FLOOR_MIN, _FLOOR_TOP]
+#: (above it, one interval to ``ORDERS[-1]``; log A is slow at large orders for small sigma)
+_FLOOR_POINTS, _FLOOR_SPAN, _FLOOR_MIN, _FLOOR_TOP = 96, 4.0, 16.0, 100.0
+
+
+def _rdp_epsilon_floor(sigma, q, steps, dlt, runs: RunCount) -> float:
+    """A number at or below what :func:`_rdp_epsilon` returns (truncated negative binomial K; else
+    0), from the run's RDP at _FLOOR_POINTS orders only: where the profile bound is already below it,
+    the RDP bound need not be computed (a choice of work: every returned value is a bound).
+
+    Why it is below.  ``_rdp_epsilon`` returns eps_from_rdp(lambda, v, log delta) at one of its
+    orders lambda in [ORDERS[0], ORDERS[-1]] = [a_0, top], with v = D(lambda') rounded up for some
+    order lambda' >= lambda of its grid, D = r + C + log(E[K]) / (lambda' - 1) (Theorem 2), r the
+    run's RDP (non-decreasing in the order: Rényi divergences are) and C = (1 + eta) min over its
+    grid of (1 - 1/l) r(l) + log(1/gamma) / l.  So v >= r(lambda) + C* (E[K] >= 1), C* the same
+    infimum over all l in [a_0, top], and eps_from_rdp = max(v + f(lambda), 0), f = log(1 -
+    1/lambda) - (log delta + log lambda) / (lambda - 1), is non-decreasing in v (the
+    Bretagnolle-Huber zero needs v <= -log(1 - delta^2): excluded by C* > 2 delta^2).  On each
+    interval [a_i, a_i+1] of the orders here, r(lambda) >= r(a_i), 1 - 1/l >= 1 - 1/a_i, 1/l >=
+    1/a_i+1, log(1 - 1/lambda) >= log(1 - 1/a_i) and, N = -(log delta + log lambda) falling in
+    lambda, N / (lambda - 1) >= N(a_i+1) / (a_i+1 - 1) where N(a_i+1) >= 0, else N(a_i+1) /
+    (a_i - 1); the last interval ends at top.  r is the accountant's value divided by its rounding
+    margin (``_rdp_margin``) twice: the true RDP is at least that."""
+    from .. import rdp
+    from .._rdp_margin import _margin
+
+    if runs.kind != "tnb" or runs.mean < 1.0:
+        return 0.0
+    best = float(rdp.epsilon(sigma, q, steps, dlt, return_order=True)[1])
+    last = min(max(_FLOOR_SPAN * best, _FLOOR_MIN), _FLOOR_TOP) if math.isfinite(best) else _FLOOR_TOP
+    orders = 1.0 + np.geomspace(ORDERS[0] - 1.0, last - 1.0, _FLOOR_POINTS)  # (any orders: a floor)
+    a = np.append(orders, ORDERS[-1])
+    r = np.asarray(rdp.rdp(sigma, q, steps, orders), dtype=np.float64)
+    r = np.maximum(r / _margin(1, [q], [sigma]) ** 2 * (1.0 - 1e-12), 0.0)
+    lo, hi = a[:-1], a[1:]
+    with np.errstate(invalid="ignore"):
+        c = (1.0 + runs.shape) * float(np.min((1.0 - 1.0 / lo) * r + math.log(1.0 / runs.gamma) / hi))
+        if not c > 2.0 * dlt * dlt:
+            return 0.0
+        n = -(math.log(dlt) + np.log(hi))
+        f = np.log1p(-1.0 / lo) + np.where(n >= 0.0, n / (hi - 1.0), n / (lo - 1.0))
+        floor = float(np.min(r + f)) + c
+    # (the few roundings of these sums, ~1e-15 relative, are covered by the 1e-9)
+    return max(floor - 1e-9 * abs(floor), 0.0) if math.isfinite(floor) else 0.0

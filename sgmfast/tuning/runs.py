@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class RunCount:
                 # p t = 1 exactly (p = t = 1, the only way z can be 1): phi'(0) = 0 = e^L exactly
                 err = np.where(z == 1.0, 0.0, err)
                 return big, err
-            const, e_const = self._tnb_const()
+            const, e_const = self._tnb_const
             g, c = self.gamma, 1.0 - self.gamma
             # a = g + c t: c = 1 - g within u, c t within u, the sum of two non-negative terms within
             # u: a within 3.01 u relative (1.01 u + f |log a| after the log); eta + 1 within u and the
@@ -108,6 +109,7 @@ class RunCount:
                                    + u * np.abs(big))
             return big, err
 
+    @cached_property
     def _tnb_const(self):
         """(C, E_C): log phi'(x) = C - (eta + 1) log(1 - (1 - gamma) x) for the truncated negative
         binomial, and E_C >= the float error of C (doubled first-order analysis, as above)."""
