@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import log_ndtr, ndtr
+from scipy.special import erfcx, log_ndtr, ndtr
 
 from ..._kernels.pld import losses as kl
+from ..._kernels.pld import tilt as kt
 from ..common import REPLACE, StepUnderflow
 
 _MOM_CACHE: dict = {}
@@ -47,6 +48,52 @@ def eps_estimate(schedule, target_delta: float, add=False) -> float:
     if _gauss_delta(hi, mean, var) > target_delta:
         return hi
     return brent_root(lambda e: _gauss_delta(e, mean, var) - target_delta, 0.0, hi, 1e-6)
+
+
+def _saddle_log_delta(parts, step: float, theta: float):
+    """(log of the saddle-point δ of ``saddle_eps`` at tilt theta, the composed tilted mean)."""
+    k = m = v = 0.0
+    for one, count in parts:
+        ki, mi, vi = kt.tilted_stats(one.pess, one.j_lo, step, theta)
+        k, m, v = k + count * ki, m + count * mi, v + count * vi
+    r = math.sqrt(0.5 * v)
+    g = 0.5 * (float(erfcx(theta * r)) - float(erfcx((theta + 1.0) * r)))
+    return (k - theta * m + math.log(g) if g > 0.0 and math.isfinite(k + m) else math.nan), m
+
+
+def saddle_eps(parts, step: float, delta: float, rtol: float = 1e-3):
+    """(eps, theta): the saddle-point estimate of eps(delta) of the arrays [(OneStep, count)]
+    composed, and the tilt theta whose composed tilted mean is that eps; None where eps lies
+    below the composed mean or the search fails.
+
+    With S the composed loss and K its log-MGF, δ(eps) = E[(1 - e^{eps - S})_+] is
+    e^{K(theta) - theta eps} E_theta[e^{-theta (S - eps)} (1 - e^{eps - S})_+] for every theta; at
+    the saddle point K'(theta) = eps, and with S - eps ~ N(0, v), v = K''(theta), under the tilt
+    the expectation is (erfcx(theta r) - erfcx((theta + 1) r)) / 2, r = sqrt(v / 2).  Its log
+    falls with theta; theta is bisected to ``rtol``.  MNIST's fixed-size pair (256 of 60000,
+    sigma 1.1, T 14,040, δ 1e-5) on a grid of step 5.8e-3: 18.5 where the certified eps is 18.436.
+    Heuristic: it only says where to look and how to tilt, never a bound."""
+    goal = math.log(delta)
+    f, _ = _saddle_log_delta(parts, step, 0.0)
+    if not f >= goal:
+        return None  # eps below the mean (or no estimate)
+    lo, hi = 0.0, 1.0
+    while True:
+        f, _ = _saddle_log_delta(parts, step, hi)
+        if f != f or hi > 1e6:
+            return None
+        if f < goal:
+            break
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        f, _ = _saddle_log_delta(parts, step, mid)
+        if f != f:
+            return None
+        lo, hi = (mid, hi) if f >= goal else (lo, mid)
+    theta = 0.5 * (lo + hi)
+    f, m = _saddle_log_delta(parts, step, theta)
+    return (m, theta) if f == f and m > 0.0 else None
 
 
 RTOL = 4.0 * 2.220446049250313e-16  # scipy.optimize.brentq's default rtol (4 machine epsilons)
