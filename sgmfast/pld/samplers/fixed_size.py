@@ -99,9 +99,9 @@ _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a f
 _ULPS8 = 8.0 * 2.0 ** -53
 
 
-def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneStep:
-    """One step of the symmetrised pair on the grid ell_j = j * step (module notes), both bounds;
-    cached."""
+def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP, lower: bool = True) -> OneStep:
+    """One step of the symmetrised pair on the grid ell_j = j * step (module notes), both bounds
+    (the optimistic pieces computed here only with ``lower``, else on first use); cached."""
     key = ("fixed_size", sigma, q, step, tau)
     hit = STEP_CACHE.get(key)
     if hit is not None:
@@ -113,12 +113,12 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneS
     # both pieces read the remove-loss bins 0..J-1: computed once, then the pieces on two threads
     shared_bins(s, q, step, tau, 0, J - 1)
     # negative losses: (Q, P) on x > 1/2, mass below the grid moved up (upper) or dropped
-    args = (s, q, ADD, step, tau, -J, 0, True, False)
-    fut = (split_pool().submit(contextvars.copy_context().run, discretise, *args)
+    args = (s, q, ADD, step, tau, -J, 0, True, False, lower)
+    fut = (split_pool().submit(contextvars.copy_context().run, _piece, *args)
            if two_cores() and J >= SPLIT_MIN // 2 else None)
     # positive losses: (P, Q) on x > 1/2, mass above the grid to +inf (upper) or onto its top
-    pos = discretise(s, q, REMOVE, step, tau, 0, J, keep_low=False, keep_high=True)
-    neg = fut.result() if fut is not None else discretise(*args)
+    pos = _piece(s, q, REMOVE, step, tau, 0, J, False, True, lower)
+    neg = fut.result() if fut is not None else _piece(*args)
     c = (1.0 - q) * float(erf(1.0 / (sigma * math.sqrt(2.0))))
     pess = np.zeros(2 * J + 1)
     for piece, at in ((pos.pess, J), (neg.pess, 0)):
@@ -130,11 +130,18 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP) -> OneS
     return one
 
 
+def _piece(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high, lower) -> OneStep:
+    """A piece of ``sym_step``: ``discretise``, its optimistic masses too with ``lower``."""
+    piece = discretise(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high)
+    if lower:
+        _ = piece.opt  # (built here, on this piece's thread)
+    return piece
+
+
 class SymStep(OneStep):
     """One step of the symmetrised pair (``sym_step``).  Its optimistic masses are assembled from
-    the pieces' on first use: the saddle-point estimate and upper bounds never need them, and a
-    query's optimistic composition builds them while the pessimistic one runs on the other
-    thread.  (The same sums, in the same order, as an eager assembly.)"""
+    the pieces' on first use (the saddle-point estimate never needs them); the same sums, in the
+    same order, as an eager assembly."""
 
     __slots__ = ("_pieces", "_atom")
 
@@ -321,7 +328,7 @@ def _beyond_one_step(runs, delta: float):
         return None
     step = _step0(runs, START_ACCURACY, math.inf)
     try:
-        parts = [(sym_step(s, q, step), t) for s, q, t in runs]
+        parts = [(sym_step(s, q, step, lower=False), t) for s, q, t in runs]
     except GridTooLarge:
         return None
     top = max((one.j_lo + one.pess.size - 1) * step for one, _ in parts)
