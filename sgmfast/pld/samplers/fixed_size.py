@@ -126,6 +126,8 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP, lower: 
     pess[J] += c * (1.0 + _LIBM)
     one = SymStep(-J, pess, pos.p_inf + neg.p_inf, step, None, None, None)
     one._pieces, one._atom = (pos, neg), c
+    if lower:  # (here, before the compositions start: on a thread beside one, its allocation waited ~2 ms)
+        _ = one.opt
     cache_put(key, one)
     return one
 
