@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import contextvars
 import math
+import threading
 
 import numpy as np
 from scipy.special import erf
@@ -69,8 +70,8 @@ from scipy.special import erf
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, bins_cap, bins_limit, both_roundings,
-                      cache_put, refine_levels, split_pool, too_many_bins, two_cores)
+from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, add_pool, bins_cap, bins_limit,
+                      both_roundings, cache_put, refine_levels, split_pool, too_many_bins, two_cores)
 from ..certifiers.rdp_cap import RDPBound
 from ..engine import Engine
 from ..grid.banded import compose_banded
@@ -303,9 +304,10 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
     gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return gauss
+    rdp = _poisson_rdp(runs, delta)  # (started beside the estimate, when a core is idle)
     estimate = _beyond_one_step(runs, delta)
     if estimate is not None:  # many steps set eps: straight to the pair's compositions
-        lo, up = _composed_epsilon(runs, delta, accuracy, 0.0, float(gauss.upper), start=estimate)
+        lo, up = _composed_epsilon(runs, delta, accuracy, 0.0, float(gauss.upper), start=estimate, rdp=rdp)
         return Bounds(float(min(lo, up)), float(up))
     lo0, guess = (float(x) for x in coarse.epsilon(delta)[:2])
     up0 = float(gauss.upper)
@@ -315,8 +317,25 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
             return got
         if got is not None:
             lo0, up0 = got.lower, got.upper
-    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess)
+    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp)
     return Bounds(float(min(lo, up)), float(up))
+
+
+def _poisson_rdp(runs, delta: float):
+    """A callable returning RDP's upper bound on the eps(delta) of the Poisson pairs at noise
+    sigma / 2 (``_start``'s schedule), computed on a helper thread from now on."""
+    merged: dict = {}
+    for s, q, t in runs:
+        merged[(0.5 * s, q)] = merged.get((0.5 * s, q), 0) + t
+    schedule = [(s, q, t) for (s, q), t in merged.items()]
+
+    def bound() -> float:
+        return RDPBound(schedule, False).epsilon(delta)
+
+    pool = add_pool()
+    if not two_cores() or threading.current_thread().name.startswith("sgmfast-add"):  # (common._pool)
+        return bound  # (one core, or already on that thread: computed when asked)
+    return pool.submit(contextvars.copy_context().run, bound).result
 
 
 def _beyond_one_step(runs, delta: float):
@@ -339,14 +358,15 @@ def _beyond_one_step(runs, delta: float):
 
 
 def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: float, p_up: float = math.inf,
-                      start=None):
+                      start=None, rdp=None):
     """(lower, upper) of ``_epsilon`` by the T-fold compositions of the one-step arrays (stages
     2-3), refined from the certified start [lo0, up0] (tilted towards lo0, or ``start`` = (eps
     estimate, its tilt)), intersected with the Poisson pair's lower bound at the accuracy of the
     first start (a dataset pair attains it).  That lower bound is at most the Poisson pair's
     eps, hence at most ``p_up`` and RDP's bound (certified upper bounds on it): where the
     compositions' own lower end is already at or above either, it cannot raise it, and the
-    Poisson query is not made (MNIST: 18.435 against 14.7, RDP 16.4)."""
+    Poisson query is not made (MNIST: 18.435 against 14.7, RDP 16.4).  ``rdp``: a callable
+    returning RDP's bound (``_poisson_rdp``)."""
     # where the composition is tilted to: the answer's neighbourhood
     centre = [max(lo0, 1e-3) if start is None else start[0]]
     tilts = {} if start is None else {start[0]: start[1]}
@@ -358,10 +378,9 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
     with bins_limit(COMPOSE_BINS):  # (memory: the arrays of one composition, a few hundred MB at most)
         lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
                                lambda lo, up: up - lo <= accuracy * up, lo0, up0, BUDGET)
-    if lo < p_up:
+    if lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
         attained, _ = _start(runs)
-        if lo < RDPBound(attained.schedule, False).epsilon(delta):
-            lo = max(lo, float(attained.epsilon(delta)[0]))
+        lo = max(lo, float(attained.epsilon(delta)[0]))
     return lo, up
 
 
