@@ -31,10 +31,13 @@ every eps of either sign, so the dominance survives composition), the convex-ord
 for the lower; the atom is exact up to the rounding of erf (charged as 64 ulp, as in
 ``_kernels.pld.exact``).  The pieces' masses are added on one grid: a disjoint union of pairs is
 discretised piece by piece.  T steps are then composed by stages 2-3 with their round-off and
-window charges, and read off by ``queries``.  A single run is first tried as a sum over its
-far-tail steps (``fixed_size_tail``: stage 5 on this pair), which resolves small batch fractions
-at small δ where one tilted transform cannot (its round-off floor decides both bounds there);
-where that is not narrow enough, the compositions refine from its interval.  The compositions
+window charges, and read off by ``queries``.  Where a saddle-point estimate of eps lies beyond
+every step's largest loss (many steps set it: MNIST), the compositions start at once, tilted at
+the estimate.  Otherwise a query starts from the Poisson pair's accountant (below), and a single
+run is first tried as a sum over its far-tail steps (``fixed_size_tail``: stage 5 on this pair),
+which resolves small batch fractions at small δ where one tilted transform cannot (its round-off
+floor decides both bounds there); where that is not narrow enough, the compositions refine from
+its interval.  (Estimates and tilts choose paths and tightness, never a bound.)  The compositions
 are kept to ``COMPOSE_BINS`` bins (memory), the refinements to ``BUDGET`` of counted work.
 
 **Runs of different (sigma, gamma)** (``epsilon_runs``, ``delta_runs``).  Each step is dominated
