@@ -356,7 +356,7 @@ def _beyond_one_step(runs, delta: float):
     step = _step0(runs, ESTIMATE_ACCURACY, math.inf)
     try:
         parts = [(sym_step(s, q, step, lower=False), t) for s, q, t in runs]
-    except GridTooLarge:
+    except (GridFailure, ArithmeticError, MemoryError):  # (no such grid: the usual path decides)
         return None
     top = max((one.j_lo + one.pess.size - 1) * step for one, _ in parts)
     est = saddle_eps(parts, step, delta)
