@@ -149,8 +149,8 @@ def _piece(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high, lower) -> OneS
 
 class SymStep(OneStep):
     """One step of the symmetrised pair (``sym_step``).  Its optimistic masses are assembled from
-    the pieces' on first use (the saddle-point estimate never needs them); the same sums, in the
-    same order, as an eager assembly."""
+    the pieces' on first use (the saddle-point estimate never needs them), then the pieces are
+    let go; the same sums, in the same order, as an eager assembly."""
 
     __slots__ = ("_pieces", "_atom")
 
@@ -162,7 +162,7 @@ class SymStep(OneStep):
             for piece, at in zip(self._pieces, (-self.j_lo, 0)):
                 opt[at : at + piece.pess.size] += piece.opt
             opt[-self.j_lo] += self._atom * (1.0 - _LIBM)
-            self._opt = opt
+            self._opt, self._pieces = opt, None  # (the pieces' arrays are not needed any more)
         return opt
 
 
