@@ -1,13 +1,15 @@
-"""``pld.grid.estimates.brent_root``: the root ``scipy.optimize.brentq`` finds, to the bit (it
-replaces brentq so that the command line need not import scipy.optimize)."""
+"""``pld.grid.estimates``: ``brent_root``, the root ``scipy.optimize.brentq`` finds, to the bit
+(it replaces brentq so that the command line need not import scipy.optimize); ``saddle_eps``
+against the Gaussian mechanism's closed form (exact for a Gaussian loss)."""
 
 import math
 import random
 
+import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from sgmfast.pld.grid.estimates import _gauss_delta, brent_root, eps_estimate
+from sgmfast.pld.grid.estimates import _gauss_delta, brent_root, eps_estimate, saddle_eps
 
 
 def _functions(rng):
@@ -56,3 +58,42 @@ def test_eps_estimate_unchanged(monkeypatch):
     ours = [eps_estimate(r, d) for r in runs for d in (1e-5, 1e-9)]
     monkeypatch.setattr(estimates, "brent_root", lambda f, a, b, xtol: brentq(f, a, b, xtol=xtol))
     assert ours == [eps_estimate(r, d) for r in runs for d in (1e-5, 1e-9)]
+
+
+# --- saddle_eps: the saddle-point estimate of a composed eps(δ) ------------------------------
+def _gaussian_step(mu, step, sds=12.0):
+    """One Gaussian mechanism step's PLD on the grid (loss ~ N(mu, 2 mu) under P), masses at the
+    grid points (a heuristic's input: no rounding direction needed)."""
+    from scipy.stats import norm
+
+    from sgmfast.pld.grid.onestep import OneStep
+
+    sd = math.sqrt(2.0 * mu)
+    j_lo, j_hi = math.floor((mu - sds * sd) / step), math.ceil((mu + sds * sd) / step)
+    edges = (np.arange(j_lo, j_hi + 2) - 0.5) * step
+    p = np.diff(norm.cdf(edges, loc=mu, scale=sd))
+    return OneStep(j_lo, p, 0.0, step, None, None, None)
+
+
+@pytest.mark.parametrize("sigma,steps,delta", [(1.0, 100, 1e-5), (4.0, 1000, 1e-8), (0.8, 10, 1e-3)])
+def test_saddle_eps_of_the_gaussian_mechanism(sigma, steps, delta):
+    """A Gaussian loss stays Gaussian under every tilt, so the saddle-point formula is exact there:
+    the estimate is the closed-form eps(δ) of T Gaussian steps (mu = T / sigma^2 composed, Balle
+    & Wang 2018, Thm 8: δ = Phi(-eps/m + m/2) - e^eps Phi(-eps/m - m/2), m = sqrt(T) / sigma),
+    solved here by scipy's brentq, up to the grid's rounding of the loss."""
+    from scipy.stats import norm
+
+    m = math.sqrt(steps) / sigma
+    ref = brentq(lambda e: norm.cdf(-e / m + m / 2) - math.exp(e) * norm.cdf(-e / m - m / 2) - delta, 0.0, 300.0)
+    step = 1e-3 / sigma ** 2
+    one = _gaussian_step(0.5 / sigma ** 2, step)
+    eps, theta = saddle_eps([(one, steps)], step, delta, tol=1e-4)
+    assert eps == pytest.approx(ref, rel=2e-3)
+    # theta is the tilt whose composed tilted mean is eps: for a Gaussian, mu + theta * 2 mu
+    mu = steps * 0.5 / sigma ** 2
+    assert mu + theta * 2 * mu == pytest.approx(eps, rel=1e-3)
+
+
+def test_saddle_eps_gives_up_below_the_mean():
+    one = _gaussian_step(0.5, 1e-3)
+    assert saddle_eps([(one, 100)], 1e-3, 0.9) is None  # δ(mean) is far below 0.9: eps < mean

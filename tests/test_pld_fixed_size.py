@@ -291,6 +291,62 @@ def test_mixed_runs_with_a_noiseless_run():
     assert np.all(d.lower >= p * (1 - 1e-9)) and np.all(d.upper <= 1.0)
 
 
+def test_optimistic_masses_built_on_first_use_are_the_eager_sum():
+    """``SymStep.opt`` (assembled lazily from the pieces) is, to the bit, the sum an eager
+    assembly makes: the pieces' optimistic masses on the grid plus the atom, deflated."""
+    from scipy.special import erf
+
+    from sgmfast.pld.common import ADD, REMOVE, TAU_STEP
+    from sgmfast.pld.grid.onestep import discretise
+
+    sigma, g, step = 1.1, 256 / 60000, 4e-3
+    fixed_size.STEP_CACHE.clear()
+    one = fixed_size.sym_step(sigma, g, step, lower=False)
+    J = -one.j_lo
+    pos = discretise(sigma / 2, g, REMOVE, step, TAU_STEP, 0, J, False, True)
+    neg = discretise(sigma / 2, g, ADD, step, TAU_STEP, -J, 0, True, False)
+    ref = np.zeros(2 * J + 1)
+    ref[J:] += pos.opt
+    ref[: J + 1] += neg.opt
+    ref[J] += (1 - g) * float(erf(1 / (sigma * math.sqrt(2)))) * (1 - fixed_size._LIBM)
+    assert np.array_equal(one.opt, ref)
+    assert one.opt.sum() <= one.pess.sum()
+
+
+def test_many_step_answers_skip_the_poisson_start():
+    """Where the pair's eps lies beyond every step's largest loss (MNIST: ~18.4 against 17), the
+    query goes straight to the pair's compositions, tilted at the saddle-point estimate: the same
+    interval as through the Poisson start (within the accuracy, overlapping), for less counted
+    work (the meter counts transforms and bins; the start's ~10 ms were mostly its Python).  A far-tail answer (sigma 4, q 1e-3, delta 1e-6: eps 0.24 below one step's
+    0.3) keeps the Poisson start and the far-tail sum."""
+    from sgmfast._work import metered
+
+    args = (1.1, 256 / 60000, 14040, 1e-5)
+    est = fixed_size._beyond_one_step([args[:3]], args[3])
+    assert est is not None and 17.0 < est[0] < 20.0 and est[1] > 0
+    assert fixed_size._beyond_one_step([(4.0, 1e-3, 10000)], 1e-6) is None
+
+    def run(skip):
+        fixed_size.STEP_CACHE.clear()
+        with metered() as meter:
+            if skip:
+                b = fixed_size.epsilon(*args)
+            else:
+                orig = fixed_size._beyond_one_step
+                fixed_size._beyond_one_step = lambda runs, delta: None
+                try:
+                    b = fixed_size.epsilon(*args)
+                finally:
+                    fixed_size._beyond_one_step = orig
+        return b, meter.units
+
+    (fast, w_fast), (slow, w_slow) = run(True), run(False)
+    for b in (fast, slow):
+        assert 18.3 < b.lower <= b.upper < 18.5 and b.upper - b.lower <= 1e-3 * b.upper
+    assert fast.lower <= slow.upper and slow.lower <= fast.upper
+    assert w_fast < 0.9 * w_slow  # (counted transform work: 5.2e6 against 6.4e6 units)
+
+
 @pytest.mark.parametrize("sigma, q, steps, eps", [(1.1, 256 / 60000, 14040, 2.5), (0.8, 0.01, 1000, 1.9)])
 def test_delta_is_resolved_as_pld_delta_is(sigma, q, steps, eps):
     """δ(ε) is refined to ``pld.delta``'s rule (``common.resolved``): asked in one call with ε and

@@ -131,3 +131,40 @@ def test_curve_without_the_spectral_path_agrees(monkeypatch):
     np.testing.assert_allclose(fast.lower, slow.lower, rtol=1e-6)
     np.testing.assert_allclose(fast.upper, slow.upper, rtol=1e-6)
     assert math.isfinite(fast.upper[-1])
+
+
+def test_scratch_arrays_are_per_thread_and_name():
+    """``common.scratch``: the same memory for the same thread and name (the point: no fresh pages
+    a call), another for another name or thread, a new array above ``SCRATCH_MAX``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = pld_common.scratch("t1", 1000), pld_common.scratch("t1", 800)
+    assert np.shares_memory(a, b) and b.size == 800
+    assert not np.shares_memory(a, pld_common.scratch("t2", 1000))
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(pld_common.scratch, "t1", 1000).result()
+    assert not np.shares_memory(a, other)
+    big = pld_common.SCRATCH_MAX + 1
+    assert not np.shares_memory(pld_common.scratch("t1", big), pld_common.scratch("t1", big))
+
+
+def test_banded_compositions_keep_nothing_of_the_scratch():
+    """A composed grid read after later compositions (which reuse the scratch spectra and fold
+    buffer) answers as it did right after it was built."""
+    from sgmfast.pld.common import REMOVE, TAU_STEP
+    from sgmfast.pld.grid.banded import compose_banded
+    from sgmfast.pld.grid.composition import compose_copies
+    from sgmfast.pld.grid.onestep import one_step
+
+    step = 2e-3
+
+    def grid(sigma, q):
+        return compose_copies([(one_step(sigma, q, REMOVE, step), 1000)], step, 2.0, TAU_STEP, True,
+                              finish=compose_banded)
+
+    g = grid(1.0, 0.01)
+    first = spectral.read_eps(g, 1e-5, 2.0)
+    later = grid(0.9, 0.01)
+    grid(0.8, 0.02)
+    assert spectral.read_eps(g, 1e-5, 2.0) == first
+    assert spectral.read_eps(later, 1e-5, 2.0) > first

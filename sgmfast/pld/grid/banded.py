@@ -34,7 +34,7 @@ import numpy as np
 
 from ..._kernels.pld import fft_power as kf
 from ..._work import charge
-from ..common import SPLIT_MIN, split_pool, two_cores
+from ..common import SPLIT_MIN, scratch, split_pool, two_cores
 from .composition import Composite, part_spectra
 from .spectral import SpectralGrid, unrolled
 from .windows import choose_window
@@ -69,7 +69,8 @@ def power_band(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
     charge(h * (POWER_PER_FREQ + POWER_PER_ROW * (nk + rows.shape[0])))
     z = np.zeros((nk, h), dtype=np.complex128)
     parts = [(np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64))]
-    acc, lsum, labs = state
+    # (state None: a first batch, every live frequency's power from 1; the kernel reads f < h only)
+    acc, lsum, labs = state if state is not None else (np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h))
     args = (spectra, e2, rows, row_of, ntot, dec, n, k0)
     if h < SPLIT_MIN or not two_cores():
         kf.power_checkpoints(*args, 0, h, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
@@ -94,13 +95,13 @@ def compose_banded(c: Composite, theta: float, pess: bool, eps_lo: float, tau: f
     eps_lo = min(eps_lo, c.sup_hi * c.step)
     win = choose_window(c, theta, pess, eps_lo, tau)
     n = win.n
-    spectra, e2 = part_spectra(c.parts, n)
-    counts = np.array([p.count for p in c.parts], dtype=np.int64)
     h = n // 2 + 1
-    state = (np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h))
+    # (the spectra die with this call: a scratch array, ``common.scratch``)
+    spectra, e2 = part_spectra(c.parts, n, scratch("spectra", len(c.parts) * h, np.complex128).reshape(-1, h))
+    counts = np.array([p.count for p in c.parts], dtype=np.int64)
     one = np.zeros(1, dtype=np.int64)
     z, err, z2, wsum, band = power_band(spectra, e2, counts.reshape(1, -1), one, np.array([float(counts.sum())]),
-                                        np.ones(1, dtype=np.int64), n, 0, state, 1)
+                                        np.ones(1, dtype=np.int64), n, 0, None, 1)
     werr = float(np.where(counts > 0, counts * e2 * np.sqrt(wsum[0]), 0.0).sum()) * (1 + 1e-12)
     err_sum = float(err[0]) + werr
     b = int(band[0])

@@ -23,7 +23,7 @@ import numpy as np
 from ..._failures import GridFailure
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
-from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, split_pool, two_cores
+from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, scratch, split_pool, two_cores
 from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window
@@ -46,14 +46,15 @@ def entry_error(err_sum: float, z2: float, n: int) -> float:
     return err_sum / n + fft_const(n) * math.sqrt(z2 / n) * 1.01
 
 
-def spectrum_of(t, j_lo, n, c_n):
+def spectrum_of(t, j_lo, n, c_n, out=None):
     """(half spectrum of array t from grid point j_lo folded modulo n, bound on its l2 error over
-    the full spectrum)."""
-    f = np.zeros(n)
+    the full spectrum); written into ``out`` if given.  (The folded array is a scratch array.)"""
+    f = scratch("fold", n)
+    f[:] = 0.0
     kf.fold(t, j_lo, n, f)
     # Parseval: |F f|_2 = sqrt(n) |f|_2
     charge_fft(n)
-    return rfft(f), c_n * math.sqrt(n * kf.sumsq(f)) * 1.01
+    return rfft(f, out=out), c_n * math.sqrt(n * kf.sumsq(f)) * 1.01
 
 
 class ArrayPart:
@@ -73,8 +74,8 @@ class ArrayPart:
         kt.log_mgf_multi(self.t, self.j_lo, step, lams, out)
         return out
 
-    def spectrum(self, n, c_n):
-        return spectrum_of(self.t, self.j_lo, n, c_n)
+    def spectrum(self, n, c_n, out=None):
+        return spectrum_of(self.t, self.j_lo, n, c_n, out)
 
 
 @dataclass
@@ -168,13 +169,17 @@ def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: 
     return (finish or compose_parts)(c, theta, pess, eps_lo, tau)
 
 
-def part_spectra(parts, n: int):
-    """(half spectra of the parts folded modulo n, bounds on their l2 errors over the full spectrum)."""
+def part_spectra(parts, n: int, out=None):
+    """(half spectra of the parts folded modulo n, bounds on their l2 errors over the full
+    spectrum); the spectra in ``out`` (len(parts), n // 2 + 1) if given."""
     c_n = fft_const(n)
-    spectra = np.empty((len(parts), n // 2 + 1), dtype=np.complex128)
+    spectra = np.empty((len(parts), n // 2 + 1), dtype=np.complex128) if out is None else out
     e2 = np.empty(len(parts))
     for i, part in enumerate(parts):
-        spectra[i], e2[i] = part.spectrum(n, c_n)
+        if isinstance(part, ArrayPart):  # (transformed in place)
+            e2[i] = part.spectrum(n, c_n, spectra[i])[1]
+        else:
+            spectra[i], e2[i] = part.spectrum(n, c_n)
     return spectra, e2
 
 

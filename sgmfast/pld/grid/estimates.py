@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import log_ndtr, ndtr
+from scipy.special import erfcx, log_ndtr, ndtr
 
 from ..._kernels.pld import losses as kl
+from ..._kernels.pld import tilt as kt
 from ..common import REPLACE, StepUnderflow
 
 _MOM_CACHE: dict = {}
@@ -47,6 +48,65 @@ def eps_estimate(schedule, target_delta: float, add=False) -> float:
     if _gauss_delta(hi, mean, var) > target_delta:
         return hi
     return brent_root(lambda e: _gauss_delta(e, mean, var) - target_delta, 0.0, hi, 1e-6)
+
+
+def _saddle_log_delta(parts, step: float, theta: float):
+    """(log of the saddle-point δ of ``saddle_eps`` at tilt theta, the composed tilted mean and
+    variance)."""
+    k = m = v = 0.0
+    for one, count in parts:
+        ki, mi, vi = kt.tilted_stats(one.pess, one.j_lo, step, theta)
+        k, m, v = k + count * ki, m + count * mi, v + count * vi
+    r = math.sqrt(0.5 * v)
+    g = 0.5 * (float(erfcx(theta * r)) - float(erfcx((theta + 1.0) * r)))
+    return (k - theta * m + math.log(g) if g > 0.0 and math.isfinite(k + m) else math.nan), m, v
+
+
+def saddle_eps(parts, step: float, delta: float, tol: float = 0.05):
+    """(eps, theta): the saddle-point estimate of eps(delta) of the arrays [(OneStep, count)]
+    composed, and the tilt theta whose composed tilted mean is that eps; None where eps lies
+    below the composed mean or the search fails.
+
+    With S the composed loss and K its log-MGF, δ(eps) = E[(1 - e^{eps - S})_+] is
+    e^{K(theta) - theta eps} E_theta[e^{-theta (S - eps)} (1 - e^{eps - S})_+] for every theta; at
+    the saddle point K'(theta) = eps, and with S - eps ~ N(0, v), v = K''(theta), under the tilt
+    the expectation is (erfcx(theta r) - erfcx((theta + 1) r)) / 2, r = sqrt(v / 2).  Its log
+    falls with theta; theta is bracketed, then narrowed by regula falsi (Illinois) until eps
+    (= K'(theta), which grows at rate v) is known to ``tol`` of the composed tilted sd -- the
+    tolerance of ``composition.parts_theta``.  MNIST's fixed-size pair (256 of 60000, sigma 1.1,
+    T 14,040, δ 1e-5) on a grid of step 5.8e-3: 18.5 where the certified eps is 18.436.
+    Heuristic: it only says where to look and how to tilt, never a bound."""
+    goal = math.log(delta)
+    f_lo, m, v = _saddle_log_delta(parts, step, 0.0)
+    if not f_lo >= goal:
+        return None  # eps below the mean (or no estimate)
+    lo, hi, f_lo = 0.0, 1.0, f_lo - goal
+    while True:
+        f_hi, m, v = _saddle_log_delta(parts, step, hi)
+        f_hi -= goal
+        if f_hi != f_hi or hi > 1e6:
+            return None
+        if f_hi < 0:
+            break
+        lo, hi, f_lo = hi, 2.0 * hi, f_hi
+    side, theta = 0, hi  # (m, v: the composed tilted mean and variance at theta, the last tilt tried)
+    for _ in range(100):
+        if (hi - lo) * math.sqrt(v) <= tol:
+            break
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        f, m, v = _saddle_log_delta(parts, step, x)
+        f, theta = f - goal, x
+        if f != f:
+            return None
+        if f >= 0:  # (Illinois: halve the end kept twice in a row)
+            lo, f_lo = x, f
+            f_hi, side = (0.5 * f_hi if side == -1 else f_hi), -1
+        else:
+            hi, f_hi = x, f
+            f_lo, side = (0.5 * f_lo if side == 1 else f_lo), 1
+    return (m, theta) if m > 0.0 else None
 
 
 RTOL = 4.0 * 2.220446049250313e-16  # scipy.optimize.brentq's default rtol (4 machine epsilons)

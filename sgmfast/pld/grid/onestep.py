@@ -159,6 +159,12 @@ def _bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int)
     return out
 
 
+def shared_bins(sigma: float, q: float, step: float, tau: float, k_lo: int, k_hi: int) -> None:
+    """Compute (and cache) the remove-loss bins k_lo..k_hi that ``discretise`` reads, before
+    pieces of one step that share them are discretised on several threads."""
+    _bins(sigma, q, step, tau, k_lo, k_hi)
+
+
 def _step_bins_split(sigma, q, step, k_lo, arrs) -> None:
     """``kb.step_bins`` over the whole arrays, the upper half on a second thread (the edge between
     the halves is the same floating-point value either way)."""
