@@ -288,3 +288,19 @@ def test_small_sums_dominate_the_exact_law_in_decreasing_convex_order(sigma):
     for a in np.geomspace(1e-3, (k0 + 3) * ep.h, 25):
         psi_star = float(np.sum(ms * np.maximum(a - xs, 0.0)) + np.sum(rest * np.maximum(a - k, 0.0)))
         assert psi_star >= _psi_exact_two(float(a), s) * (1 - 1e-7)
+
+
+def test_cap_room_grows_with_the_tail_and_the_budget():
+    """``epoch_tail.cap_room``: room above W_max for the cap where the P-mass above it would pass
+    1000 budgets -- a heavy tail at a small budget (sigma 0.631, t 140, 1e-19: its upper end was
+    +inf on every lattice without it) -- and none for a light tail or a generous budget."""
+    from sgmfast.pld.samplers import epoch_tail
+
+    def room(sigma, t, tail):
+        s = 1.0 / sigma
+        w_max = epoch_tail.two_above(s, t, tail)
+        return epoch_tail.cap_room(s, t, w_max, math.expm1(s * s), tail)
+
+    assert room(0.631, 140, 1e-19) > 1.0
+    assert room(2.0, 140, 1e-19) == 1.0
+    assert room(0.631, 140, 1e-19) >= room(0.631, 140, 1e-9)

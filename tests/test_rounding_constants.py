@@ -33,7 +33,7 @@ from sgmfast._kernels import logmath
 from sgmfast._kernels.pld import bins as kb
 from sgmfast._kernels.pld import query as kq
 from sgmfast._kernels.pld.losses import _z_of_loss
-from sgmfast.pld.samplers import balls_in_bins as allocation, fixed_size, shuffle
+from sgmfast.pld.samplers import epoch_power, fixed_size, shuffle
 from sgmfast.pld import common
 from sgmfast.pld.common import irfft, next_fast_len, rfft
 from sgmfast.pld.certifiers import exact
@@ -258,7 +258,7 @@ def test_next_fast_len_is_scipys():
 
 
 def test_allocation_conv_bound():
-    """``allocation._conv``'s entry-wise round-off bound (Higham's FFT bound through the spectral
+    """``epoch_power._conv``'s entry-wise round-off bound (Higham's FFT bound through the spectral
     product) covers every entry of the computed convolution: non-negative mass arrays of very
     different dynamic range and lengths, against the exact product (long-double direct sum,
     whose own error is ~2^-11 of the measured).  Measured worst 0.0015 of the bound."""
@@ -279,11 +279,11 @@ def test_allocation_conv_bound():
                 a, b = np.ones(la), np.ones(lb)
             for same in (False, True):
                 bb = a if same else b
-                c, e = allocation._conv(a, 0.0, bb, 0.0, la + bb.size, same=same)
+                c, e = epoch_power._conv(a, 0.0, bb, 0.0, la + bb.size, same=same)
                 ref = np.convolve(a.astype(np.longdouble), bb.astype(np.longdouble))
                 err = float(np.max(np.abs(c.astype(np.longdouble) - np.maximum(ref, 0))))
                 worst = max(worst, err / e)
-    _check("allocation._conv entry error / its bound", worst, 1.0)
+    _check("epoch_power._conv entry error / its bound", worst, 1.0)
 
 
 # --- fixed size: erf's charge (_LIBM, 64 ulp) and the noiseless mass (_ULPS8) --------------------

@@ -84,8 +84,7 @@ from ..grid.composition import compose_repeated, eps_groups, recentred, repeated
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail
-from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, epoch_cost, window_low  # noqa: F401  (tests read epoch_cost here)
-from .epoch_power import _conv, _lower_power, _power, _tilted_power, _upper_power  # noqa: F401  (tests read _conv, _tilted_power here)
+from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upper_power, epoch_cost, window_low
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
 #: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
@@ -98,7 +97,7 @@ MAX_GRID = 1 << 21
 MAX_FULL = 1 << 23
 #: Work (in seconds of ``_work`` units, counted, not timed) a query may spend refining before it
 #: returns what it has (always certified).  The lattice products are charged one transform each
-#: (``_conv``); 6 units let the levels run that the 4 wall-clock seconds of the former budget let
+#: (``epoch_power._conv``); 6 units let the levels run that the 4 wall-clock seconds of the former budget let
 #: run on a quiet machine (the fuzz-found σ 19.63, t 1446 case needs its second level).
 BUDGET = 6.0
 #: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
@@ -272,7 +271,8 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
     cut = w_max > 1000.0 * t
     w_max = min(w_max, max(1000.0 * t, epoch_tail.two_above(s, t, tail)))
-    cap = t + (2.0 if cut else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0
+    room = 2.0 if cut else epoch_tail.cap_room(s, t, w_max, var, tail)  # (room above W_max: see there)
+    cap = t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
     afford = budget * budget_share()
@@ -293,14 +293,19 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
         # (never below what two coordinates above it need, ``epoch_tail.two_above``; cut, with few steps the
         # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
-        # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; with many, the bulk's 12 sd cover it
-        # and the room would only halve the resolution -- sigma 0.4, t 10^4: 1.2 % -> 1.6 % wide)
+        # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
         w_max = min(w_max, max(0.5 * most * h, epoch_tail.two_above(s, t, tail)))
-        cap = min(cap, t + (2.0 if cut and t <= 16 else 1.0) * w_max + 12.0 * math.sqrt(t * var) + 1.0)
+        room = 2.0 if cut and t <= 16 else epoch_tail.cap_room(s, t, w_max, var, tail)
+        if room > 1.0 and (t + room * w_max - low) / most > ROOM_H_MAX and not (cut and t <= 16):
+            room = 1.0  # (ROOM_H_MAX)
+        cap = min(cap, t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0)
         h = max(h, max(cap - low, w_max) / most)
     return max(h, cap / MAX_FULL), w_max, cap
 
 
+#: Coarsest spacing (E[W] = 1) at which the cap takes room above W_max (``epoch_tail.cap_room``):
+#: at sigma 0.45, t 1065 the room made h 3, where the lower law was 0 everywhere.
+ROOM_H_MAX = 0.25
 #: Fewest lattice points ``_lattice`` goes down to for the budget.
 MIN_LATTICE = 1 << 16
 
