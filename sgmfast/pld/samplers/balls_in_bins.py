@@ -97,8 +97,8 @@ MAX_GRID = 1 << 21
 MAX_FULL = 1 << 23
 #: Work (in seconds of ``_work`` units, counted, not timed) a query may spend refining before it
 #: returns what it has (always certified).  The lattice products are charged one transform each
-#: (``epoch_power._conv``); 6 units let the levels run that the 4 wall-clock seconds of the former budget let
-#: run on a quiet machine (the fuzz-found σ 19.63, t 1446 case needs its second level).
+#: (``epoch_power._conv``); 6 units let the levels run that the 4 wall-clock seconds of the former
+#: budget let run on a quiet machine (the fuzz-found σ 19.63, t 1446 case needs its second level).
 BUDGET = 6.0
 #: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
 #: limit doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
@@ -192,9 +192,8 @@ class Epoch:
             # lies beyond goes to +inf (``lattice_bins``).  A grid out to log(t / h) carried the
             # spread's far floor (~1e-17 at loss 7-13), which kept the composition's tilt small
             # and its upper bound wide (sigma 10, t 1000, 200 epochs, delta 1e-12: 1.12 for 0.087)
-            # (the smallest sums re-placed, ``epoch_add.small_sums``)
             lo_l = -math.log((n_s - 1) * h / t)
-            up, small, x_top = epoch_add.add_law(self.up, h, self.s, t, tail)
+            up, small, x_top = epoch_add.add_law(self.up, h, self.s, t, tail)  # (``epoch_add.small_sums``)
             hi_l = math.log(t / x_top)
         else:
             pm = self.lo * (np.arange(self.lo.size) * (h / t))
@@ -295,8 +294,9 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
         # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
         # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
         w_max = min(w_max, max(0.5 * most * h, epoch_tail.two_above(s, t, tail)))
-        room = 2.0 if cut and t <= 16 else epoch_tail.cap_room(s, t, w_max, var, tail)
-        if room > 1.0 and (t + room * w_max - low) / most > ROOM_H_MAX and not (cut and t <= 16):
+        few = cut and t <= 16
+        room = 2.0 if few else epoch_tail.cap_room(s, t, w_max, var, tail)
+        if not few and (t + room * w_max - low) / most > ROOM_H_MAX:
             room = 1.0  # (ROOM_H_MAX)
         cap = min(cap, t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0)
         h = max(h, max(cap - low, w_max) / most)
@@ -314,8 +314,8 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
     """The loss grid's spacing: the certified gap of connect-the-dots grows like
     step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``).  Where
     that passes 0.05 (a large variance) the step is 0.05 or STEP_PER_EPS accuracy of the answer
-    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2, δ 1e-12: 0.05, 0.025, 0.0125
-    wide at steps 0.05, 0.025, 0.0125 for eps 19.5 -- three levels, 4.9 work units)."""
+    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2,
+    δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
     step = 0.8 * math.sqrt(3.0 * accuracy * var)
