@@ -176,18 +176,10 @@ def test_mass_above_the_cap_bounds_the_exact_lattice_masses(sigma, t):
     """``epoch_tail.over_cap`` (plain Chernoff, truncated coordinates, one coordinate above a
     truncation point) against the exact t-fold convolution of the lattice law ``Epoch`` builds:
     the P-mass E_Q[S / t; S > cap] and the Q-mass above caps just past w_max."""
-    from sgmfast._kernels.pld import allocation as ka
     from sgmfast.pld.samplers.epoch_tail import over_cap
 
     s, h, K = 1.0 / sigma, 0.25, 400
-    mass, off, err = np.empty(K), np.empty(K), np.empty(K)
-    ka.lognormal_cells(s, h, K, mass, off, err)
-    wu = np.empty(K + 1)
-    ka.w_upper(h, K, mass, off, err, wu)
-    c = np.array([1.0])
-    for _ in range(t):
-        c = np.convolve(c, wu)
-    x = np.arange(c.size) * h
+    wu, c, x, _, _, _ = _exact_sums(sigma, h, K, t)
     for extra in (0.5 * t, 2.0 * t, 6.0 * t):
         cap = K * h + extra
         above = x > cap
@@ -197,13 +189,9 @@ def test_mass_above_the_cap_bounds_the_exact_lattice_masses(sigma, t):
 
 
 def _lattice_law(sigma, h, K):
-    from sgmfast._kernels.pld import allocation as ka
+    from sgmfast.pld.samplers.epoch_tail import upper_law
 
-    mass, off, err = np.empty(K), np.empty(K), np.empty(K)
-    ka.lognormal_cells(1.0 / sigma, h, K, mass, off, err)
-    wu = np.empty(K + 1)
-    ka.w_upper(h, K, mass, off, err, wu)
-    return wu
+    return upper_law(1.0 / sigma, h, K)
 
 
 def _exact_sums(sigma, h, K, t):

@@ -16,8 +16,8 @@ import numpy as np
 from .._failures import GridFailure, GridTooLarge, StepUnderflow
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, RESOLVED_FLAT, TAU_MIN, U, UNITS_PER_SECOND, Meter,
-                     bins_limit, metered)
+from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered,
+                     resolved)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import MIN_STEPS, SMALL_TAU
@@ -37,9 +37,6 @@ HARD_LIMIT = 1.5
 #: a δ query over many eps gets the budget of up to this many single queries (groups of nearby
 #: eps; the far ones, δ below ~1e-16, cannot be narrowed and would only spend it)
 DELTA_GROUPS_PAID = 8
-#: a δ interval within FLAT_DELTA x accuracy of δ (relatively) is resolved even where it is wider
-#: than δ's change over a relative change ``accuracy`` of eps (``_DeltaPlan._flat``)
-FLAT_DELTA = RESOLVED_FLAT
 #: the accuracy the public functions default to.  A query asking for a finer one first answers at
 #: this one and refines from there, keeping the intersection: a finer accuracy never returns a
 #: wider interval (a finer first grid can outgrow memory or the budget before it certifies much)
@@ -172,7 +169,7 @@ class _DeltaPlan:
         at.cap(cap)
         shifted.cap(cap_shift)
         lo, up, up_shift = at.lower, at.upper, shifted.upper
-        if not ((lo >= up_shift) | self._flat(lo, up)).all() and not self._spent(meter):
+        if not resolved(lo, up, up_shift, self.accuracy).all() and not self._spent(meter):
             # δ set by a few far-tail steps: sum over their number
             goal = 1e-3 * self.accuracy * max(float(lo.min()), 1e-6 * float(up.min()), 1e-300)
             ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)
@@ -181,13 +178,7 @@ class _DeltaPlan:
                 shifted.narrow({REMOVE: (0.0, ev[1])})
         into.put(sel, at)
         lo, up = at.lower, at.upper
-        return (lo >= shifted.upper) | self._flat(lo, up)
-
-    def _flat(self, lo, up):
-        """Intervals resolved whatever δ's slope in eps: below 1e-300 wide, or within FLAT_DELTA
-        accuracy of δ relatively (where δ barely changes with eps -- the total variation near 1 at
-        eps = 0: sigma 0.5, q 0.5, 2000 steps, [1 - 1.1e-8, 1], refined 7 grids for a shift of ~1e-13)."""
-        return (up - lo <= 1e-300) | (up - lo <= FLAT_DELTA * self.accuracy * up)
+        return resolved(lo, up, shifted.upper, self.accuracy)
 
 
 

@@ -127,11 +127,8 @@ class Epoch:
         K = max(2, int(math.ceil(w_max / h)))
         w_max = K * h
         C = max(K + 1, int(math.ceil(cap / h)) + 1)
-        mass, off, err = np.empty(K), np.empty(K), np.empty(K)
         charge(CELL_UNITS[0] * K)  # (the cells of both laws: CDF differences, and Newton for the lower's)
-        ka.lognormal_cells(s, h, K, mass, off, err)
-        wu, wl = np.empty(K + 1), np.empty(K + 1)
-        ka.w_upper(h, K, mass, off, err, wu)
+        wu, wl = epoch_tail.upper_law(s, h, K), np.empty(K + 1)
         eta, rho, calls = ka.w_lower(s, h, K, float(LOWER_CELL_REL * h), wl)
         charge(CELL_UNITS[1] * calls)
         self.eta, self.rho = float(eta), float(rho)

@@ -181,11 +181,8 @@ def place_small(small, t: int, step: float, j_lo: int, n: int, pess: np.ndarray)
     log(t / x) rounded up to the grid (pessimistic; beyond the top and at x = 0: returned, the
     caller's +inf mass)."""
     _, _, xs, ms = small
-    beyond = 0.0
-    for x, m in zip(xs, ms):
-        j = math.ceil(math.log(t / x) / step + 1e-6) - j_lo if x > 0.0 else n
-        if j >= n:
-            beyond += float(m)
-        else:
-            pess[max(j, 0)] += float(m)
-    return beyond
+    with np.errstate(divide="ignore"):
+        j = np.ceil(np.log(t / xs) / step + 1e-6) - j_lo  # (x = 0: +inf)
+    on = j < n
+    np.add.at(pess, np.maximum(j[on], 0).astype(np.int64), ms[on])
+    return float(np.sum(ms[~on]))

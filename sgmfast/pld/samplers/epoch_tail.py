@@ -370,6 +370,16 @@ def two_above(s: float, t: int, tail: float) -> float:
         w *= 1.1
     return w
 
+def upper_law(s: float, h: float, K: int) -> np.ndarray:
+    """W's upper lattice law on 0, h, .., K h (K cells; ``_kernels.pld.allocation.w_upper``:
+    each cell's mass split between its ends keeping its mean, W cut at K h)."""
+    mass, off, err = np.empty(K), np.empty(K), np.empty(K)
+    ka.lognormal_cells(s, h, K, mass, off, err)
+    wu = np.empty(K + 1)
+    ka.w_upper(h, K, mass, off, err, wu)
+    return wu
+
+
 #: The room above W_max the cap may take (``cap_room``), in W_max, and the lattice points of its estimate.
 CAP_ROOMS, ROOM_POINTS = (1.0, 1.25, 1.5, 2.0), 2048
 
@@ -385,10 +395,7 @@ def cap_room(s: float, t: int, w_max: float, var: float, tail: float) -> float:
     if t < 2:
         return 1.0
     h = w_max / ROOM_POINTS
-    mass, off, err = np.empty(ROOM_POINTS), np.empty(ROOM_POINTS), np.empty(ROOM_POINTS)
-    ka.lognormal_cells(s, h, ROOM_POINTS, mass, off, err)
-    wu = np.empty(ROOM_POINTS + 1)
-    ka.w_upper(h, ROOM_POINTS, mass, off, err, wu)
+    wu = upper_law(s, h, ROOM_POINTS)
     charge(PER_BIN_DISCRETISE * ROOM_POINTS * len(CAP_ROOMS))
     for r in CAP_ROOMS:
         cap = t + r * w_max + 12.0 * math.sqrt(t * var) + 1.0
