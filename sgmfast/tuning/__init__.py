@@ -98,9 +98,9 @@ most phi'(u) - e^e2 phi'(l(u')): the Riemann sum with phi' at each cell's right 
 left end bounds I from above.  Every split (e1, e2) gives a bound, so the search over them only
 decides tightness: e1 at the points of the profile's grid (where delta_Q is bounded), e2 first on
 that grid, the splits ranked by a sample of the Riemann sum (``_sampled_cells``: no bound), then
-on a grid 8x finer near the best, each candidate's total from the full Riemann sum and the
-profile's upper bounds; the smallest such total is returned.  D and D' swapped give the same
-bound (delta_Q covers both directions).
+on a grid 8x finer near the best and finer still around its best (``_zoom``), each candidate's
+total from the full Riemann sum and the profile's upper bounds; the smallest such total is
+returned.  D and D' swapped give the same bound (delta_Q covers both directions).
 
 (d) Rounding: every float step errs on the safe side.  The one premise not proved here is that
 exp, expm1, log and log1p (math, numpy) are within 8 ulps (``_F`` = 16 u, u = 2^-53) of the true

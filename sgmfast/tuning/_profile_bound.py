@@ -340,6 +340,28 @@ _ROW_CHUNK = 16
 _SHARPEN_EPS = 4
 #: Positions of the fine stage's e2 grid at most
 _MOVES = 4
+#: The zoom after the fine stage (``_zoom``): rounds, and e2 points per round between the best
+#: split's two neighbours.  I(e1, e2) falls off a cliff as e2 grows (from ~delta to ~0 within a
+#: few 1e-3 nats) and the best split sits at its foot, so the fine grid's spacing alone costs up to
+#: a few % of delta; each round narrows the bracket 8x (two rounds: within h / 512 of the foot)
+_ZOOM_ROUNDS, _ZOOM_POINTS = 2, 17
+
+
+def _zoom(totals, e2f, k):
+    """The least of ``totals(e2)`` (an array of upper bounds, one per e2 of an array) on finer and
+    finer grids between the neighbours of ``e2f[k]``, the best of the grid ``e2f``; returns
+    (values, e2) of the last grid and the ones before, concatenated (every value is a bound: the
+    zoom only decides tightness)."""
+    vals, grids = [], []
+    lo, hi = e2f[max(k - 1, 0)], e2f[min(k + 1, e2f.size - 1)]
+    for _ in range(_ZOOM_ROUNDS):
+        grid = np.linspace(lo, hi, _ZOOM_POINTS)
+        v = totals(grid)
+        vals.append(v)
+        grids.append(grid)
+        b = int(np.argmin(v))
+        lo, hi = grid[max(b - 1, 0)], grid[min(b + 1, grid.size - 1)]
+    return np.concatenate(vals), np.concatenate(grids)
 
 
 def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=math.inf) -> float:
@@ -402,17 +424,25 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
         else:
             e2_0 = float(e2f[k])
     best = min(best, float(tot.min()))
-    # eps_Q at the best few targets, sharpened: off the kept grids (or a PLD query)
-    for flat in np.argsort(tot, axis=None)[:_SHARPEN_EPS]:
-        r, k = divmod(int(flat), e2f.size)
-        if tot[r, k] < math.inf and t[r, k] < 1.0:
-            best = min(best, float(_sum_up(e2_up[k], prof.epsilon_sharp(float(t[r, k])))))
+    # the best row's e2 zoomed in on (``_zoom``), then eps_Q at the best few targets of both,
+    # sharpened: off the kept grids (or a PLD query)
+    r0, k0 = divmod(int(np.argmin(tot)), e2f.size)
+    cands = [(float(tot[r, k]), float(t[r, k]), float(e2_up[k]))
+             for r, k in (divmod(int(f), e2f.size) for f in np.argsort(tot, axis=None)[:_SHARPEN_EPS])]
+    if tot[r0, k0] < math.inf:
+        def row(e2z):
+            tz, _, _ = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z, dlt, log_m)
+            return tz[0]
+
+        vz, e2z = _zoom(row, e2f, k0)
+        top = np.argsort(vz)[:_SHARPEN_EPS]
+        tz, t_z, e2_z = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z[top], dlt, log_m)
+        cands += [(float(tz[0, i]), float(t_z[0, i]), float(e2_z[i])) for i in range(top.size)]
+    for total, tk, e2k in sorted(cands)[:_SHARPEN_EPS]:
+        best = min(best, total)
+        if total < math.inf and tk < 1.0:
+            best = min(best, float(_sum_up(e2k, prof.epsilon_sharp(tk))))
     return best
-
-
-#: splits of eps whose delta_Q ``_profile_delta`` sharpens by a read of the kept grids (or a PLD
-#: query)
-SHARPEN = 4
 
 
 def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m):
@@ -433,7 +463,8 @@ def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m):
 
 def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     """The profile bound's delta at ``eps``: the split search of :func:`_profile_epsilon` (sampled
-    sums over the profile's grid, then the sums on ``_CELLS`` near the best, e2 on a finer grid),
+    sums over the profile's grid, then the sums on ``_CELLS`` near the best, e2 on a finer grid,
+    then zoomed in on),
     with e2 such that eps - e2 is a grid point, and the grid points themselves."""
     prof = prof()
     e2_grid = np.unique(np.concatenate([eps - prof.e[(prof.e <= eps) & (prof.e >= eps - _E_CAP)],
@@ -460,9 +491,20 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     e2f = np.unique(np.concatenate([e2f[(e2f >= 0.0) & (e2f <= eps)], e2_grid[np.abs(e2_grid - e2_0) <= _NEAR_E2 * h]]))
     tot, x, e2, excess = _delta_splits(runs, fine, prof, prof.e[js], prof.d[js], eps, e2f, m)
     best = min(float(tot.min()), 1.0)
-    # delta_Q at the best few splits, sharper than the lookup's (off the kept grids, or one PLD
-    # query): SHARPEN of them make the round trip delta(epsilon(d)) <= d hold to the query's
-    # accuracy
-    picks = [divmod(int(f), e2f.size) for f in np.argsort(tot, axis=None)[:SHARPEN]]
-    d_q = prof.delta_sharp(np.array([max(float(x[k]), 0.0) for _, k in picks]))  # (the same x: the same e2*)
-    return min(best, min(m * math.exp(e2[k]) * float(d) + excess[r, k] for (r, k), d in zip(picks, d_q)))
+    # delta_Q at every split of the fine stage and of the zoom, sharper than the lookup's (off the
+    # kept grids, or one PLD query; x depends on e2 only: one read per e2), so that the round trip
+    # delta(epsilon(d)) <= d holds to the query's accuracy
+    def sharp(xs, e2s, exc):
+        d_q = np.asarray(prof.delta_sharp(np.maximum(xs, 0.0)), dtype=np.float64)  # (the same x: the same e2*)
+        return m * np.exp(e2s) * d_q + exc
+
+    vals = sharp(x, e2, excess)  # (rows x e2: broadcast)
+    best = min(best, float(vals.min()))
+    r0, k0 = divmod(int(np.argmin(vals)), e2f.size)
+
+    def row(e2z):
+        _, xz, e2c, exc = _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, e2z, m)
+        return sharp(xz, e2c, exc[0])
+
+    # the best row's e2 zoomed in on, as in ``_profile_epsilon`` (``_zoom``)
+    return min(best, float(_zoom(row, e2f, k0)[0].min()))
