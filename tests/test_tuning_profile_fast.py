@@ -77,7 +77,8 @@ def test_tilted_profile_brackets_the_pld_accountant(sigma, q, steps):
 
 def test_profile_bound_same_with_and_without_the_tilt():
     """The default (tilted, kept grids) against the untilted profile with PLD queries: both upper
-    bounds, within 1e-3 of each other on MNIST's run."""
+    bounds, the default never more than 1e-3 above the other on MNIST's run (and at most 2e-3
+    below: the zoom on e2 reads the kept grids' fine lookup, which the untilted profile lacks)."""
     sigma, q, steps, dlt = 1.1, 256 / 60000, 14062, 1e-5
     for runs in (tuning.geometric(mean=10), tuning.poisson(10.0)):
         d = tuning._decade(dlt) / runs.mean
@@ -86,7 +87,7 @@ def test_profile_bound_same_with_and_without_the_tilt():
         a = profile_bound._profile_epsilon(sigma, q, steps, dlt, runs, 1e-3, "add_remove", fast)
         b = profile_bound._profile_epsilon(sigma, q, steps, dlt, runs, 1e-3, "add_remove", slow)
         assert slow().grids is None and fast().grids is not None
-        assert a == pytest.approx(b, rel=1e-3)
+        assert b * (1 - 2e-3) <= a <= b * (1 + 1e-3)
 
 
 def test_sharp_eps_far_from_the_tilt_is_no_worse_than_a_query():

@@ -336,8 +336,9 @@ _E2_SUBSTEPS = 8
 #: Rows (e1) of the first stage evaluated together, the e2 above the least total so far dropped
 #: between them
 _ROW_CHUNK = 16
-#: Candidate splits sharpened by one read of the kept grids each
-_SHARPEN_EPS = 4
+#: Candidate splits sharpened by one read of the kept grids each (or a PLD query): the fine
+#: stage's best, and the zoom's (ranked by the lookup, whose rounding can reorder them)
+_SHARPEN_EPS, _SHARPEN_ZOOM = 4, 2
 #: Positions of the fine stage's e2 grid at most
 _MOVES = 4
 #: The zoom after the fine stage (``_zoom``): rounds, and e2 points per round between the best
@@ -435,10 +436,10 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
             return tz[0]
 
         vz, e2z = _zoom(row, e2f, k0)
-        top = np.argsort(vz)[:_SHARPEN_EPS]
+        top = np.argsort(vz)[:_SHARPEN_ZOOM]
         tz, t_z, e2_z = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z[top], dlt, log_m)
         cands += [(float(tz[0, i]), float(t_z[0, i]), float(e2_z[i])) for i in range(top.size)]
-    for total, tk, e2k in sorted(cands)[:_SHARPEN_EPS]:
+    for total, tk, e2k in cands:
         best = min(best, total)
         if total < math.inf and tk < 1.0:
             best = min(best, float(_sum_up(e2k, prof.epsilon_sharp(tk))))
