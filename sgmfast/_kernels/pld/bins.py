@@ -11,7 +11,7 @@ import math
 
 from .._jit import jit
 from ..logmath import EPS64, LOG_SQRT_2PI, NEG_INF, log_add, log_ndtr, log_ndtr_diff, log_normal_pdf
-from .losses import _z_of_loss, replace_z
+from .losses import _z_of_loss, replace_z, z_of_loss_with
 
 # Relative slack on each bin mass (plus 256 u |log mass|, see mass_slack): covers the errors
 # of _normal_logmass and step_bins.
@@ -126,10 +126,10 @@ def step_bins(sigma, q, step, k_lo, nb, lm0, ls, le):
     log_q = math.log(q)
     l1q = math.log1p(-q) if q < 1.0 else NEG_INF
     base = 1.0 / s2 + abs(log_q)
-    b = _z_of_loss(k_lo * step, sigma, q)
+    b = z_of_loss_with(k_lo * step, s2, q, l1q, log_q)
     for i in range(nb):
         a = b
-        b = _z_of_loss((k_lo + i + 1) * step, sigma, q)
+        b = z_of_loss_with((k_lo + i + 1) * step, s2, q, l1q, log_q)
         if not a < b:
             lm0[i] = NEG_INF
             ls[i] = 0.0

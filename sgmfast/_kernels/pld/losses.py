@@ -13,7 +13,7 @@ import math
 from .._jit import jit
 from ..logmath import NEG_INF, log_add, log_expm1, log_normal_pdf
 
-__all__ = ["remove_loss", "replace_loss", "replace_z", "loss_moments"]
+__all__ = ["remove_loss", "replace_loss", "replace_z", "loss_moments", "z_of_loss_with"]
 
 
 @jit
@@ -43,6 +43,21 @@ def _z_of_loss(x, sigma, q):
     if ld == NEG_INF:
         return NEG_INF
     return sigma * sigma * (ld - math.log(q)) + 0.5
+
+
+@jit
+def z_of_loss_with(x, s2, q, l1q, log_q):
+    """``_z_of_loss`` with its constants given: s2 = sigma^2, l1q = log1p(-q), log_q = log(q)
+    (the same operations on the same values, so the same float; for loops over many x)."""
+    if q >= 1.0:
+        ld = x
+    elif x <= l1q:
+        return NEG_INF
+    else:
+        ld = l1q + log_expm1(x - l1q)
+    if ld == NEG_INF:
+        return NEG_INF
+    return s2 * (ld - log_q) + 0.5
 
 
 @jit
