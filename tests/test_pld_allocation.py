@@ -21,6 +21,7 @@ from scipy.stats import norm
 
 from sgmfast import pld
 from sgmfast.pld.samplers import balls_in_bins as allocation
+from sgmfast.pld.samplers import selected_lower
 
 REF = Path(__file__).parent / "reference" / "allocation_pld_accounting.csv"
 
@@ -232,12 +233,15 @@ def test_k_of_t_every_step_is_the_gaussian_mechanism():
     assert b.lower == pytest.approx(g.lower, rel=1e-9) and b.upper == pytest.approx(g.upper, rel=1e-9)
 
 
-def test_k_of_t_is_the_decomposition_above_and_the_sum_statistic_below():
+def test_k_of_t_is_the_decomposition_above_and_a_statistic_below():
     # (refinement stops on a time budget, so two calls agree to the accuracy, not to the bit)
     b = allocation.epsilon(1.1, 234, 14040, 1e-5, selected=2)
     assert b.upper == pytest.approx(allocation.epsilon(1.1, 117, 120 * 117, 1e-5).upper, rel=2e-3)
-    assert b.lower == pld.epsilon(1.1 * math.sqrt(234) / 2, 1.0, 60, 1e-5).lower
-    assert 0 < b.lower < b.upper
+    # below: at least the sum statistic, and within 10 % of the upper end (issue #31; the README's
+    # [5.0247, 5.1582], printed rounded outwards)
+    assert b.lower >= pld.epsilon(1.1 * math.sqrt(234) / 2, 1.0, 60, 1e-5).lower
+    assert 0.9 * b.upper < b.lower < b.upper
+    assert (math.floor(b.lower * 1e4) / 1e4, math.ceil(b.upper * 1e4) / 1e4) == (5.0247, 5.1582)
     d = allocation.delta(1.1, 234, 14040, np.array([1.0, 3.0]), selected=2)
     assert np.all(d.lower <= d.upper)
     assert d.upper == pytest.approx(allocation.delta(1.1, 117, 120 * 117, np.array([1.0, 3.0])).upper, rel=1e-2)
@@ -261,3 +265,43 @@ def test_delta_is_resolved_as_pld_delta_is(sigma, t, epochs, eps):
     acc = 1e-3
     b = allocation.delta(sigma, t, t * epochs, np.array([eps, eps * (1 + acc)]), accuracy=acc)
     assert b.lower[0] >= b.upper[1] > 0.0
+
+
+# --- k > 1: the statistic's lower bound (``samplers.selected_lower``) against exact references --
+@pytest.mark.parametrize("sigma", [0.7, 1.0, 2.0])
+def test_statistic_lower_bound_is_below_the_exact_two_step_delta(sigma):
+    """k = 1 of t = 2, one epoch: the statistic's δ lower bound against the exact δ (quadrature),
+    below it, and within 1 % where sigma >= 1 (the statistic resolves the epoch's likelihood ratio
+    to a lattice whose spacing grows with the heavy tail of small sigma: 81 % of it at 0.7)."""
+    eps = np.array([0.0, 0.5, 2.0])
+    low = selected_lower.delta_lower(sigma, 2, 1, 1, eps, 1.0)
+    for e, lo in zip(eps, low):
+        ref = _t2_delta(sigma, float(e))
+        assert lo <= ref * (1 + 1e-9) + 1e-15
+        assert lo >= (0.99 if sigma >= 1.0 else 0.75) * ref - 1e-12
+
+
+def _gauss_delta_exact(mu, eps):
+    """δ(eps) of the Gaussian mechanism with sensitivity / noise mu (closed form)."""
+    return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+
+@settings(max_examples=6, deadline=None)
+@given(sigma=st.floats(0.5, 5.0), t=st.integers(2, 12), epochs=st.integers(1, 30), eps=st.floats(0.0, 6.0))
+def test_statistic_lower_bound_is_below_the_gaussian_of_every_step(sigma, t, epochs, eps):
+    """Any k < t: an epoch's pair is a mixture, over the k-subsets, of Gaussian mechanisms with
+    mu = sqrt(k) / sigma against one Q, so E epochs are at most mu = sqrt(k E) / sigma (closed form);
+    the bound must be below that, and below the decomposition's certified upper bound."""
+    k = 1 if t % 2 else 2
+    low = float(selected_lower.delta_lower(sigma, t, k, epochs, np.array([eps]), 1.0)[0])
+    assert low <= _gauss_delta_exact(math.sqrt(k * epochs) / sigma, eps) * (1 + 1e-9) + 1e-15
+    up = allocation.delta(sigma, t // k, k * epochs * (t // k), eps).upper
+    assert low <= up * (1 + 1e-9) + 1e-15
+
+
+@pytest.mark.parametrize("sigma, t, k, epochs, delta", [(1.1, 234, 2, 60, 1e-5), (0.7, 20, 2, 10, 1e-8),
+                                                        (2.0, 100, 5, 10, 1e-6), (1.1, 234, 117, 60, 1e-5)])
+def test_k_of_t_lower_end_never_above_the_upper(sigma, t, k, epochs, delta):
+    b = allocation.epsilon(sigma, t, t * epochs, delta, selected=k)
+    assert 0.0 < b.lower <= b.upper
+    assert selected_lower.epsilon_lower(sigma, t, k, epochs, delta, b.upper) <= b.upper
