@@ -24,8 +24,11 @@ the cell masses and the lattice powers carry relative error bounds (direct convo
 non-negative arrays: ``_kernels.pld.selected_lower``), so P is taken low and Q high per lattice
 point; the epochs' composition is by FFT with the entry-wise bound of ``epoch_power._conv``.
 
-Where it is weak.  That FFT bound is additive (~1e-16 of the laws' norms per entry), and e^eps
-times it soon exceeds the composed masses: the bound saturates near eps ~ 20.  The lattice spans
+The FFT's round-off bound is additive (~1e-16 of the laws' norms per entry), and e^eps times it
+would soon exceed the composed masses (the bound saturated near eps ~ 20): the high laws are
+composed tilted towards where the bound reads them and untilted entry by entry.
+
+Where it is weak.  The lattice spans
 the shifted coordinates' heavy tail at small sigma with MAX_CELLS points, so its spacing grows
 there (sigma 0.7, t 2: 81 % of the exact δ at eps 0, 99.8 % from sigma 1).  ``balls_in_bins``
 takes the larger of this bound and the epoch-sum statistic's, which is exact for k = t and
@@ -102,9 +105,11 @@ def epoch_laws(sigma: float, t: int, k: int):
 
 def _g_laws(p, q, p_top, q_top, r, step, bins):
     """Per-epoch laws of g (bins 0 .. bins-1, g = index - bins // 2): (P low, P high, Q low,
-    Q high).  N >= cap goes to the top bin, in the high laws only.  Each lattice entry is within
-    r relative and UNDERFLOW absolute (products below the normal range lose their relative
-    accuracy: at most 2^-1074 each, far below this over every product of the powers)."""
+    Q high).  Each lattice entry is within r relative and UNDERFLOW absolute (products below the
+    normal range lose their relative accuracy: at most 2^-1074 each, far below this over every
+    product of the powers).  N >= cap is given g's bottom value in the remove direction's laws
+    and its top in the add direction's (each direction's bound is a post-processing of its own:
+    the two may use different functions), where the tilts of ``SelectedLower`` shrink it."""
     half = bins // 2
     with np.errstate(divide="ignore", invalid="ignore"):
         ell = np.log(p) - np.log(q)
@@ -116,8 +121,8 @@ def _g_laws(p, q, p_top, q_top, r, step, bins):
     lo, hi = (1.0 - r) * (1.0 - p.size * U), (1.0 + r) * (1.0 + p.size * U)
     pl, ql = np.maximum(sp * lo - cnt, 0.0), np.maximum(sq * lo - cnt, 0.0)
     ph, qh = sp * hi + cnt, sq * hi + cnt
-    ph[-1] += p_top * (1.0 + 4 * U)
-    qh[-1] += q_top * (1.0 + 4 * U)
+    ph[-1] += p_top * (1.0 + 4 * U)  # (the add direction's high law)
+    qh[0] += q_top * (1.0 + 4 * U)  # (the remove direction's)
     return pl, ph, ql, qh
 
 
@@ -137,6 +142,30 @@ def _epochs(law, E, low):
     return np.maximum(out - e, 0.0) if low else out + e
 
 
+def _tilted_log_power(law, step, E, sign):
+    """log of upper bounds on the E-fold power of a high law, composed tilted by e^(sign g step)
+    and untilted entry by entry: the FFT's additive round-off then stays small next to the masses
+    where the bound reads them (remove: Q near loss eps, tilt +1; add: P near -eps, tilt -1).
+    Every rounding is charged against the bound: exp and log within 8 ulps (the package's premise,
+    ``tuning``'s _F = 16 u) plus u |x| for the argument x's own rounding, 32 u (|x| + 1) in all."""
+    g = (np.arange(law.size) - law.size // 2) * step
+    x = sign * g
+    tilted = law * np.exp(x) * (1.0 + 32.0 * U * (np.abs(x) + 1.0))
+    comp = _epochs(tilted, E, False)
+    G = (np.arange(comp.size) - E * (law.size // 2)) * step
+    with np.errstate(divide="ignore"):
+        lc = np.log(comp)
+    finite = np.isfinite(lc)  # (an empty entry stays -inf: no mass)
+    slack = 32.0 * U * (np.where(finite, np.abs(lc), 0.0) + np.abs(G) + 2.0)
+    return np.where(finite, lc - sign * G + slack, lc)
+
+
+def _exp_up(x):
+    """Floats >= e^x (x may hold -inf and +inf): exp rounded up by 32 u (|x| + 1)."""
+    with np.errstate(over="ignore"):
+        return np.exp(x) * (1.0 + 32.0 * U * (np.where(np.isfinite(x), np.abs(x), 0.0) + 1.0))
+
+
 class SelectedLower:
     """δ lower bounds at any eps for E epochs of k-of-t allocation (module notes)."""
 
@@ -151,16 +180,16 @@ class SelectedLower:
         # (the per-epoch loss resolved to about 1e-4 of the answer's scale, within the bins' span)
         step = max(2.0 * span / (bins - 2), 1e-4 * max(eps_hint, 0.1) / math.sqrt(epochs))
         pl, ph, ql, qh = _g_laws(p, q, p_top, q_top, r, step, bins)
-        self.step, self.epochs, self.half = step, epochs, (bins // 2) * epochs
-        self.pl, self.ph = _epochs(pl, epochs, True), _epochs(ph, epochs, False)
-        self.ql, self.qh = _epochs(ql, epochs, True), _epochs(qh, epochs, False)
+        self.pl, self.ql = _epochs(pl, epochs, True), _epochs(ql, epochs, True)
+        # (log upper bounds: remove's Q tilted up, add's P tilted down)
+        self.log_qh = _tilted_log_power(qh, step, epochs, 1.0)
+        self.log_ph = _tilted_log_power(ph, step, epochs, -1.0)
 
     def delta(self, eps: float) -> float:
-        """A lower bound on δ(eps): the larger direction's sum, rounded down."""
-        f = math.exp(min(eps, 709.0)) * (1.0 + 4 * U) if eps <= 709.0 else math.inf
-        with np.errstate(invalid="ignore", over="ignore"):
-            rem = float(np.sum(np.where(self.qh > 0.0, np.maximum(self.pl - f * self.qh, 0.0), self.pl)))
-            add = float(np.sum(np.where(self.ph > 0.0, np.maximum(self.ql - f * self.ph, 0.0), self.ql)))
+        """A lower bound on δ(eps): the larger direction's sum, rounded down (e^(eps + log) rounded
+        up by 32 u (|x| + 1), as in ``_tilted_log_power``)."""
+        rem = float(np.sum(np.maximum(self.pl - _exp_up(eps + self.log_qh), 0.0)))
+        add = float(np.sum(np.maximum(self.ql - _exp_up(eps + self.log_ph), 0.0)))
         return max(rem, add) * (1.0 - (self.pl.size + 4) * U)
 
     def epsilon(self, delta: float, hi: float) -> float:
