@@ -305,3 +305,15 @@ def test_k_of_t_lower_end_never_above_the_upper(sigma, t, k, epochs, delta):
     b = allocation.epsilon(sigma, t, t * epochs, delta, selected=k)
     assert 0.0 < b.lower <= b.upper
     assert selected_lower.epsilon_lower(sigma, t, k, epochs, delta, b.upper) <= b.upper
+
+
+@pytest.mark.parametrize("sigma, t, epochs, delta", [(1.136, 234, 7, 1.7e-7), (0.462, 10, 33, 6.6e-4),
+                                                     (0.584, 3, 19, 3.4e-8)])
+def test_both_statistics_below_the_certified_k1_interval(sigma, t, epochs, delta):
+    """k = 1, where the lattice path certifies both ends: each statistic's lower bound is below its
+    upper end, and the better of them within 2 % of its lower end -- the lattice sum N where
+    sigma >= 1, the largest coordinate M below (``selected_lower`` module notes)."""
+    b = allocation.epsilon(sigma, t, t * epochs, delta)
+    lows = [x.epsilon(delta, b.upper) for x in selected_lower._bounds(sigma, t, 1, epochs, b.upper)]
+    assert max(lows) <= b.upper
+    assert max(lows) >= 0.98 * b.lower

@@ -6,7 +6,7 @@ import math
 from .._jit import jit
 from ..logmath import EPS64, log_ndtr
 
-__all__ = ["cell_masses", "conv_direct"]
+__all__ = ["cell_masses", "conv_direct", "max_cells"]
 
 
 @jit
@@ -71,3 +71,57 @@ def conv_direct(a, b, cap, out):
             acc += a[i] * b[j - i]
         out[j] = acc
     return n
+
+
+@jit
+def _log_cdf(z):
+    """(log Phi(z), a bound on its absolute error): from the lower tail's log-CDF where z <= 0,
+    else as log1p(-Phi(-z)) from the upper tail's (accurate where Phi(z) is near 1); the premise
+    of ``_edge`` for the tails' masses, log1p's 8 ulps, and exp's."""
+    if z <= 0.0:
+        lc = log_ndtr(z)
+        return lc, 1e-12 + 256.0 * EPS64 * (abs(lc) + 1.0) + 8.0 * EPS64 * (z * z + 1.0)
+    ls = log_ndtr(-z)
+    x = math.exp(ls)  # (<= 1/2)
+    rho = 1e-12 + 256.0 * EPS64 * (abs(ls) + 1.0) + 8.0 * EPS64 * (z * z + 1.0)
+    lc = math.log1p(-x)
+    return lc, 2.0 * x * rho + 16.0 * EPS64 * (abs(lc) + 1e-300)
+
+
+@jit
+def max_cells(s, t, k, lo, hi, n, p, ep, q, eq):
+    """The laws of M = max_i log W_i on the cells (-inf, e_0], (e_j, e_j+1], (e_n, inf) of
+    e_j = lo + j (hi - lo) / n (n + 2 cells): P(M <= e) = F(e)^(t - k) G(e)^k with the example
+    (k coordinates shifted), F(e)^t without, F and G the CDFs of log W ~ N(-+s^2 / 2, s^2).  Each
+    cell is a difference of two values of the CDF of M, taken as exp(L) below 1/2 and as
+    -expm1(L) above (L its log), and ep, eq bound every cell's absolute error (with 1e-300 for
+    values below the normal range)."""
+    for side in range(2):
+        out, err = (p, ep) if side == 0 else (q, eq)
+        prev_a = prev_ea = prev_c = prev_ec = 0.0
+        for j in range(n + 2):
+            if j <= n:
+                e = lo + j * (hi - lo) / n
+                lf, df = _log_cdf((e + 0.5 * s * s) / s)
+                if side == 0:
+                    lg, dg = _log_cdf((e - 0.5 * s * s) / s)
+                    L = (t - k) * lf + k * lg
+                    dL = (t - k) * df + k * dg + 4.0 * EPS64 * (abs(L) + 1.0)
+                else:
+                    L = t * lf
+                    dL = t * df + 4.0 * EPS64 * (abs(L) + 1.0)
+                a = math.exp(L)
+                ea = a * (math.expm1(dL) + 32.0 * EPS64 * (abs(L) + 1.0))
+                c = -math.expm1(L)
+                ec = a * math.expm1(dL) + 32.0 * EPS64 * c
+            else:
+                a, ea, c, ec = 1.0, 0.0, 0.0, 0.0  # (the CDF at +inf)
+            if j == 0:
+                v, ev = a, ea
+            elif a <= 0.5:
+                v, ev = a - prev_a, ea + prev_ea
+            else:
+                v, ev = prev_c - c, ec + prev_ec
+            out[j] = max(v, 0.0)
+            err[j] = ev + 4.0 * EPS64 * abs(v) + 1e-300  # (subnormal values: no relative accuracy)
+            prev_a, prev_ea, prev_c, prev_ec = a, ea, c, ec
