@@ -1,7 +1,8 @@
 """Balls-in-bins with k > 1 (each example in k of the t steps of an epoch): the certified eps(delta)
 interval, and its lower end's two candidates -- the epoch-sum statistic (N(k, t sigma^2) against
-N(0, t sigma^2): the only lower bound before stop 42) and the lattice statistic of ``samplers.selected_lower`` --
-with the time of each (cold: the one-step cache cleared).
+N(0, t sigma^2): the only lower bound before stop 42) and the larger of ``samplers.selected_lower``'s
+two statistics (the lattice sum N, the largest coordinate M) -- with the time of each (cold: the
+one-step cache cleared).
 
     python bench/allocation_selected.py
 """
@@ -27,7 +28,7 @@ def _timed(fn):
 
 
 def main():
-    print("| σ | t | k | epochs | δ | ε(δ) | width | time | sum statistic | lattice statistic (time) |")
+    print("| σ | t | k | epochs | δ | ε(δ) | width | time | epoch sum | the larger of N and M (time) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for sigma, t, k, e, d in POINTS:
         b, dt = _timed(lambda: allocation.epsilon(sigma, t, t * e, d, selected=k))
