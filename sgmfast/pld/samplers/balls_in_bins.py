@@ -101,10 +101,9 @@ MAX_FULL = 1 << 23
 #: (``epoch_power._conv``); 6 units let the levels run that the 4 wall-clock seconds of the former
 #: budget let run on a quiet machine (the fuzz-found σ 19.63, t 1446 case needs its second level).
 BUDGET = 6.0
-#: Cost of a refinement level over the one before (the lattice spacing falls by sqrt 2, its size
-#: limit doubles and the loss step halves; ``refine_levels`` stops when the next would overrun):
-#: 1.41-1.92 counted on the 17 points of ``bench/allocation_range.py`` (3 skipped levels that fit)
-LEVEL_GROWTH = 2.0
+#: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
+#: limit doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
+LEVEL_GROWTH = 3.0
 
 
 def _full(part, C: int) -> np.ndarray:
