@@ -103,9 +103,9 @@ def epoch_laws(sigma: float, t: int, k: int):
     bv, rbv = _power_direct(v, rv, k, cap)
     q, rq = _times(a, ra, bu, rbu, cap)
     p, rp = _times(a, ra, bv, rbv, cap)
-    r = max(rq, rp)
-    q_in = float(np.sum(q)) * (1.0 - r) * (1.0 - cap * U)
-    p_in = float(np.sum(p)) * (1.0 - r) * (1.0 - cap * U)
+    r = min(max(rq, rp), 1.0)  # (a cell lost to cancellation has no relative bound: then nothing below)
+    q_in = float(np.sum(q)) * (1.0 - r) * (1.0 - cap * U) - cap * UNDERFLOW
+    p_in = float(np.sum(p)) * (1.0 - r) * (1.0 - cap * U) - cap * UNDERFLOW
     # (absolute errors: r of each value, and UNDERFLOW for products below the normal range, which
     # lose their relative accuracy -- at most 2^-1074 each, far below this over every product)
     return p, r * p + UNDERFLOW, q, r * q + UNDERFLOW, max(0.0, 1.0 - p_in), max(0.0, 1.0 - q_in)
@@ -184,9 +184,11 @@ def _tilted_log_power(law, step, E, sign):
 
 
 def _exp_up(x):
-    """Floats >= e^x (x may hold -inf and +inf): exp rounded up by 32 u (|x| + 1)."""
+    """Floats >= e^x (x may hold -inf and +inf): exp rounded up by 32 u (|x| + 1), and 1e-300 for
+    results below the normal range (an underflow to 0 is no upper bound)."""
     with np.errstate(over="ignore"):
-        return np.exp(x) * (1.0 + 32.0 * U * (np.where(np.isfinite(x), np.abs(x), 0.0) + 1.0))
+        e = np.exp(x) * (1.0 + 32.0 * U * (np.where(np.isfinite(x), np.abs(x), 0.0) + 1.0))
+    return np.where(x > -np.inf, e + UNDERFLOW, 0.0)
 
 
 class SelectedLower:
