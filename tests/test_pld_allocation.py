@@ -143,7 +143,7 @@ def test_zero_steps():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(sigma=0.0), "sigma"), (dict(sigma=-1.0), "sigma"), (dict(sigma=float("nan")), "sigma"),
+    (dict(sigma=-1.0), "sigma"), (dict(sigma=float("nan")), "sigma"),  # (sigma = 0: a closed form, below)
     (dict(steps_per_epoch=0), "steps_per_epoch"), (dict(steps_per_epoch=2.5), "steps_per_epoch"),
     (dict(steps=-1), "steps"), (dict(steps=1.5), "steps"),
     (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"),
@@ -317,3 +317,19 @@ def test_both_statistics_below_the_certified_k1_interval(sigma, t, epochs, delta
     lows = [x.epsilon(delta, b.upper) for x in selected_lower._bounds(sigma, t, 1, epochs, b.upper)]
     assert max(lows) <= b.upper
     assert max(lows) >= 0.98 * b.lower
+
+
+def test_no_noise_is_the_closed_form():
+    """sigma = 0: the output shows whether the example was used -- surely in a whole epoch, with
+    probability 1 - C(t - T, k) / C(t, k) in T < t steps -- so δ(ε) is that for every ε."""
+    assert tuple(allocation.epsilon(0.0, 100, 100, 1e-5)) == (math.inf, math.inf)
+    assert tuple(allocation.epsilon(0.0, 100, 50, 0.6)) == (0.0, 0.0)
+    assert tuple(allocation.epsilon(0.0, 100, 50, 0.4)) == (math.inf, math.inf)
+    d = allocation.delta(0.0, 100, 50, np.array([0.0, 3.0]))
+    assert np.all(d.lower == 0.5) and np.all(d.upper == 0.5)
+    assert allocation.delta(0.0, 100, 50, 1.0, selected=2).upper == pytest.approx(1 - 50 * 49 / (100 * 99), rel=1e-15)
+    assert allocation.delta(0.0, 100, 0, 1.0).upper == 0.0
+    # the sampler table answers through it
+    assert pld.delta(0.0, 0.01, 50, 1.0, sampler="balls_in_bins").upper == 0.5
+    with pytest.raises(ValueError, match="sigma"):
+        allocation.epsilon(-1.0, 100, 100, 1e-5)

@@ -35,7 +35,8 @@ floor  module                          what it holds
 6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
 6      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
-6      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from one statistic
+6      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
+6      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0
 6      ``samplers.shuffle``            the permutation shuffle: sound, loose
 6      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5)
 6      ``samplers.fixed_size``         sampling without replacement, replace-one

@@ -93,14 +93,7 @@ def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -
     t = batches_per_epoch(q, sampler)
     if sampler == "shuffle":
         return getattr(shuffle, kind)(sigma, t, steps, x, relation=relation, accuracy=accuracy)
-    if sigma == 0.0:
-        # no noise: the output reveals whether the example was used, which it surely is within
-        # an epoch (its step is uniform among the epoch's t): δ(ε) = min(1, T/t) for every ε
-        used = min(1.0, steps / t)
-        if kind == "delta":
-            return Bounds(used, used)
-        return Bounds(0.0, 0.0) if x >= used else Bounds(math.inf, math.inf)
-    return getattr(allocation, kind)(sigma, t, steps, x, accuracy=accuracy)
+    return getattr(allocation, kind)(sigma, t, steps, x, accuracy=accuracy)  # (sigma = 0 too: ``epoch_gauss``)
 
 
 class LooseBoundWarning(UserWarning):

@@ -85,6 +85,7 @@ from ..grid.composition import compose_repeated, eps_groups, recentred, repeated
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail, selected_lower
+from .epoch_gauss import _gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless
 from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upper_power, epoch_cost, window_low
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
@@ -334,8 +335,8 @@ def _check(sigma, steps_per_epoch, steps, accuracy):
         sigma = float(sigma)
     except (TypeError, ValueError):
         raise ValueError(f"sigma must be a number > 0, got {sigma!r}") from None
-    if not sigma > 0:
-        raise ValueError(f"sigma must be a number > 0 (+inf allowed), got {sigma!r}")
+    if not sigma >= 0:
+        raise ValueError(f"sigma must be a number >= 0 (+inf allowed), got {sigma!r}")
     t = check_positive_int(steps_per_epoch, "steps_per_epoch")
     try:
         T = int(steps)
@@ -361,7 +362,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     Parameters
     ----------
     sigma : float
-        Noise multiplier, > 0.
+        Noise multiplier, >= 0 (0 and +inf in closed form, ``epoch_gauss``).
     steps_per_epoch : int
         t, the number of batches per epoch (each example is in exactly one of them; the batch
         fraction is 1/t).
@@ -398,6 +399,9 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     e_hi, e_lo = -(-T // t), T // t
     if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return Bounds(0.0, 0.0)
+    if sigma == 0.0:  # (no noise: closed form)
+        e = noiseless("epsilon", t, k, T, delta)
+        return Bounds(e, e)
     if k > 1:  # (module notes: the decomposition above, the sum statistic below)
         up = float(epsilon(sigma, t // k, k * e_hi * (t // k), delta, accuracy=accuracy).upper)
         lo = max(float(accountant_eps_lower(sigma * math.sqrt(t) / k, e_lo, delta)),
@@ -441,8 +445,9 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     scalar = np.ndim(epsilon) == 0
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
-    if sigma == math.inf:  # (pure noise)
-        return Bounds(0.0, 0.0) if scalar else Bounds(np.zeros(eps.size), np.zeros(eps.size))
+    if sigma == math.inf or sigma == 0.0:  # (pure noise; no noise: closed form)
+        d = noiseless("delta", t, k, T, eps) if sigma == 0.0 else np.zeros(eps.size)
+        return Bounds(float(d[0]), float(d[0])) if scalar else Bounds(d, d.copy())
     if k > 1 and e_hi:  # (module notes)
         up = np.asarray(delta(sigma, t // k, k * e_hi * (t // k), eps, accuracy=accuracy).upper,
                         dtype=np.float64).reshape(-1)
@@ -566,34 +571,3 @@ def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
         return max(float(Engine([(sigma, 1.0 / t, steps)], 0.05).epsilon(delta)[1]), 1e-3)
     except (GridFailure, ArithmeticError):  # only a heuristic
         return 1.0
-
-
-def accountant_eps_lower(noise: float, epochs: int, delta: float) -> float:
-    """The certified lower eps of ``epochs`` Gaussian mechanisms with noise ``noise`` (0 for none)."""
-    if not epochs:
-        return 0.0
-    return float(Engine([(noise, 1.0, epochs)], 1e-3).epsilon(delta)[0])
-
-
-def _sum_statistic_eps(sigma: float, t: int, epochs: int, delta: float) -> float:
-    """A certified lower bound on the mechanism's eps, where the lattice cannot give one (very
-    small sigma): a dataset pair whose extra example has the same unit gradient at every step
-    (the others' known) makes the sum of an epoch's outputs along it N(1, t sigma^2) against
-    N(0, t sigma^2) -- a post-processing of the epoch -- so E whole epochs are at least the
-    Gaussian mechanism with mu = sqrt(E) / (sigma sqrt t)."""
-    return accountant_eps_lower(sigma * math.sqrt(t), epochs, delta)
-
-
-def _gauss_eps(sigma: float, epochs: int, delta: float, lower: bool = False) -> float:
-    """eps of the Gaussian mechanism composed ``epochs`` times (mu = sqrt(E)/sigma): every epoch
-    of random allocation is a mixture of Gaussian mechanisms, so this bounds it above (joint
-    convexity); for t = 1 it is exact."""
-    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).epsilon(delta)[:2]
-    return float(lo if lower else up)
-
-
-def _gauss_delta(sigma: float, epochs: int, eps: np.ndarray):
-    """(lower, upper) δ at ``eps`` of the Gaussian mechanism composed ``epochs`` times (the
-    closed form, through the engine's exact path; no public-API round trip)."""
-    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).delta(np.asarray(eps, dtype=np.float64).reshape(-1))
-    return np.asarray(lo, dtype=np.float64), np.asarray(up, dtype=np.float64)

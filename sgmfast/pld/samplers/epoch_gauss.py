@@ -1,0 +1,55 @@
+"""Balls-in-bins' closed forms: the Gaussian-mechanism bounds that start its refinement (above:
+every epoch is a mixture of Gaussian mechanisms; below: the sum of an epoch's outputs) and the
+noiseless run (sigma = 0), which needs no lattice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import Engine
+
+
+def noiseless(kind: str, t: int, k: int, steps: int, x):
+    """Exact bounds at sigma = 0: the output shows whether the example was used, which it is in
+    every whole epoch and, in a run of T < t steps, with probability 1 - C(t - T, k) / C(t, k) (its
+    k steps uniform among the epoch's t).  δ(ε) is that probability for every ε; ε(δ) is +inf
+    below it, else 0.  (``kind``: "epsilon" at one δ, or "delta" at an array of ε.)"""
+    used = 1.0
+    if steps < t:
+        used = 1.0 - math.prod((t - steps - i) / (t - i) for i in range(k)) if steps else 0.0
+    if kind == "delta":
+        return np.full(np.size(x), used)
+    return 0.0 if x >= used else math.inf
+
+
+def accountant_eps_lower(noise: float, epochs: int, delta: float) -> float:
+    """The certified lower eps of ``epochs`` Gaussian mechanisms with noise ``noise`` (0 for none)."""
+    if not epochs:
+        return 0.0
+    return float(Engine([(noise, 1.0, epochs)], 1e-3).epsilon(delta)[0])
+
+
+def _sum_statistic_eps(sigma: float, t: int, epochs: int, delta: float) -> float:
+    """A certified lower bound on the mechanism's eps, where the lattice cannot give one (very
+    small sigma): a dataset pair whose extra example has the same unit gradient at every step
+    (the others' known) makes the sum of an epoch's outputs along it N(1, t sigma^2) against
+    N(0, t sigma^2) -- a post-processing of the epoch -- so E whole epochs are at least the
+    Gaussian mechanism with mu = sqrt(E) / (sigma sqrt t)."""
+    return accountant_eps_lower(sigma * math.sqrt(t), epochs, delta)
+
+
+def _gauss_eps(sigma: float, epochs: int, delta: float, lower: bool = False) -> float:
+    """eps of the Gaussian mechanism composed ``epochs`` times (mu = sqrt(E)/sigma): every epoch
+    of random allocation is a mixture of Gaussian mechanisms, so this bounds it above (joint
+    convexity); for t = 1 it is exact."""
+    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).epsilon(delta)[:2]
+    return float(lo if lower else up)
+
+
+def _gauss_delta(sigma: float, epochs: int, eps: np.ndarray):
+    """(lower, upper) δ at ``eps`` of the Gaussian mechanism composed ``epochs`` times (the
+    closed form, through the engine's exact path; no public-API round trip)."""
+    lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).delta(np.asarray(eps, dtype=np.float64).reshape(-1))
+    return np.asarray(lo, dtype=np.float64), np.asarray(up, dtype=np.float64)
