@@ -337,7 +337,8 @@ _E2_SUBSTEPS = 8
 #: between them
 _ROW_CHUNK = 16
 #: Candidate splits sharpened by one read of the kept grids each (or a PLD query): the fine
-#: stage's best, and the zoom's (ranked by the lookup, whose rounding can reorder them)
+#: stage's best, and the zoom's (ranked by the lookup, whose rounding can reorder them); both
+#: searches (``_profile_epsilon``, ``_profile_delta``)
 _SHARPEN_EPS, _SHARPEN_ZOOM = 4, 2
 #: Positions of the fine stage's e2 grid at most
 _MOVES = 4
@@ -492,20 +493,22 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     e2f = np.unique(np.concatenate([e2f[(e2f >= 0.0) & (e2f <= eps)], e2_grid[np.abs(e2_grid - e2_0) <= _NEAR_E2 * h]]))
     tot, x, e2, excess = _delta_splits(runs, fine, prof, prof.e[js], prof.d[js], eps, e2f, m)
     best = min(float(tot.min()), 1.0)
-    # delta_Q at every split of the fine stage and of the zoom, sharper than the lookup's (off the
-    # kept grids, or one PLD query; x depends on e2 only: one read per e2), so that the round trip
+    # the best row's e2 zoomed in on, as in ``_profile_epsilon`` (``_zoom``, on the lookup's
+    # totals), then delta_Q read sharper than the lookup (off the kept grids, or one PLD query) at
+    # the fine stage's best few splits and the zoom's last round, in one read: the round trip
     # delta(epsilon(d)) <= d holds to the query's accuracy
-    def sharp(xs, e2s, exc):
-        d_q = np.asarray(prof.delta_sharp(np.maximum(xs, 0.0)), dtype=np.float64)  # (the same x: the same e2*)
-        return m * np.exp(e2s) * d_q + exc
-
-    vals = sharp(x, e2, excess)  # (rows x e2: broadcast)
-    best = min(best, float(vals.min()))
-    r0, k0 = divmod(int(np.argmin(vals)), e2f.size)
+    r0, k0 = divmod(int(np.argmin(tot)), e2f.size)
+    fine_picks = [divmod(int(f), e2f.size) for f in np.argsort(tot, axis=None)[:_SHARPEN_EPS]]
+    xs, e2s, exs = ([x[k] for _, k in fine_picks], [e2[k] for _, k in fine_picks],
+                    [excess[r, k] for r, k in fine_picks])
 
     def row(e2z):
-        _, xz, e2c, exc = _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, e2z, m)
-        return sharp(xz, e2c, exc[0])
+        return _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, e2z, m)[0][0]
 
-    # the best row's e2 zoomed in on, as in ``_profile_epsilon`` (``_zoom``)
-    return min(best, float(_zoom(row, e2f, k0)[0].min()))
+    vz, e2z = _zoom(row, e2f, k0)
+    best = min(best, float(vz.min()))
+    top = e2z[-_ZOOM_POINTS:]  # (the last round whole: the lookup's steps reorder its points)
+    _, xz, e2c, exc = _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, top, m)
+    xs, e2s, exs = np.array(xs + list(xz)), np.array(e2s + list(e2c)), np.array(exs + list(exc[0]))
+    d_q = np.asarray(prof.delta_sharp(np.maximum(xs, 0.0)), dtype=np.float64)
+    return min(best, float(np.min(m * np.exp(e2s) * d_q + exs)))
