@@ -10,18 +10,26 @@ __all__ = ["cell_masses", "conv_direct", "max_cells"]
 
 
 @jit
+def _tail_rel(l, z, s):
+    """Relative error bound of exp(l), l = log_ndtr(+-z) for z computed from a log-W edge: the
+    package's premise for its log-CDFs (1e-12 + 256 u (|l| + 1), ``bins.mass_slack``, exp's
+    rounding included), and z's own rounding -- a few u (|log edge| + 2) / s + u |z| from the
+    edge's product and log, the sums and the division, where |log edge| <= s |z| + s^2, so a few
+    u (|z| + s + 2 / s) -- which moves the tail mass by |z| + 1 times that, relatively."""
+    return 1e-12 + 256.0 * EPS64 * (abs(l) + 1.0) + 8.0 * EPS64 * (abs(z) + 1.0) * (abs(z) + s + 2.0 / s + 2.0)
+
+
+@jit
 def _edge(j, s, h, shift):
     """(P(W <= j h), its error, P(W > j h), its error): Phi(z) and Phi(-z), z = (log(j h) + s^2 / 2
-    - shift s^2) / s, each within 1e-12 + 256 u (|log| + 1) relative (the package's premise for its
-    log-CDFs, ``bins.mass_slack``, exp's rounding included) plus 8 u (z^2 + 1) for z's own
-    rounding (a few u |z| moves Phi by at most that, relatively)."""
+    - shift s^2) / s, each within ``_tail_rel``.  (The statistic's edges are the exact j h, the
+    same under both measures: the rounding of z is charged, not taken as the edge.)"""
     z = (math.log(j * h) + 0.5 * s * s - shift * s * s) / s
-    zr = 8.0 * EPS64 * (z * z + 1.0)
     lc = log_ndtr(z)
     ls = log_ndtr(-z)
     c = math.exp(lc)
     u = math.exp(ls)
-    return c, c * (1e-12 + 256.0 * EPS64 * (abs(lc) + 1.0) + zr), u, u * (1e-12 + 256.0 * EPS64 * (abs(ls) + 1.0) + zr)
+    return c, c * _tail_rel(lc, z, s), u, u * _tail_rel(ls, z, s)
 
 
 @jit
@@ -74,18 +82,17 @@ def conv_direct(a, b, cap, out):
 
 
 @jit
-def _log_cdf(z):
+def _log_cdf(z, s):
     """(log Phi(z), a bound on its absolute error): from the lower tail's log-CDF where z <= 0,
-    else as log1p(-Phi(-z)) from the upper tail's (accurate where Phi(z) is near 1); the premise
-    of ``_edge`` for the tails' masses, log1p's 8 ulps, and exp's."""
+    else as log1p(-Phi(-z)) from the upper tail's (accurate where Phi(z) is near 1); the tails'
+    masses within ``_tail_rel``, log1p's 8 ulps."""
     if z <= 0.0:
         lc = log_ndtr(z)
-        return lc, 1e-12 + 256.0 * EPS64 * (abs(lc) + 1.0) + 8.0 * EPS64 * (z * z + 1.0)
+        return lc, _tail_rel(lc, z, s)
     ls = log_ndtr(-z)
     x = math.exp(ls)  # (<= 1/2)
-    rho = 1e-12 + 256.0 * EPS64 * (abs(ls) + 1.0) + 8.0 * EPS64 * (z * z + 1.0)
     lc = math.log1p(-x)
-    return lc, 2.0 * x * rho + 16.0 * EPS64 * (abs(lc) + 1e-300)
+    return lc, 2.0 * x * _tail_rel(ls, z, s) + 16.0 * EPS64 * (abs(lc) + 1e-300)
 
 
 @jit
@@ -102,9 +109,9 @@ def max_cells(s, t, k, lo, hi, n, p, ep, q, eq):
         for j in range(n + 2):
             if j <= n:
                 e = lo + j * (hi - lo) / n
-                lf, df = _log_cdf((e + 0.5 * s * s) / s)
+                lf, df = _log_cdf((e + 0.5 * s * s) / s, s)
                 if side == 0:
-                    lg, dg = _log_cdf((e - 0.5 * s * s) / s)
+                    lg, dg = _log_cdf((e - 0.5 * s * s) / s, s)
                     L = (t - k) * lf + k * lg
                     dL = (t - k) * df + k * dg + 4.0 * EPS64 * (abs(L) + 1.0)
                 else:

@@ -25,7 +25,7 @@ import numpy as np
 from ..._types import Bounds
 from ..common import refine_levels, resolved
 from ..grid.composition import eps_groups, recentred
-from . import balls_in_bins as bb, epoch_add
+from . import balls_in_bins as bb, epoch_add, epoch_gauss as eg
 
 #: work (seconds of ``_work`` units) a curve may spend refining: a few single queries' worth
 CURVE_BUDGET = 1.5 * bb.BUDGET
@@ -110,8 +110,8 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     counts, hi, lo_i = _counts(t, cps)
     big = int(counts[-1])
     tail = bb._tail_decade(accuracy * delta / big)
-    gauss = np.array([bb._gauss_eps(sigma, int(c), delta) for c in counts])
-    lo0 = np.array([bb._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
+    gauss = np.array([eg._gauss_eps(sigma, int(c), delta) for c in counts])
+    lo0 = np.array([eg._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
     centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
     add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments)
     capped: dict = {}  # (per count, the upper ends with the add direction capped: ``bb.eps_bounds``)
@@ -147,12 +147,12 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     groups = eps_groups(eps)
     # (then from the least upper δ found, as a single query does)
     tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps[:1]) / big)]
-    gauss = np.array([bb._gauss_delta(sigma, int(c), eps)[1] for c in counts])
+    gauss = np.array([eg._gauss_delta(sigma, int(c), eps)[1] for c in counts])
     shifted = gauss[:, 1].copy()  # (each count's upper δ at the shifted ε)
     gauss = gauss[:, 0].copy()
     add_caps = [epoch_add.delta_upper(sigma, t, int(c), eps) for c in counts]
     capped: dict = {}  # (per count, the upper ends with the add direction capped)
-    lo0 = np.array([float(bb._gauss_delta(sigma * math.sqrt(t), int(c), eps[:1])[0][0]) for c in counts])
+    lo0 = np.array([float(eg._gauss_delta(sigma * math.sqrt(t), int(c), eps[:1])[0][0]) for c in counts])
 
     def narrow(lo, up, each=False):
         ok = resolved(lo, up, shifted, accuracy)

@@ -50,7 +50,7 @@ import numpy as np
 from ..._kernels.pld import selected_lower as ks
 from ..._work import charge
 from ..common import U
-from .epoch_power import _conv
+from .epoch_power import _power
 
 #: Lattice points of N (the direct convolutions cost up to ~15 x this squared multiply-adds)
 MAX_CELLS = 4000
@@ -111,16 +111,15 @@ def epoch_laws(sigma: float, t: int, k: int):
     return p, r * p + UNDERFLOW, q, r * q + UNDERFLOW, max(0.0, 1.0 - p_in), max(0.0, 1.0 - q_in)
 
 
-def _g_laws(p, ep, q, eq, p_top, q_top, step, bins):
+def _g_laws(p, ep, q, eq, p_top, q_top, ell, step, bins):
     """Per-epoch laws of g (bins 0 .. bins-1, g = index - bins // 2): (P low, P high, Q low,
-    Q high), from a statistic's laws p, q with absolute error bounds ep, eq per value.  The
+    Q high), from a statistic's laws p, q with absolute error bounds ep, eq per value and g
+    = ell / step rounded, ell = log(p / q) as computed (any function of the statistic will do).  The
     statistic's values above its range (masses p_top, q_top) get g's bottom value in the remove
     direction's laws and its top in the add direction's (each direction's bound is a
     post-processing of its own: the two may use different functions), where the tilts of
     ``SelectedLower`` shrink them; in the low laws they are left out."""
     half = bins // 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ell = np.log(p) - np.log(q)
     g = np.where(np.isnan(ell), -half, np.clip(np.rint(ell / step), -half, bins - 1 - half))
     idx = (g + half).astype(np.int64)
     slack = 1.0 + (p.size + 4) * U  # (the sums' rounding, relative)
@@ -150,18 +149,9 @@ def max_laws(sigma: float, t: int, k: int):
 
 
 def _epochs(law, E, low):
-    """The E-fold convolution power of a per-epoch law, entry-wise low or high (``_conv``)."""
-    out, e, base, eb, n = None, 0.0, law, 0.0, E
-    while True:
-        if n & 1:
-            if out is None:
-                out, e = base, eb
-            else:
-                out, e = _conv(out, e, base, eb, out.size + base.size - 1)
-        n >>= 1
-        if not n:
-            break
-        base, eb = _conv(base, eb, base, eb, 2 * base.size - 1, True)
+    """The E-fold convolution power of a per-epoch law (``epoch_power._power``: FFT products with
+    their entry-wise error bound), entry-wise low or high."""
+    _, out, e = _power(law, E, E * law.size)
     return np.maximum(out - e, 0.0) if low else out + e
 
 
@@ -170,7 +160,9 @@ def _tilted_log_power(law, step, E, sign):
     and untilted entry by entry: the FFT's additive round-off then stays small next to the masses
     where the bound reads them (remove: Q near loss eps, tilt +1; add: P near -eps, tilt -1).
     Every rounding is charged against the bound: exp and log within 8 ulps (the package's premise,
-    ``tuning``'s _F = 16 u) plus u |x| for the argument x's own rounding, 32 u (|x| + 1) in all."""
+    ``tuning``'s _F = 16 u) plus u |x| for the argument x's own rounding, 32 u (|x| + 1) in all;
+    and the epochs' rounded g step, whose sum differs from the composed entry's G step by up to
+    u E max |g step| (the tilt factors' product is e^(sum of the rounded x))."""
     g = (np.arange(law.size) - law.size // 2) * step
     x = sign * g
     tilted = law * np.exp(x) * (1.0 + 32.0 * U * (np.abs(x) + 1.0))
@@ -179,7 +171,7 @@ def _tilted_log_power(law, step, E, sign):
     with np.errstate(divide="ignore"):
         lc = np.log(comp)
     finite = np.isfinite(lc)  # (an empty entry stays -inf: no mass)
-    slack = 32.0 * U * (np.where(finite, np.abs(lc), 0.0) + np.abs(G) + 2.0)
+    slack = 32.0 * U * (np.where(finite, np.abs(lc), 0.0) + np.abs(G) + 2.0) + 2.0 * U * E * float(np.max(np.abs(g)))
     return np.where(finite, lc - sign * G + slack, lc)
 
 
@@ -204,7 +196,7 @@ class SelectedLower:
         span = float(np.max(np.abs(ell[live]))) if np.any(live) else 1.0
         # (the per-epoch loss resolved to about 1e-4 of the answer's scale, within the bins' span)
         step = max(2.0 * span / (bins - 2), 1e-4 * max(eps_hint, 0.1) / math.sqrt(epochs))
-        pl, ph, ql, qh = _g_laws(p, ep, q, eq, p_top, q_top, step, bins)
+        pl, ph, ql, qh = _g_laws(p, ep, q, eq, p_top, q_top, ell, step, bins)
         self.pl, self.ql = _epochs(pl, epochs, True), _epochs(ql, epochs, True)
         # (log upper bounds: remove's Q tilted up, add's P tilted down)
         self.log_qh = _tilted_log_power(qh, step, epochs, 1.0)
@@ -240,13 +232,17 @@ class SelectedLower:
 
 def _applies(sigma: float, t: int, k: int, epochs: int) -> bool:
     """Whether the bound is worth its work: k = t is the Gaussian mechanism, which the sum
-    statistic gives exactly (``balls_in_bins._sum_statistic_eps``)."""
+    statistic gives exactly (``epoch_gauss``)."""
     return epochs > 0 and 1 <= k < t and 0.0 < sigma < math.inf
 
 
-def _bounds(sigma, t, k, epochs, eps_hint):
+def _hint(eps_hint: float) -> float:
+    """The eps scale a caller's hint gives (1 where it gives none)."""
+    return eps_hint if math.isfinite(eps_hint) and eps_hint > 0.0 else 1.0
+
+
+def _bounds(sigma, t, k, epochs, hint):
     """The ``SelectedLower`` of each statistic: N (the lattice sum) and the largest coordinate."""
-    hint = eps_hint if math.isfinite(eps_hint) and eps_hint > 0.0 else 1.0
     return [SelectedLower(laws(sigma, t, k), epochs, hint) for laws in (epoch_laws, max_laws)]
 
 
@@ -256,7 +252,7 @@ def epsilon_lower(sigma: float, t: int, k: int, epochs: int, delta: float, eps_h
     where the search starts."""
     if not _applies(sigma, t, k, epochs):
         return 0.0
-    hint = eps_hint if math.isfinite(eps_hint) and eps_hint > 0.0 else 1.0
+    hint = _hint(eps_hint)
     return max(b.epsilon(delta, hint) for b in _bounds(sigma, t, k, epochs, hint))
 
 
@@ -265,5 +261,5 @@ def delta_lower(sigma: float, t: int, k: int, epochs: int, eps, eps_hint: float)
     eps = np.atleast_1d(np.asarray(eps, dtype=np.float64))
     if not _applies(sigma, t, k, epochs):
         return np.zeros(eps.size)
-    bounds = _bounds(sigma, t, k, epochs, eps_hint)
+    bounds = _bounds(sigma, t, k, epochs, _hint(eps_hint))
     return np.array([max(b.delta(float(e)) for b in bounds) for e in eps])
