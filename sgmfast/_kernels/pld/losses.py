@@ -26,29 +26,16 @@ def remove_loss(z, sigma, q):
 
 
 @jit
-def _log_d(x, q):
-    """log(e^x - (1 - q)): -inf at or below the lower end log(1 - q) of the remove loss."""
-    if q >= 1.0:
-        return x
-    l1q = math.log1p(-q)
-    if x <= l1q:
-        return NEG_INF
-    return l1q + log_expm1(x - l1q)
-
-
-@jit
 def _z_of_loss(x, sigma, q):
     """Inverse of the remove loss: z with ell_rem(z) = x; -inf when x <= log(1 - q)."""
-    ld = _log_d(x, q)
-    if ld == NEG_INF:
-        return NEG_INF
-    return sigma * sigma * (ld - math.log(q)) + 0.5
+    return z_of_loss_with(x, sigma * sigma, q, math.log1p(-q) if q < 1.0 else NEG_INF, math.log(q))
 
 
 @jit
 def z_of_loss_with(x, s2, q, l1q, log_q):
-    """``_z_of_loss`` with its constants given: s2 = sigma^2, l1q = log1p(-q), log_q = log(q)
-    (the same operations on the same values, so the same float; for loops over many x)."""
+    """``_z_of_loss`` with its constants given (s2 = sigma^2, l1q = log1p(-q), log_q = log(q)),
+    for loops over many x: log(e^x - (1 - q)), -inf at or below the remove loss's lower end
+    log(1 - q), then z = s2 (that - log q) + 1/2."""
     if q >= 1.0:
         ld = x
     elif x <= l1q:
