@@ -99,6 +99,16 @@ def test_heavy_tail_lower_end_is_tilted():
     assert b.upper - b.lower <= 3e-3 * b.upper
 
 
+def test_heavy_tail_mass_above_the_cap_is_on_finite_losses():
+    """sigma 0.45, t 1065, 10 epochs, δ 5.9e-9 (the domain sweep's): the lattice's size cut the
+    cap's room, and the 6.1e-10 an epoch of P-mass above the cap, at +inf, passed δ / 10: the upper
+    end was the Gaussian mechanism's 64.03 for a lower end of 11.96.  On ``over_ladder``'s finite
+    losses it is within 1 % of the lower end, and δ(ε) at it confirms δ."""
+    b = allocation.epsilon(0.45, 1065, 10650, 5.9e-9)
+    assert 11.9 < b.lower <= b.upper < 12.1 and b.upper - b.lower <= 1e-2 * b.upper
+    assert allocation.delta(0.45, 1065, 10650, b.upper).upper <= 5.9e-9 * (1 + 1e-9)
+
+
 def test_lower_power_skips_its_tilts_only_where_the_floor_is_small():
     from sgmfast.pld.samplers.epoch_power import _any_power, _lower_power
 
@@ -225,6 +235,33 @@ def test_given_one_bounds_and_resolves_the_heavy_tail_above_the_cap(sigma, t):
         p, q = _given_one(wu, h, t, cap, wc, H, m1, 1.0 / sigma)
         assert p >= exact_p and q >= exact_q
         assert p <= (8.0 if cap < 1.5 * K * h else 40.0) * exact_p  # (measured: 1.5-4.2x, 10-19x)
+
+
+@pytest.mark.parametrize("sigma,t", [(0.4, 3), (0.5, 6), (0.7, 20)])
+def test_ladder_above_the_cap_dominates_the_exact_lattice_law(sigma, t):
+    """``epoch_tail.over_ladder``: its atoms' survival is at least the exact t-fold convolution's
+    P-mass above every y past the cap (so the loss log(S/t) placed at the atoms only grows),
+    the atoms sum to the mass above the cap, lie at or below the lattice's largest sum, and
+    ``place_ladder`` puts each at a grid loss at least its own."""
+    from sgmfast.pld.samplers.epoch_tail import over_cap, over_ladder, place_ladder
+
+    s, h, K = 1.0 / sigma, 0.25, 800
+    wu, c, x, _, _, _ = _exact_sums(sigma, h, K, t)
+    cap = K * h + 2.0 * t
+    p_cap = over_cap(wu, h, t, cap, K * h, s, 0.0)[0]
+    xs, ms = over_ladder(wu, h, t, cap, K * h, s, p_cap, 0.0)
+    assert math.isclose(float(ms.sum()), p_cap, rel_tol=1e-12) and xs[-1] <= t * K * h * (1 + 1e-12)
+    assert np.all(np.diff(xs) > 0) and np.all(ms >= 0) and xs[0] > cap
+    pmass = c * x / t
+    for y in np.concatenate((np.linspace(cap, 3 * cap, 200), xs, xs * (1 - 1e-9))):
+        assert float(ms[xs > y].sum()) >= float(pmass[x > y].sum()) * (1 - 1e-12)
+    step, j_lo = 0.013, -20
+    pess = np.zeros(int(math.log(xs[-1] / t) / step) - j_lo - 5)  # (the top atom above the grid)
+    beyond = place_ladder((xs, ms), t, step, j_lo, pess)
+    assert math.isclose(float(pess.sum()) + beyond, p_cap, rel_tol=1e-9) and beyond >= ms[-1]
+    for i in np.flatnonzero(pess):
+        placed = xs[np.ceil(np.log(xs * (1 + 1e-12) / t) / step).astype(int) - j_lo == i]
+        assert (i + j_lo) * step >= math.log(float(placed.max()) / t)
 
 
 @pytest.mark.parametrize("sigma,t1", [(0.4, 2), (0.5, 5), (0.8, 12)])

@@ -37,7 +37,9 @@ How it is certified (each step only moves a bound in its own direction):
    from the lower masses; for the upper masses each entry takes the least of
    the untilted power's bound and those of the powers tilted by e^{+-lam x}, which fall off
    away from the bulk.  What lies above the cap is, for the upper bound, bounded by Chernoff
-   on the lattice MGF: its P-mass goes to +inf (remove), its Q-mass down to the cap (add);
+   on the lattice MGF: its P-mass goes to +inf (remove; where it passes its budget, to the finite
+   losses of a ladder of such bounds up to t W_max, ``epoch_tail.over_ladder``), its Q-mass down
+   to the cap (add);
    the lower bound drops it.  (``epoch_power``: each partial sum is also cut to a window of a
    few dozen sd about its mean, by Chernoff bounds of 1e-60 whose mass is charged the same way.)
 4. **One epoch on the loss grid**: the lattice atoms (loss log(sh/t) or its negative) are put
@@ -120,7 +122,8 @@ class Epoch:
     charged by truncation.  Built once per (sigma, t, lattice) and kept in the one-step cache
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
-    __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "q_out", "q_over", "q_cut", "span", "w_max",
+    __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
+                 "w_max",
                  "_steps", "s", "_wu", "_wl", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
@@ -154,6 +157,13 @@ class Epoch:
         p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
+        # (past 1000 budgets -- a heavy tail on a lattice whose size cut the cap's room --, at finite
+        # losses, ``over_ladder``: sigma 0.45, t 1065, 10 epochs, δ 5.9e-9 charged 6.1e-10 an epoch at
+        # +inf, and its upper end was the Gaussian's 64.0 for [11.96, ...])
+        self.ladder = None
+        if p_over > 1e3 * tail:
+            self.ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, p_over, tail)
+            p_over = 0.0
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut
@@ -231,6 +241,8 @@ class Epoch:
             p_inf += self.q_cut  # (the windows' cuts: at +inf, ``epoch_power``)
         else:
             p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass)
+            if self.ladder is not None:
+                p_inf += epoch_tail.place_ladder(self.ladder, t, step, j_lo, pess)
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
 
 

@@ -218,6 +218,50 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
     return min(p, 1.0), min(q, 1.0)
 
 
+#: The ladder's rungs above the cap (``over_ladder``), in cap: a heavy tail's P-mass above the
+#: cap sits just above it (sigma 0.45, t 1065: 6e-10 above the cap, 3e-12 above 1.1 cap).
+LADDER = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0)
+
+
+def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, p_cap: float, need: float):
+    """The P-mass above the cap, ``p_cap`` (>= P(S' > cap), ``over_cap``), as atoms at finite S
+    instead of +inf: (xs, masses), the masses summing to p_cap.  With B_k the running least of
+    p_cap and ``over_cap`` at the rungs x_k = cap LADDER[k], the atom at x_k carries B_{k-1} - B_k
+    (what lies in (x_{k-1}, x_k] is put at its top) and the last, at t x_max, the rest: S' of the
+    lattice law is at most t x_max (x_max = (w.size - 1) h, every coordinate's top).  So the atoms'
+    law is stochastically above the lattice law's S' on S' > cap (its survival is B_{k-1} >=
+    P(S' > y) on [x_{k-1}, x_k)), and the loss log(S/t) only grows: an upper bound may place it so.
+    Stops where B_k <= ``need``, the rest at the top."""
+    top = t * (w.size - 1) * h
+    xs, masses, left = [], [], p_cap
+    for f in LADDER:
+        x = cap * f
+        if x >= top or left <= need:
+            break
+        b = min(left, over_cap(w, h, t, x, w_max, s, need)[0])
+        xs.append(x)
+        masses.append(left - b)
+        left = b
+    if left > 0.0:
+        xs.append(top)
+        masses.append(left)
+    return np.array(xs), np.array(masses)
+
+
+def place_ladder(ladder, t: int, step: float, j_lo: int, pess: np.ndarray) -> float:
+    """Adds ``over_ladder``'s atoms to the remove direction's upper masses at their losses
+    log(x / t), rounded up to the grid (x raised 1e-12 relative first, above the log's and the
+    division's rounding); returns the mass above the grid's top (the caller's +inf mass)."""
+    beyond = 0.0
+    for x, m in zip(*ladder):
+        i = math.ceil(math.log(x * (1.0 + 1e-12) / t) / step) - j_lo
+        if i < pess.size:
+            pess[max(i, 0)] += m * (1.0 + 1e-12)
+        else:
+            beyond += m * (1.0 + 1e-12)
+    return beyond
+
+
 #: Points r of ``_given_one``'s tail bounds on the others' sum (twice this many: geometric in r and
 #: in cap - r), and its truncation points (``_truncations``): a heavy tail's bound on P(R > r) is
 #: set by the one above M ~ r / 2.
