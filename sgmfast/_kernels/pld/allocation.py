@@ -435,3 +435,61 @@ def chernoff_sums(w, h, lams, m, dm):
                 b += w[k] * ((k * h) * e)
         m[i] = a
         dm[i] = b
+
+
+@jit
+def _product(a0, a1, b0, b1):
+    """(mass, relative error) of P(a0 < Z <= a1) P(b0 < Z <= b1), Z standard normal, as the exp
+    of the two ``log_ndtr_diff`` summed: each within ``_diff_err`` relative, the sum's rounding
+    u (|la| + |lb|) absolute in log, 4u for the exp."""
+    if not (a1 > a0 and b1 > b0):
+        return 0.0, 0.0
+    la, lb = log_ndtr_diff(a0, a1), log_ndtr_diff(b0, b1)
+    if la == NEG_INF or lb == NEG_INF:
+        return 0.0, 0.0
+    return math.exp(la + lb), _diff_err(a0, a1) + _diff_err(b0, b1) + EPS64 * (abs(la) + abs(lb) + 4.0)
+
+
+@jit
+def _two_terms(za0, za1, zb0, zb1, zaw, zbw):
+    """(mass, relative error) of F(1) - F(0) for F = A B, A(z) = P(zaw < Z <= z) and B the same
+    with zbw (Z standard normal), as A(1) (B(1) - B(0)) + B(0) (A(1) - A(0)): non-negative
+    terms (``_product``), their sum's rounding 2u more."""
+    m1, e1 = _product(zaw, za1, zb0, zb1)
+    m2, e2 = _product(zbw, zb0, za0, za1)
+    return m1 + m2, max(e1, e2) + 2.0 * EPS64
+
+
+@jit
+def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
+    """Two coordinates' tails on the loss grid ell_j = (j_lo + j) step, upper bound: the mass of
+    {X > w_max, Y > w_max} for independent log X ~ N(-s^2/2 + shift s^2, s^2) and log Y ~
+    N(-s^2/2, s^2), times ``weight``, binned by log((2 M + r) / t), M = max(X, Y) -- at least
+    the loss log((X + Y + r) / t).  The mass with that loss in (ell_{j-1}, ell_j] is added to
+    out[j] (below the grid to out[0]), rounded up; the mass above the top point is returned.
+
+    P(M <= b, both above) = A(b) B(b), A, B the two coordinates' masses in (w_max, b]; a bin's
+    mass is the difference at its M-boundaries b = (t e^{ell} - r) / 2, moved down by
+    ``tail_bins``' relative margin (so the mass put at ell_j has 2M + r <= t e^{ell_j} exactly)
+    (``_two_terms``: each term within its error, rounded out by it and 1e-12)."""
+    lt = math.log(t)
+    s2 = s * s
+    ca, cb = (0.5 - shift) * s2, 0.5 * s2
+    lw = math.log(w_max)
+    zaw, zbw = (lw + ca) / s, (lw + cb) / s
+    za0, zb0 = zaw, zbw
+    for j in range(n):
+        ell = (j_lo + j) * step
+        bb = math.exp(ell + lt) - r
+        if bb <= 0.0:
+            continue
+        bb *= 1.0 - (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(bb)) + (r + 1.0) / bb) + 1e-12)
+        lb = math.log(0.5 * bb)
+        za1, zb1 = (lb + ca) / s, (lb + cb) / s
+        if not za1 > za0:
+            continue
+        m, e = _two_terms(za0, za1, zb0, zb1, zaw, zbw)
+        out[j] += m * weight * (1.0 + e + 1e-12)
+        za0, zb0 = za1, zb1
+    m, e = _two_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
+    return m * weight * (1.0 + e + 1e-12)

@@ -153,8 +153,7 @@ class Epoch:
         # the union bound (the example's own coordinate above W_max is put on the grid in closed
         # form, ``epoch_tail``), "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's
         # lattice law
-        q_w = math.exp(ka.log_sf(w_max, s, 0.0))
-        p_out = (t - 1) * q_w * (math.exp(ka.log_sf(w_max, s, 1.0)) + (t - 2) * q_w)  # (two coordinates above)
+        p_out = epoch_tail.three_above(s, t, w_max)  # (two above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
         # (past 1000 budgets -- a heavy tail on a lattice whose size cut the cap's room --, at finite
@@ -280,7 +279,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     # gave [7.16, 7.76] with the lattice to 1.4e4); the cap then leaves room for a second large
     # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
     cut = w_max > 1000.0 * t
-    w_max = min(w_max, max(1000.0 * t, epoch_tail.two_above(s, t, tail)))
+    w_max = min(w_max, max(1000.0 * t, epoch_tail.least_top(s, t, tail)))
     room = 2.0 if cut else epoch_tail.cap_room(s, t, w_max, var, tail)  # (room above W_max: see there)
     cap = t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
@@ -301,10 +300,10 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
     low = window_low(t, var)
     if max(cap - low, w_max) / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
-        # (never below what two coordinates above it need, ``epoch_tail.two_above``; cut, with few steps the
+        # (never below what three coordinates above it need, ``epoch_tail.least_top``; cut, with few steps the
         # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
         # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
-        w_max = min(w_max, max(0.5 * most * h, epoch_tail.two_above(s, t, tail)))
+        w_max = min(w_max, max(0.5 * most * h, epoch_tail.least_top(s, t, tail)))
         few = cut and t <= 16
         room = 2.0 if few else epoch_tail.cap_room(s, t, w_max, var, tail)
         if not few and (t + room * w_max - low) / most > ROOM_H_MAX:
@@ -491,7 +490,11 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
 
     def evaluate(epoch, step):
         up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped)
-        pos = up[up > 0]
+        # (scaled to the answer as far as the lower end knows it: a coarse level's upper end can be
+        # far above, and the next lattice's top, ``_lattice``, charged more than δ -- sigma 0.4, t 2,
+        # eps 19.55: 3.3e-13 at +inf for δ ~ 9.8e-13 from a level-0 upper end of 7.6e-11)
+        ref = np.maximum(lo, 1e-3 * up)
+        pos = ref[ref > 0]
         if pos.size:
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / e_hi))
         return lo, up
@@ -508,12 +511,24 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     return out(lo[:n], up[:n])
 
 
+def _lower(compute, none):
+    """A lower end from ``compute()``, or ``none`` (0: always a lower bound) where its grid
+    cannot be built: on a coarse lattice the lower law can be 0 everywhere (sigma 0.434, t 201,
+    h 1.1 for E[W] = 1), and its failed composition took the level's upper end with it (the
+    Gaussian's 541.5 for [12.57, ...])."""
+    try:
+        return compute()
+    except (GridFailure, ArithmeticError):
+        return none
+
+
 def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap, capped=None):
     """(upper, lower) δ at ``eps`` of e_hi and e_lo epochs, as ``eps_bounds`` (the capped upper
     to ``capped``)."""
+    zero = np.zeros(eps.size)
     one = epoch.one_step(REMOVE, step, tail)
     up = repeated_delta(one, e_hi, step, eps, groups, tail, True)
-    lo = repeated_delta(one, e_lo, step, eps, groups, tail, False) if e_lo else np.zeros(eps.size)
+    lo = _lower(lambda: repeated_delta(one, e_lo, step, eps, groups, tail, False), zero) if e_lo else zero
     if np.all(add_cap <= lo):
         return up, lo
     one = epoch.one_step(ADD, step, tail)
@@ -522,7 +537,7 @@ def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap, capped=Non
         capped.append(np.maximum(up, np.minimum(add_cap, up_add)))
     up = np.maximum(up, up_add)
     if e_lo:
-        lo = np.maximum(lo, repeated_delta(one, e_lo, step, eps, groups, tail, False))
+        lo = np.maximum(lo, _lower(lambda: repeated_delta(one, e_lo, step, eps, groups, tail, False), zero))
     return up, lo
 
 
@@ -537,7 +552,7 @@ def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None
     ``capped`` for the caller to intersect with at the end."""
     one = epoch.one_step(REMOVE, step, tail)
     up = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
-    lo = eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta) if e_lo else 0.0
+    lo = _lower(lambda: eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta), 0.0) if e_lo else 0.0
     if add_cap <= lo:
         return lo, up
     one = epoch.one_step(ADD, step, tail)
@@ -545,7 +560,7 @@ def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None
     if capped is not None:
         capped.append(max(up, min(add_cap, up_add)))
     if e_lo:
-        lo = max(lo, eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta))
+        lo = max(lo, _lower(lambda: eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta), 0.0))
     return lo, max(up, up_add)
 
 

@@ -11,9 +11,13 @@ carries the event "every W_j <= W_max"; what it cuts is
 * "some other W_j > W_max, the example's W_i not": the same with W_j's unshifted law, R'
   the example's coordinate (cut) and t - 2 others, t - 1 choices of j (a union bound).
 
-Two coordinates above W_max (the example's and another: P'(W > W_max) (t - 1) P(W > W_max); two
-others: (t - 1)(t - 2) P(W > W_max)^2) are charged at +inf by the caller: the rungs bound sums
-of cut coordinates only.
+* two coordinates above W_max, the others cut (the example's and one of the t - 1 others, or two
+  of the others): S <= 2 M + R for M the larger of the two, whose law is closed form too
+  (``_two_above``; their P-mass, P'(W > W_max) (t - 1) P(W > W_max) + C(t - 1, 2) P(W > W_max)^2,
+  was charged at +inf, and its budget kept W_max -- and the lattice's spacing -- high).
+
+Three coordinates above W_max are charged at +inf by the caller (``three_above``): the rungs
+bound sums of cut coordinates only.
 
 Upper bound: on B the loss is increasing in R, and R is cut at W_max too (the event's other
 half is the second bullet), so any R* >= R in the usual stochastic order bounds it: R* takes
@@ -115,6 +119,7 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
         for r, wgt in zip(*epoch.tail_rungs(True)):
             beyond += ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
                                    j_lo, n, True, pess)
+        beyond += _two_above(epoch, step, j_lo, n, pess)
     low = np.zeros(n)
     # below: B, and "exactly one other coordinate j above W_max" (disjoint events, and disjoint
     # from the lattice's "all at most W_max"): on the latter the reported others, conditioned on
@@ -134,11 +139,38 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     # sigma 2, t 1000, delta 1e-12 its lower end: 0.10436 -> 0.104351 -- so it is dropped there)
     w_cut = min((epoch.up.size - 1) * epoch.h, 1000.0 * (t - 1))
     cut = max(0, min(n, math.ceil(math.log(w_cut / t) / step) - j_lo + 1))
-    low[:cut] = 0.0
+    low[:cut] = np.where(low[:cut] > step * amass[:cut], low[:cut], 0.0)
     hit = low > 0
     frac[hit] = 0.0
     amass[hit] += low[hit]
     return beyond
+
+
+def _two_above(epoch, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:
+    """Two coordinates above W_max, the others cut (module notes): the example's and one of the
+    t - 1 others, the rest's sum below the unshifted rungs (t - 1 cut variables bound t - 2); or
+    two of the t - 1 others, the rest -- the example's cut coordinate and t - 3 others -- below the
+    shifted rungs.  On each, S <= 2 M + R for M the larger of the two: its P-mass is put at
+    log((2 M + r) / t) per rung (``two_tail_bins``; union bounds over the choices).  Returns the
+    mass above the grid."""
+    s, w_max, t = epoch.s, epoch.w_max, epoch.t
+    beyond = 0.0
+    for shifted, choices in ((False, t - 1), (True, 0.5 * (t - 1) * (t - 2))):
+        if choices <= 0:
+            continue
+        r_all, w_all = epoch.tail_rungs(shifted)
+        charge(PER_BIN_DISCRETISE * n * r_all.size)
+        for r, wgt in zip(r_all, w_all):
+            beyond += ka.two_tail_bins(s, 0.0 if shifted else 1.0, w_max, float(t), float(r),
+                                       float(wgt) * choices * (1.0 + 1e-12), step, j_lo, n, pess)
+    return beyond
+
+
+def three_above(s: float, t: int, w_max: float) -> float:
+    """The P-mass of three coordinates above W_max (charged at +inf by the caller, union bounds):
+    the example's and two of the t - 1 others, or three of the others."""
+    q_w, p_w = math.exp(ka.log_sf(w_max, s, 0.0)), math.exp(ka.log_sf(w_max, s, 1.0))
+    return (0.5 * (t - 1) * (t - 2) * p_w * q_w * q_w + (t - 1) * (t - 2) * (t - 3) / 6.0 * q_w ** 3) * (1.0 + 1e-9)
 
 
 #: Truncation points of ``_truncated_tails`` (geometric from 8 E[W] to the lattice's top), and the
@@ -399,20 +431,20 @@ def top_loss(s: float, t: int, tail: float, r: float) -> float:
     return min(0.5 * s * s + s * z, 700.0) + math.log1p(r / math.exp(min(0.5 * s * s + s * z, 700.0))) - math.log(t)
 
 
-def two_above(s: float, t: int, tail: float) -> float:
-    """The least W_max (to a factor 1.1) at which two coordinates above it -- charged at +inf:
-    (t - 1) P(W > W_max) (P'(W > W_max) + (t - 2) P(W > W_max)) (``balls_in_bins.Epoch``) --
-    have at most 1000 truncation budgets ``tail`` (1e-4 of δ per epoch at the default accuracy: a fraction of the
-    accuracy, where a tighter cut would cost the lattice its resolution -- sigma 0.4, t 10^4).
-    (With W_max cut to 1000 t regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at
-    delta 1e-12 in the remove direction.)"""
+def least_top(s: float, t: int, tail: float) -> float:
+    """The least W_max (to a factor 1.1) at which three coordinates above it -- charged at +inf
+    (``three_above``) -- have at most 1000 truncation budgets ``tail`` (1e-4 of δ per epoch at
+    the default accuracy).  (Two above it were charged so before ``_two_above`` put them on the
+    grid; their budget set the top: sigma 0.434, t 201, 145 epochs, δ 6.5e-9 took W_max 5.8e5
+    and a lattice spacing of 1.1 for E[W] = 1, with an upper end of 1153 at level 0.  With W_max
+    cut to 1000 t regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at delta 1e-12.)"""
     w = 2.0
     for _ in range(8000):
-        q_w = math.exp(ka.log_sf(w, s, 0.0))
-        if (t - 1) * q_w * (math.exp(ka.log_sf(w, s, 1.0)) + (t - 2) * q_w) <= 1e3 * tail or w > 1e300:
+        if three_above(s, t, w) <= 1e3 * tail or w > 1e300:
             return w
         w *= 1.1
     return w
+
 
 def upper_law(s: float, h: float, K: int) -> np.ndarray:
     """W's upper lattice law on 0, h, .., K h (K cells; ``_kernels.pld.allocation.w_upper``:
@@ -432,7 +464,7 @@ CAP_ROOMS, ROOM_POINTS = (1.0, 1.25, 1.5, 2.0), 2048
 def cap_room(s: float, t: int, w_max: float, var: float, tail: float) -> float:
     """The least room r of CAP_ROOMS for the lattice cap t + r W_max + 12 sd(S) + 1 at which the
     P-mass above it (``over_cap`` on a coarse lattice of ROOM_POINTS, an estimate: the epoch's
-    own lattice charges its own) is at most 1000 budgets ``tail`` -- as ``two_above`` allows two
+    own lattice charges its own) is at most 1000 budgets ``tail`` -- as ``least_top`` allows three
     coordinates above W_max --, else the largest.  A heavy tail at a small budget needs the room:
     sigma 0.631, t 140, δ 4.9e-11 over 41 epochs charged 3.9e-11 an epoch above the cap at r = 1,
     and its upper end was +inf on every lattice (the Gaussian's 116.4 for [15.6, ...])."""
