@@ -136,6 +136,17 @@ def test_heavy_tail_many_epochs_keeps_its_resolution():
     assert 80.0 < b.lower <= b.upper < 84.0 and b.upper - b.lower <= 5e-3 * b.upper
 
 
+def test_two_epochs_heavy_tail_takes_a_stronger_tilt():
+    """sigma 0.641, t 912, 2 epochs, δ 1.11e-5 (a random point of the range): the composition
+    tilted towards the answer charged the mass above its window, [1.1989, 1.2202] (1.75 %) on
+    every level (pld-accounting 2.0: [1.1788, 1.2222]); a second tilt, towards twice the answer,
+    resolves it.  δ(ε) takes it too, and confirms both ends."""
+    b = allocation.epsilon(0.6409, 912, 1824, 1.11e-5)
+    assert 1.1788 <= b.lower <= b.upper <= 1.2222 and b.upper - b.lower <= 1e-3 * b.upper
+    assert allocation.delta(0.6409, 912, 1824, b.upper).upper <= 1.11e-5 * (1 + 1e-9)
+    assert allocation.delta(0.6409, 912, 1824, b.lower).lower >= 1.11e-5 * (1 - 1e-9)
+
+
 def test_lower_power_skips_its_tilts_only_where_the_floor_is_small():
     from sgmfast.pld.samplers.epoch_power import _any_power, _lower_power
 

@@ -340,25 +340,26 @@ def eps_groups(eps: np.ndarray, most: int = 32) -> list:
     return np.array_split(np.argsort(eps), min(most, eps.size))
 
 
-def copies_delta(parts, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
+def copies_delta(parts, step: float, eps: np.ndarray, groups, tail: float, pess: bool, scale: float = 1.0) -> np.ndarray:
     """The δ bound at every eps of the parts [(OneStep, count)] composed: one composition per
-    group of nearby eps, tilted towards the group's median and valid from its least eps; groups
-    whose tilt is the same (untilted ones, mostly) share one composition."""
+    group of nearby eps, tilted towards ``scale`` times the group's median and valid from its
+    least eps; groups whose tilt is the same (untilted ones, mostly) share one composition."""
     by_theta: dict = {}
     several = sum(c for _, c in parts) > 1
     for g in groups:
-        th = parts_theta(parts, step, float(np.median(eps[g]))) if several else 0.0
+        th = parts_theta(parts, step, scale * float(np.median(eps[g]))) if several else 0.0
         by_theta.setdefault(th, []).append(g)
     out = np.empty(eps.size)
     for th, gs in by_theta.items():
         sel = np.concatenate(gs)
         e = eps[sel]
-        grid = compose_copies(parts, step, float(np.median(e)), tail, pess, float(e.min()), theta=th)
+        grid = compose_copies(parts, step, scale * float(np.median(e)), tail, pess, float(e.min()), theta=th)
         out[sel] = delta_bound(grid, e)
     return out
 
 
-def repeated_delta(one, count: int, step: float, eps: np.ndarray, groups, tail: float, pess: bool) -> np.ndarray:
+def repeated_delta(one, count: int, step: float, eps: np.ndarray, groups, tail: float, pess: bool,
+                   scale: float = 1.0) -> np.ndarray:
     """``copies_delta`` of ``count`` copies of one array."""
-    return copies_delta([(one, count)], step, eps, groups, tail, pess)
+    return copies_delta([(one, count)], step, eps, groups, tail, pess, scale)
 
