@@ -112,7 +112,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     tail = bb._tail_decade(accuracy * delta / big)
     gauss = np.array([eg._gauss_eps(sigma, int(c), delta) for c in counts])
     lo0 = np.array([eg._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
-    centres = {len(counts) - 1: [bb._poisson_guess(sigma, t, big * t, delta)]}
+    centres = {len(counts) - 1: [eg.poisson_guess(sigma, t, big * t, delta)]}
     add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments)
     capped: dict = {}  # (per count, the upper ends with the add direction capped: ``bb.eps_bounds``)
 
@@ -146,7 +146,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
     eps = np.array([float(epsilon), float(epsilon) * (1.0 + accuracy)])
     groups = eps_groups(eps)
     # (then from the least upper δ found, as a single query does)
-    tail = [bb._tail_decade(accuracy * bb._poisson_delta_guess(sigma, t, int(counts[0]) * t, eps[:1]) / big)]
+    tail = [bb._tail_decade(accuracy * eg.poisson_delta_guess(sigma, t, int(counts[0]) * t, eps[:1]) / big)]
     gauss = np.array([eg._gauss_delta(sigma, int(c), eps)[1] for c in counts])
     shifted = gauss[:, 1].copy()  # (each count's upper δ at the shifted ε)
     gauss = gauss[:, 0].copy()

@@ -82,12 +82,12 @@ from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
 from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels, resolved
-from ..engine import Engine
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail, selected_lower
-from .epoch_gauss import _gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless
+from .epoch_gauss import (_gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless,
+                          poisson_delta_guess, poisson_guess)
 from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upper_power, epoch_cost, window_low
 
 #: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
@@ -423,7 +423,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         return Bounds(_gauss_eps(sigma, e_lo, delta, lower=True) if e_lo else 0.0, gauss)
     # the truncation's P-mass budget, taken to its decade: nearby queries share the epoch
     tail = _tail_decade(accuracy * delta / e_hi)
-    centre = [_poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
+    centre = [poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
     add_cap = epoch_add.eps_upper(sigma, t, e_hi, delta)
 
     capped = []  # (the upper ends with the add direction capped: intersected at the end)
@@ -490,7 +490,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     # from the upper δ found (1e-4 accuracy of it); any cut is charged, so a guess is safe.  (A
     # fixed first scale of 1e-10 built MNIST's first lattice for tails 100 times smaller than
     # it needed: 2.6 work units where its ε query spends 0.9.)
-    tail = [_tail_decade(accuracy * _poisson_delta_guess(sigma, t, e_hi * t, eps) / e_hi)]
+    tail = [_tail_decade(accuracy * poisson_delta_guess(sigma, t, e_hi * t, eps) / e_hi)]
     groups = eps_groups(eps)  # one tilt per group of nearby eps; the epoch lattice is shared
 
     add_cap = epoch_add.delta_upper(sigma, t, e_hi, eps)
@@ -594,22 +594,3 @@ def _tail_decade(scale: float) -> float:
     """The truncation's P-mass budget, 1e-4 of ``scale`` (accuracy x δ / epochs) taken to its
     decade: nearby queries share the epoch."""
     return 10.0 ** math.floor(math.log10(max(1e-300, 1e-4 * scale)))
-
-
-def _poisson_delta_guess(sigma: float, t: int, steps: int, eps: np.ndarray) -> float:
-    """A rough least δ over ``eps`` of the Poisson-sampled run at rate 1/t (only where the first
-    lattice is cut; 1e-10 where no guess is found)."""
-    try:
-        up = np.asarray(Engine([(sigma, 1.0 / t, steps)], 0.05).delta(eps)[1], dtype=np.float64)
-        pos = up[up > 0]
-        return float(pos.min()) if pos.size else 1e-300
-    except (GridFailure, ArithmeticError):  # (only a heuristic)
-        return 1e-10
-
-
-def _poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
-    """A rough eps of the Poisson-sampled run at rate 1/t (only where the tilt centres)."""
-    try:
-        return max(float(Engine([(sigma, 1.0 / t, steps)], 0.05).epsilon(delta)[1]), 1e-3)
-    except (GridFailure, ArithmeticError):  # only a heuristic
-        return 1.0

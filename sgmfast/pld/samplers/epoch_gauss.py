@@ -1,6 +1,7 @@
 """Balls-in-bins' closed forms: the Gaussian-mechanism bounds that start its refinement (above:
-every epoch is a mixture of Gaussian mechanisms; below: the sum of an epoch's outputs) and the
-noiseless run (sigma = 0), which needs no lattice."""
+every epoch is a mixture of Gaussian mechanisms; below: the sum of an epoch's outputs), the
+noiseless run (sigma = 0), which needs no lattice, and the Poisson-sampled run's rough eps and δ
+that first centre the refinement (heuristics only)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..._failures import GridFailure
 from ..engine import Engine
 
 
@@ -53,3 +55,22 @@ def _gauss_delta(sigma: float, epochs: int, eps: np.ndarray):
     closed form, through the engine's exact path; no public-API round trip)."""
     lo, up = Engine([(sigma, 1.0, epochs)], 1e-3).delta(np.asarray(eps, dtype=np.float64).reshape(-1))
     return np.asarray(lo, dtype=np.float64), np.asarray(up, dtype=np.float64)
+
+
+def poisson_delta_guess(sigma: float, t: int, steps: int, eps: np.ndarray) -> float:
+    """A rough least δ over ``eps`` of the Poisson-sampled run at rate 1/t (only where the first
+    lattice is cut; 1e-10 where no guess is found)."""
+    try:
+        up = np.asarray(Engine([(sigma, 1.0 / t, steps)], 0.05).delta(eps)[1], dtype=np.float64)
+        pos = up[up > 0]
+        return float(pos.min()) if pos.size else 1e-300
+    except (GridFailure, ArithmeticError):  # (only a heuristic)
+        return 1e-10
+
+
+def poisson_guess(sigma: float, t: int, steps: int, delta: float) -> float:
+    """A rough eps of the Poisson-sampled run at rate 1/t (only where the tilt centres)."""
+    try:
+        return max(float(Engine([(sigma, 1.0 / t, steps)], 0.05).epsilon(delta)[1]), 1e-3)
+    except (GridFailure, ArithmeticError):  # only a heuristic
+        return 1.0
