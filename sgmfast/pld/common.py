@@ -50,10 +50,6 @@ U = np.finfo(np.float64).eps / 2  # unit round-off
 TAU_STEP = 1e-30  # P-mass left beyond the near end of a one-step grid (and the far end's default)
 TAU_MIN = 1e-60  # the least P-mass left beyond the far end (delta down to 1e-30 over 1e7 steps)
 SPLIT_MIN = 16384  # array size below which one thread does a kernel's work alone
-#: bins below which one thread computes a one-step grid's bins (``onestep._step_bins_split``):
-#: a bin costs ~5 transcendentals (60-120 ns), so 4096 of them outweigh a hand-off to the helper
-#: thread many times over (W1's 6,430 and MNIST's 12,158 bins had stayed on one thread)
-BINS_SPLIT_MIN = 4096
 
 # Directions of a dominating pair.  Add/remove has two (the larger δ counts); replace-one is
 # symmetric and has one.  The add/remove codes are the booleans the kernels take as ``add``.
