@@ -288,7 +288,6 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, two_cores
     from ..pld.grid.spectral import read_delta
     from ..pld.engine import TILT, Engine
-    from ..pld.grid.estimates import eps_estimate
 
     if relation != "add_remove":
         return None  # (``_weak_below`` compares with RDP, which is of add/remove)
@@ -296,8 +295,8 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     if not engine.schedule or engine.p_hi > 0.0 or engine.form is not None:
         return None
     job = engine.job(t0)
-    step = engine.first_step(t0)
-    est = eps_estimate(engine.schedule, t0, engine.main)
+    est, _, first = engine._start(t0)  # (the Gaussian estimate and the first grid step of a query at t0)
+    step = engine.grid_step or first
     with bins_limit(FIRST_BINS):
         if engine.replace:
             return [[TILT.grid(job, REPLACE, True, step, est, 0.0)]]
