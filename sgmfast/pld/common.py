@@ -275,6 +275,13 @@ def add_pool() -> ThreadPoolExecutor:
     return _pool("add")
 
 
+def side_pool(name: str) -> ThreadPoolExecutor:
+    """One thread per ``name`` for a piece of work that does not depend on what the caller does
+    meanwhile (the tuning bounds: ``"floor"``, the RDP floor; ``"lookup"``, the profile's lookup
+    read off its grids), so that the second core is not idle while the caller runs Python."""
+    return _pool("side-" + name)
+
+
 def final_pool() -> ThreadPoolExecutor:
     """One thread for a curve's final checkpoint, whose engine runs while the others are read
     off shared spectra (``curve``)."""

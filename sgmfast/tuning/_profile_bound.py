@@ -201,6 +201,10 @@ class _Profile:
         self.tilt_at = tilt_at
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
         self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at, self.e)
+        # the lookup's points read off the grids on a helper thread while this one reads the
+        # profile's own (they do not depend on each other)
+        ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
+        lookup = None if self.grids is None else _soon("lookup", self.delta_sharp, ef)
         d = None if self.grids is None else self.delta_sharp(self.e)
         if d is None or _weak_below(sigma, q, steps, self.e, d, tilt_at):
             from ..pld.tradeoff import _profile_upper
@@ -214,8 +218,7 @@ class _Profile:
         # holds)
         self.ef, self.df = self.e, self.d
         if self.grids is not None:
-            ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
-            df = np.minimum.accumulate(self.delta_sharp(ef))
+            df = np.minimum.accumulate(lookup())
             both = np.union1d(ef, self.e)
             self.ef = both
             self.df = np.minimum(np.minimum(_step_at(ef, df, both), _step_at(self.e, self.d, both)), 1.0)
@@ -263,6 +266,17 @@ class _Profile:
         from .. import pld
 
         return min(out, float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper))
+
+
+def _soon(pool: str, fn, *args):
+    """A function returning fn(*args), which runs meanwhile on the helper thread ``pool``
+    (``pld.common.side_pool``) where there are two cores, else when asked: for pieces whose kernels
+    release the GIL while the caller works on something they do not depend on."""
+    from ..pld.common import side_pool, two_cores
+
+    if not two_cores():
+        return lambda: fn(*args)
+    return side_pool(pool).submit(contextvars.copy_context().run, fn, *args).result
 
 
 def _weak_below(sigma, q, steps, e, d, t0) -> bool:
