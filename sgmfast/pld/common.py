@@ -304,6 +304,8 @@ def two_cores() -> bool:
 #: other processes may have used meanwhile before the helper threads stand down
 SPARE_PERIOD = 0.2
 SPARE_BUSY = 0.5
+#: a look this long (seconds) after the last one starts afresh (threads, as on an idle machine)
+SPARE_STALE = 1.0
 _SPARE: list = [-math.inf, True, None]  # (time of the last look, its answer, its sample)
 
 
@@ -324,10 +326,11 @@ def _cpu_sample():
 def spare_core() -> bool:
     """Whether work that is the same on any thread (a pair of grids, a coarse grid, an independent
     read) should go to a helper thread: ``two_cores()`` and, over the time since the last look (at
-    most every ``SPARE_PERIOD``), the other processes used less than ``SPARE_BUSY`` of a core.  On a
-    2-core machine shared with a busy process a helper thread only takes turns with it (and with
-    this thread, for the GIL): W1 ran 12-15 % faster on one thread beside a busy test run, while on
-    an idle machine the helpers save 8-25 % (paired A/B, alternating calls).  Only the thread a piece runs on follows this, never a
+    most every ``SPARE_PERIOD``; a look after a pause of ``SPARE_STALE`` starts afresh), the other
+    processes used less than ``SPARE_BUSY`` of a core.  On a 2-core machine shared with a busy
+    process a helper thread only takes turns with it (and with this thread, for the GIL): W1 ran
+    12-15 % faster on one thread beside a busy test run, while on an idle machine the helpers save
+    8-25 % (paired A/B, alternating calls).  Only the thread a piece runs on follows this, never a
     result (the reductions split over threads, whose sums' order would change, keep ``two_cores``)."""
     if not two_cores():
         return False
@@ -336,9 +339,10 @@ def spare_core() -> bool:
     if now - last < SPARE_PERIOD:
         return ok
     new = _cpu_sample()
-    if new is not None and old is not None and new[0] > old[0]:
-        others = (new[1] - old[1]) - (new[2] - old[2])
-        ok = others < SPARE_BUSY * (new[0] - old[0])
+    if new is None or old is None or not old[0] < new[0] <= old[0] + SPARE_STALE:
+        ok = True  # (nothing measured yet, or only long ago: a pause says nothing of now)
+    else:
+        ok = (new[1] - old[1]) - (new[2] - old[2]) < SPARE_BUSY * (new[0] - old[0])
     _SPARE[:] = [now, ok, new]
     return ok
 
