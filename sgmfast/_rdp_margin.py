@@ -61,7 +61,25 @@ def _rel_error(q, s, alpha_max: float) -> np.ndarray:
     """``_sum_error`` of each mechanism: the largest E / max(1, top) over the orders up to
     alpha_max, every order between two checked ones n_j < n < n_{j+1} covered by E(n_{j+1}) (E
     grows with n) over the least top on [n_j, n_{j+1}] (top is convex in n: its vertex
-    0.5 - s^2 log q, clipped to the interval)."""
+    0.5 - s^2 log q, clipped to the interval).  In one kernel (``_kernels.rdp.margin``), the
+    operations of the numpy expressions (kept below, ``_rel_error_numpy``) in their order."""
+    from ._kernels.rdp.margin import rel_error
+
+    k = int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1
+    out = np.empty(np.shape(q)[0])
+    rel_error(np.ascontiguousarray(q, dtype=np.float64), np.ascontiguousarray(s, dtype=np.float64), _ERR_LO[:k],
+              _ERR_ORDERS[:k], _ERR_LGAMMA[:k], _ERR_LOG[:k], math.log(2.0), _U, out)
+    return out
+
+
+#: the orders' lower neighbours (2 below the first), gammaln(n + 1) and log n (``_rel_error``)
+_ERR_LO = np.concatenate(([2.0], _ERR_ORDERS[:-1]))
+_ERR_LGAMMA = gammaln(_ERR_ORDERS + 1.0)
+_ERR_LOG = np.log(_ERR_ORDERS)
+
+
+def _rel_error_numpy(q, s, alpha_max: float) -> np.ndarray:
+    """``_rel_error`` in numpy (the reference its kernel follows, tests/test_rdp.py)."""
     q, s = q[:, None], s[:, None]
     grid = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1]
     lo_n, hi_n = np.concatenate(([2.0], grid[:-1]))[None, :], grid[None, :]

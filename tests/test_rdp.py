@@ -331,3 +331,18 @@ def test_parallel_and_serial_builds_have_separate_cache_entries():
                      (kc.solve_points, kc.solve_points_serial)):
         assert par.targetoptions.get("parallel") and not ser.targetoptions.get("parallel")
         assert par.py_func.__qualname__ != ser.py_func.__qualname__
+
+
+def test_sum_error_kernel_is_its_numpy_reference():
+    # ``_rdp_margin._rel_error`` runs in a kernel that follows the numpy expressions operation by
+    # operation: the same floats (libm log/log1p, scipy's gammaln as a table)
+    from sgmfast import _rdp_margin as m
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n = int(rng.integers(1, 40))
+        q = 10.0 ** rng.uniform(-12, -1e-9, n)
+        q[: n // 4] = rng.uniform(0.01, 0.999999, n // 4)
+        s = 10.0 ** rng.uniform(-3, 3, n)
+        alpha_max = float(10.0 ** rng.uniform(0, 7))
+        np.testing.assert_array_equal(m._rel_error(q, s, alpha_max), m._rel_error_numpy(q, s, alpha_max))

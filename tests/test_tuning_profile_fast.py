@@ -97,3 +97,49 @@ def test_sharp_eps_far_from_the_tilt_is_no_worse_than_a_query():
     for t in (2.8e-14, 1e-5):
         r = pld.epsilon(sigma, q, steps, t, accuracy=1e-3)
         assert r.lower <= prof.epsilon_sharp(t) <= r.upper
+
+
+def _excess_rows_numpy(runs, cells, e1s, d1s, e2):
+    """``_excess_rows`` as numpy expressions (the reference its kernels follow)."""
+    from sgmfast.tuning._rounding import _F, _GAP
+
+    hi, width, hw, sl = cells
+    e1, d1 = np.asarray(e1s, dtype=np.float64).reshape(-1, 1), np.asarray(d1s, dtype=np.float64).reshape(-1, 1)
+    gap = np.minimum(-np.expm1(-e1) + np.exp(-e1) * (sl + d1), np.exp(e1) * sl + d1)
+    lo = profile_bound._exp_down(*runs._log_dpgf_gap(np.minimum(gap * (1.0 + _GAP), 1.0)))
+    out = np.empty((lo.shape[0], np.size(e2)))
+    excess_rows(hi, lo, width, np.exp(np.asarray(e2, dtype=np.float64)) * (1.0 - 2.0 * _F), out)
+    return out * (1.0 + 1e-9) + 1e-15 * hw
+
+
+def test_split_kernels_are_the_numpy_expressions():
+    # the split search's kernels (``_kernels.tuning``) round as the numpy expressions they replace:
+    # the same floats, for every kind of K, on both kinds of cells
+    from sgmfast.tuning._rounding import _REL
+
+    class Lookup:
+        pass
+
+    rng = np.random.default_rng(11)
+    kinds = [tuning.poisson(7.5), tuning.binomial(40, 0.3), tuning.binomial(1, 0.6),
+             tuning.truncated_negative_binomial(0.5, mean=12.0), tuning.logarithmic(mean=4.0), tuning.geometric(gamma=0.02)]
+    for t in range(36):
+        runs = kinds[t % 6]
+        cells = profile_bound._cells(runs) if t % 2 else profile_bound._sampled_cells(runs)
+        e1 = np.sort(rng.uniform(0.0, [1.0, 10.0, 600.0][t % 3], 4))
+        d1 = np.sort(10.0 ** rng.uniform(-12, 0, 4))[::-1].copy()
+        e2 = np.sort(rng.uniform(0.0, 5.0, 9))
+        want = _excess_rows_numpy(runs, cells, e1, d1, e2)
+        np.testing.assert_array_equal(profile_bound._excess_rows(runs, cells, e1, d1, e2), want)
+        prof = Lookup()
+        prof.ef, df = np.linspace(0.0, 20.0, 300), np.minimum.accumulate(10.0 ** -np.sort(rng.uniform(0, 15, 300)))
+        prof._neg_df = -df
+        dlt, log_m = float(10.0 ** rng.uniform(-10, -1)), float(rng.uniform(0.0, 5.0))
+        tot, tt, e2_up = profile_bound._split_totals(runs, cells, prof, e1, d1, e2, dlt, log_m)
+        rest = dlt - _excess_rows_numpy(runs, cells, e1, d1, e2 * (1.0 - _REL))
+        t_want = rest * (np.exp(-e2_up - log_m) * (1.0 - 1e-12))
+        eps_q = profile_bound._Profile.epsilon_at(prof, t_want)
+        with np.errstate(invalid="ignore"):
+            tot_want = np.where(rest > 0.0, profile_bound._sum_up(e2_up, np.where(t_want >= 1.0, 0.0, eps_q)), math.inf)
+        np.testing.assert_array_equal(tt, t_want)
+        np.testing.assert_array_equal(tot, tot_want)

@@ -111,31 +111,66 @@ def _sampled_cells(runs: RunCount, every: int = _SAMPLE_EVERY):
     return hi, width, float(hi @ width), s[rep + 1]
 
 
-def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray) -> np.ndarray:
+def _gap_params(runs: RunCount):
+    """(kind, constants) of ``runs._log_dpgf_gap`` for the kernels (``_kernels.tuning.dpgf_gap``):
+    each constant by the expression that method evaluates, so that the kernels round as it does."""
+    from .._kernels import tuning as kt
+
+    u, f = _U, _F
+    if runs.kind == "poisson":
+        a = math.log(runs.mu)
+        return kt.KIND_POISSON, np.array([a, runs.mu, f * abs(a)])
+    if runs.kind == "binomial":
+        a = math.log(runs.n * runs.p)
+        if runs.n == 1:
+            return kt.KIND_ONE, np.array([a, 2.0 * (1.01 * u + f * abs(a))])
+        return kt.KIND_BINOMIAL, np.array([a, runs.p, float(runs.n - 1), 1.01 * u + f * abs(a), 1.01 * u, f + 2.0 * u,
+                                           1.0 + 4.0 * u])
+    const, e_const = runs._tnb_const
+    return kt.KIND_TNB, np.array([runs.gamma, 1.0 - runs.gamma, const, e_const, runs.shape + 1.0, 3.1 * u,
+                                  1.02 * f + 2.1 * u, 2.0 ** -1074])
+
+
+def _phi_low(runs: RunCount, cells, e1s, d1s) -> np.ndarray:
+    """phi'(l) at each cell's left end of :func:`_excess_rows`, rounded down: row r for
+    (e1s[r], d1s[r]).  They do not depend on e2: the split search reuses a row's across its e2."""
+    from .._kernels.tuning import phi_low
+
+    sl = np.ascontiguousarray(cells[3], dtype=np.float64)
+    e1 = np.ascontiguousarray(e1s, dtype=np.float64).reshape(-1)
+    d1 = np.ascontiguousarray(d1s, dtype=np.float64).reshape(-1)
+    kind, par = _gap_params(runs)
+    lo = np.empty((e1.size, sl.size))
+    phi_low(kind, par, _U, np.array([4.0 * _U, 4.0 * _F]), _TINY, 1.0 + _GAP, sl, e1, d1, lo)
+    return lo
+
+
+def _excess_rows(runs: RunCount, cells, e1s, d1s, e2: np.ndarray, lo=None) -> np.ndarray:
     """Upper bounds on I(e1, e2) = int_0^1 (phi'(u) - e^e2 phi'(l(u)))_+ du: row r for
     (e1s[r], d1s[r]), column k for e2[k] (module notes: (c) the Riemann sum, (d) its rounding).
-    ``cells`` is :func:`_cells` of ``runs`` (or :func:`_sampled_cells`, to rank splits only)."""
-    hi, width, hw, sl = cells
-    # 1 - l(u) at each cell's left end, as sums of non-negative terms (no cancellation, each form
-    # within _F + 3u), rounded up: the l used is at most the true l, and phi'(l) too
-    # (e1 <= _E_CAP, so e^e1 is finite; s >= 1e-14 here, so e^-e1 (s + d1) >= 2.6e-275 and
-    # e^e1 s are normal numbers, where the relative error bounds hold)
-    e1 = np.asarray(e1s, dtype=np.float64).reshape(-1, 1)
-    d1 = np.asarray(d1s, dtype=np.float64).reshape(-1, 1)
-    gap = np.minimum(-np.expm1(-e1) + np.exp(-e1) * (sl + d1), np.exp(e1) * sl + d1)  # (one row per e1)
-    gap = np.minimum(gap * (1.0 + _GAP), 1.0)
-    lo = _exp_down(*runs._log_dpgf_gap(gap))  # phi'(l) at each cell's left end, rounded down
-    from .._kernels.tuning import excess_rows
+    ``cells`` is :func:`_cells` of ``runs`` (or :func:`_sampled_cells`, to rank splits only);
+    ``lo``, if given, is :func:`_phi_low` of the same rows.
 
-    # e^e2 rounded down (exp within _F; the product's rounding is covered by 2 _F - _F)
-    scale = np.exp(np.asarray(e2, dtype=np.float64)) * (1.0 - 2.0 * _F)
+    In kernels (``_kernels.tuning``), these steps, each as numpy would round it: 1 - l(u) at each
+    cell's left end, as sums of non-negative terms (no cancellation, each form within _F + 3u),
+    rounded up -- min(-expm1(-e1) + e^-e1 (sl + d1), e^e1 sl + d1) (1 + _GAP), at most 1 -- so
+    that the l used is at most the true l, and phi'(l) too: phi'(l) rounded down
+    (``runs._log_dpgf_gap``, then :func:`_exp_down`).  (e1 <= _E_CAP, so e^e1 is finite; s >=
+    1e-14 here, so e^-e1 (s + d1) >= 2.6e-275 and e^e1 s are normal numbers, where the relative
+    error bounds hold.)  e^e2 is rounded down (exp within _F; the product's rounding is covered by
+    2 _F - _F).  The Riemann sum's arithmetic (``excess_rows``): each cell's exact (hi - scale
+    lo)_+ is at most its computed value over 1 - u plus u hi; the products and the 1501-term sum
+    err by at most (n + 2) u = 1.7e-13 relative (n <= 1500 cells): the relative 1e-9 covers the
+    first part, 1e-15 of the sum of hi (dot product within 1.7e-13) the u hi part, and both leave
+    >= 2u of slack for the caller's last addition."""
+    from .._kernels.tuning import excess_scaled
+
+    hi, width, hw, _ = cells
+    lo = _phi_low(runs, cells, e1s, d1s) if lo is None else lo
+    scale = np.exp(np.ascontiguousarray(e2, dtype=np.float64).reshape(-1)) * (1.0 - 2.0 * _F)
     out = np.empty((lo.shape[0], scale.size))
-    excess_rows(hi, lo, width, scale, out)
-    # the kernel's arithmetic: each cell's exact (hi - scale lo)_+ is at most its computed value
-    # over 1 - u plus u hi; the products and the 1501-term sum err by at most (n + 2) u = 1.7e-13
-    # relative (n <= 1500 cells): the relative 1e-9 covers the first part, 1e-15 of the sum of hi
-    # (dot product within 1.7e-13) the u hi part, and both leave >= 2u of slack for the caller's last addition
-    return out * (1.0 + 1e-9) + 1e-15 * hw
+    excess_scaled(hi, lo, width, scale, 1.0 + 1e-9, 1e-15 * hw, out)
+    return out
 
 
 def _excess(runs: RunCount, e1: float, d1: float, e2: np.ndarray) -> np.ndarray:
@@ -166,6 +201,10 @@ class _Profile:
         self.tilt_at = tilt_at
         self.e = np.linspace(0.0, min(e_max, _E_CAP), _PROFILE_POINTS)
         self.grids = None if tilt_at is None else _tilted_grids(sigma, q, steps, relation, accuracy, tilt_at, self.e)
+        # the lookup's points read off the grids on a helper thread while this one reads the
+        # profile's own (they do not depend on each other)
+        ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
+        lookup = None if self.grids is None else _soon("lookup", self.delta_sharp, ef)
         d = None if self.grids is None else self.delta_sharp(self.e)
         if d is None or _weak_below(sigma, q, steps, self.e, d, tilt_at):
             from ..pld.tradeoff import _profile_upper
@@ -179,8 +218,7 @@ class _Profile:
         # holds)
         self.ef, self.df = self.e, self.d
         if self.grids is not None:
-            ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
-            df = np.minimum.accumulate(self.delta_sharp(ef))
+            df = np.minimum.accumulate(lookup())
             both = np.union1d(ef, self.e)
             self.ef = both
             self.df = np.minimum(np.minimum(_step_at(ef, df, both), _step_at(self.e, self.d, both)), 1.0)
@@ -230,6 +268,17 @@ class _Profile:
         return min(out, float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper))
 
 
+def _soon(pool: str, fn, *args):
+    """A function returning fn(*args), which runs meanwhile on the helper thread ``pool``
+    (``pld.common.side_pool``) where there are two cores, else when asked: for pieces whose kernels
+    release the GIL while the caller works on something they do not depend on."""
+    from ..pld.common import side_pool, spare_core
+
+    if not spare_core():
+        return lambda: fn(*args)
+    return side_pool(pool).submit(contextvars.copy_context().run, fn, *args).result
+
+
 def _weak_below(sigma, q, steps, e, d, t0) -> bool:
     """Whether the tilted profile ``d`` is looser than RDP's conversion at some of 8 points where
     it is above t0: a strong tilt leaves the small eps (large delta) to the edge of its window,
@@ -250,10 +299,9 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     closed form).  The add direction usually lies below the remove one, as in the accountant's
     own queries: its grid 4x coarser, and the fine one too only where the coarse one is more than
     ``_ADD_SLACK`` above the remove one at some point of ``e`` (a choice of tightness only)."""
-    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, two_cores
+    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, spare_core
     from ..pld.grid.spectral import read_delta
     from ..pld.engine import TILT, Engine
-    from ..pld.grid.estimates import eps_estimate
 
     if relation != "add_remove":
         return None  # (``_weak_below`` compares with RDP, which is of add/remove)
@@ -261,15 +309,15 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     if not engine.schedule or engine.p_hi > 0.0 or engine.form is not None:
         return None
     job = engine.job(t0)
-    step = engine.first_step(t0)
-    est = eps_estimate(engine.schedule, t0, engine.main)
+    est, _, first = engine._start(t0)  # (the Gaussian estimate and the first grid step of a query at t0)
+    step = engine.grid_step or first
     with bins_limit(FIRST_BINS):
         if engine.replace:
             return [[TILT.grid(job, REPLACE, True, step, est, 0.0)]]
         # the coarse add grid on a helper thread while this one builds the remove grid (the
         # kernels and transforms release the GIL), as the accountant's own queries do
         coarse = (add_pool().submit(contextvars.copy_context().run, TILT.grid, job, ADD, True, 4 * step, est, 0.0)
-                  if two_cores() else None)
+                  if spare_core() else None)
         try:
             remove = TILT.grid(job, REMOVE, True, step, est, 0.0, True)  # (possibly a band: ``grid.banded``)
         finally:
@@ -312,19 +360,23 @@ def _coarse_fine_rows(rows, n: int, every: int = 8):
     return best, info
 
 
-def _split_totals(runs, cells, prof, e1s, d1s, e2, dlt, log_m):
+def _split_totals(runs, cells, prof, e1s, d1s, e2, dlt, log_m, lo=None):
     """(tot, t, e2*): tot[r, k] an upper bound on the search's eps at ``dlt`` from the split e2[k]
     with e1 = e1s[r] (d1s[r] >= delta_Q(e1s[r])), t[r, k] the delta at which delta_Q is read, and
     e2* = fl(e2 (1 + _REL)) the split charged; ``cells``: :func:`_cells` (or, to rank splits only, :func:`_sampled_cells`: then tot is no bound).  The split is e2*: I is read at fl(e2 (1 - _REL)) <= e2*, and t <=
     (delta - I) / (E[K] e^e2*) -- the 1e-12 covers exp's _F, three roundings and the exponent's
     (u |e2* + log E[K]| <= 2e-13 while E[K] < e^1000); eps = e2* + eps_Q(t), the sum rounded up:
     delta_Q is read at or below eps - e2*."""
+    from .._kernels.tuning import split_totals
+
+    e2 = np.ascontiguousarray(e2, dtype=np.float64)
     e2_up = e2 * (1.0 + _REL)
     share = np.exp(-e2_up - log_m) * (1.0 - 1e-12)
-    rest = dlt - _excess_rows(runs, cells, e1s, d1s, e2 * (1.0 - _REL))
-    with np.errstate(invalid="ignore"):
-        t = rest * share
-        tot = np.where(rest > 0.0, _sum_up(e2_up, np.where(t >= 1.0, 0.0, prof.epsilon_at(t))), math.inf)
+    excess = _excess_rows(runs, cells, e1s, d1s, e2 * (1.0 - _REL), lo)
+    # t = (dlt - I) share; tot = _sum_up(e2*, eps_Q(t) by ``prof.epsilon_at``, 0 at t >= 1), inf where
+    # dlt - I <= 0: in one kernel, as numpy rounds them
+    tot, t = np.empty(excess.shape), np.empty(excess.shape)
+    split_totals(excess, e2_up, share, dlt, prof.ef, prof._neg_df, tot, t)
     return tot, t, e2_up
 
 
@@ -411,13 +463,14 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
     h = prof.e[1] - prof.e[0]
     js = np.arange(max(j0 - _NEAR_E1, 0), min(j0 + _NEAR_E1 + 1, prof.e.size))
     fine = _cells(runs)
+    lo = _phi_low(runs, fine, prof.e[js], prof.d[js])  # (the rows' phi'(l): the same at every e2)
     offsets = h * np.arange(-_NEAR_E2 * _E2_SUBSTEPS, _NEAR_E2 * _E2_SUBSTEPS + 1) / _E2_SUBSTEPS
     for _ in range(_MOVES):
         e2f = e2_0 + offsets
         e2f = e2f[(e2f >= 0.0) & (e2f * (1.0 + _REL) < cap)]
         if e2f.size == 0:
             return best
-        tot, t, e2_up = _split_totals(runs, fine, prof, prof.e[js], prof.d[js], e2f, dlt, log_m)
+        tot, t, e2_up = _split_totals(runs, fine, prof, prof.e[js], prof.d[js], e2f, dlt, log_m, lo)
         k = int(np.argmin(tot)) % e2f.size
         if not tot.min() < math.inf:
             e2_0 += 2.0 * _NEAR_E2 * h
@@ -433,12 +486,12 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
              for r, k in (divmod(int(f), e2f.size) for f in np.argsort(tot, axis=None)[:_SHARPEN_EPS])]
     if tot[r0, k0] < math.inf:
         def row(e2z):
-            tz, _, _ = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z, dlt, log_m)
+            tz, _, _ = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z, dlt, log_m, lo[[r0]])
             return tz[0]
 
         vz, e2z = _zoom(row, e2f, k0)
         top = np.argsort(vz)[:_SHARPEN_ZOOM]
-        tz, t_z, e2_z = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z[top], dlt, log_m)
+        tz, t_z, e2_z = _split_totals(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], e2z[top], dlt, log_m, lo[[r0]])
         cands += [(float(tz[0, i]), float(t_z[0, i]), float(e2_z[i])) for i in range(top.size)]
     for total, tk, e2k in cands:
         best = min(best, total)
@@ -447,7 +500,7 @@ def _profile_epsilon(sigma, q, steps, dlt, runs, accuracy, relation, prof, cap=m
     return best
 
 
-def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m):
+def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m, lo=None):
     """(tot, x, e2*, I): tot[r, k] an upper bound on the search's delta at ``eps`` from the split
     e2_grid[k] with e1 = e1s[r] (d1s[r] >= delta_Q(e1s[r])), delta_Q read at x[k] = fl(eps -
     e2_grid[k]) and the split charged e2*[k] = eps - x[k] exactly (an exact two-sum gives its float
@@ -459,7 +512,7 @@ def _delta_splits(runs, cells, prof, e1s, d1s, eps, e2_grid, m):
     r, err = _two_diff(eps, x)
     e2 = np.maximum(np.maximum(e2_grid * (1.0 + _REL), np.where(err > 0.0, np.nextafter(r, np.inf), r)), 0.0)
     e2_in = np.minimum(e2_grid * (1.0 - _REL), np.where(err < 0.0, np.nextafter(r, -np.inf), r))
-    excess = _excess_rows(runs, cells, e1s, d1s, e2_in)
+    excess = _excess_rows(runs, cells, e1s, d1s, e2_in, lo)
     return m * np.exp(e2) * prof.delta_at(x) + excess, x, e2, excess
 
 
@@ -489,9 +542,10 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
     h = prof.e[1] - prof.e[0]
     js = np.arange(max(j0 - _NEAR_E1, 0), min(j0 + _NEAR_E1 + 1, prof.e.size))
     fine = _cells(runs)
+    lo = _phi_low(runs, fine, prof.e[js], prof.d[js])  # (the rows' phi'(l): the same at every e2)
     e2f = e2_0 + h * np.arange(-_NEAR_E2 * _E2_SUBSTEPS, _NEAR_E2 * _E2_SUBSTEPS + 1) / _E2_SUBSTEPS
     e2f = np.unique(np.concatenate([e2f[(e2f >= 0.0) & (e2f <= eps)], e2_grid[np.abs(e2_grid - e2_0) <= _NEAR_E2 * h]]))
-    tot, x, e2, excess = _delta_splits(runs, fine, prof, prof.e[js], prof.d[js], eps, e2f, m)
+    tot, x, e2, excess = _delta_splits(runs, fine, prof, prof.e[js], prof.d[js], eps, e2f, m, lo)
     best = min(float(tot.min()), 1.0)
     # the best row's e2 zoomed in on, as in ``_profile_epsilon`` (``_zoom``, on the lookup's
     # totals), then delta_Q read sharper than the lookup (off the kept grids, or one PLD query) at
@@ -503,12 +557,12 @@ def _profile_delta(sigma, q, steps, eps, runs, prof) -> float:
                     [excess[r, k] for r, k in fine_picks])
 
     def row(e2z):
-        return _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, e2z, m)[0][0]
+        return _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, e2z, m, lo[[r0]])[0][0]
 
     vz, e2z = _zoom(row, e2f, k0)
     best = min(best, float(vz.min()))
     top = e2z[-_ZOOM_POINTS:]  # (the last round whole: the lookup's steps reorder its points)
-    _, xz, e2c, exc = _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, top, m)
+    _, xz, e2c, exc = _delta_splits(runs, fine, prof, prof.e[js[[r0]]], prof.d[js[[r0]]], eps, top, m, lo[[r0]])
     xs, e2s, exs = np.array(xs + list(xz)), np.array(e2s + list(e2c)), np.array(exs + list(exc[0]))
     d_q = np.asarray(prof.delta_sharp(np.maximum(xs, 0.0)), dtype=np.float64)
     return min(best, float(np.min(m * np.exp(e2s) * d_q + exs)))

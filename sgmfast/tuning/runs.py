@@ -191,8 +191,12 @@ def truncated_negative_binomial(shape: float, *, gamma: float | None = None, mea
     for _ in range(200):
         mid = math.sqrt(lo * hi) if hi < 0.5 else 0.5 * (lo + hi)
         if _tnb_mean(eta, mid) > m:
+            if mid == lo:
+                break  # (a fixed point: every later step is this one; ~65 steps instead of 200)
             lo = mid
         else:
+            if mid == hi:
+                break
             hi = mid
     return RunCount("tnb", shape=eta, gamma=hi)
 

@@ -137,15 +137,37 @@ def tilted_moments(p, j_lo, step, theta):
 
 
 @jit
-def tilted_stats(p, j_lo, step, theta):
-    """(log sum_i p_i e^{theta ell_i}, mean, variance) of the loss under those tilted masses,
-    ell_i = (j_lo + i) step (heuristics only: saddle points and window sizes)."""
+def _tilt_max(p, j_lo, step, theta):
+    """max of theta (j_lo + i) step over the i with p_i > 0 (-inf if none).  The rounded product
+    is monotone in i (rounding is): for finite theta, step > 0 the last such i attains it, for
+    finite theta < 0 < step the first, so the scan stops there; otherwise (an infinite theta's
+    inf * 0 is NaN, which the max skips) every i is looked at."""
+    n = p.shape[0]
+    finite = math.isfinite(theta) and math.isfinite(step)
+    if finite and step > 0.0 and theta > 0.0:
+        for i in range(n - 1, -1, -1):
+            if p[i] > 0.0:
+                return theta * (j_lo + i) * step
+        return -math.inf
+    if finite and step > 0.0 and theta < 0.0:
+        for i in range(n):
+            if p[i] > 0.0:
+                return theta * (j_lo + i) * step
+        return -math.inf
     mx = -math.inf
-    for i in range(p.shape[0]):
+    for i in range(n):
         if p[i] > 0.0:
             v = theta * (j_lo + i) * step
             if v > mx:
                 mx = v
+    return mx
+
+
+@jit
+def tilted_stats(p, j_lo, step, theta):
+    """(log sum_i p_i e^{theta ell_i}, mean, variance) of the loss under those tilted masses,
+    ell_i = (j_lo + i) step (heuristics only: saddle points and window sizes)."""
+    mx = _tilt_max(p, j_lo, step, theta)
     if mx == -math.inf:
         return -math.inf, 0.0, 0.0
     s0 = 0.0

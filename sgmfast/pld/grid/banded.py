@@ -62,7 +62,9 @@ def power_band(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
     is the same for any set of rows then: with one part every row is a positive multiple of the
     same log modulus."""
     nk = row_of.size
-    if spectra.shape[0] == 1:
+    if spectra.shape[0] == 1 and nk == 1:  # (np.unique's answer for one checkpoint)
+        rows, row_of = np.ascontiguousarray(rows[row_of]), np.zeros(1, dtype=np.int64)
+    elif spectra.shape[0] == 1:
         used, row_of = np.unique(row_of, return_inverse=True)
         rows, row_of = np.ascontiguousarray(rows[used]), row_of.reshape(-1).astype(np.int64)
     h = kf.live_extent(spectra, e2, ntot, LOG_CUT)
@@ -81,11 +83,14 @@ def power_band(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
                                   parts[1][3])
         kf.power_checkpoints(*args, 0, m, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
         fut.result()
-    err = sum(p[0] for p in parts)
+    if len(parts) == 1:  # (one thread: its sums as they are)
+        err, z2, wsum, band = parts[0]
+    else:
+        err = parts[0][0] + parts[1][0]
+        z2 = parts[0][1] + parts[1][1]
+        wsum = parts[0][2] + parts[1][2]
+        band = np.maximum(parts[0][3], parts[1][3])
     kf.charge_cut(dec, h, spectra.shape[1], LOG_CUT, err)  # (the frequencies not stored)
-    z2 = sum(p[1] for p in parts)
-    wsum = sum(p[2] for p in parts)
-    band = np.max([p[3] for p in parts], axis=0)
     return z, err, z2, wsum, band
 
 

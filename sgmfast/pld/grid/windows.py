@@ -31,6 +31,7 @@ from ..common import bins_cap, fast_len, too_many_bins
 #: loss); small lambda for heavy one-step tails, large for light ones. Any lambda gives a valid
 #: bound, so the grid only decides how tight it is.
 CHERNOFF_K = np.arange(-24, 17, 2)
+_CHERNOFF_SCALES = 2.0 ** (CHERNOFF_K / 2.0)
 WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
 TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
 
@@ -51,7 +52,7 @@ def log_mgf_table(parts, step, sd, lower=True):
     where sd is 0 (a point-like composed loss); a log-MGF that overflows is
     +inf, a valid (trivial) bound.  (A NaN entry -- inf - inf in a block's MGF -- carries no
     information: ``chernoff_edge`` then keeps the heuristic edge and ``chernoff`` charges 1.)"""
-    base = 2.0 ** (CHERNOFF_K / 2.0) / (sd if sd > 0.0 else step)
+    base = _CHERNOFF_SCALES / (sd if sd > 0.0 else step)
     lams = np.concatenate((base, -base)) if lower else base
     total = np.zeros(lams.size)
     with np.errstate(over="ignore", invalid="ignore"):
