@@ -154,6 +154,19 @@ def test_mean_parametrisation_solves_gamma():
     assert tuning.poisson(3.0).mean == 3.0 and tuning.binomial(10, 0.3).mean == pytest.approx(3.0)
 
 
+def test_mean_near_shape_minus_one():
+    """Shape near -1: the mean grows like gamma^(-1 - shape), so a mean of 66 needs gamma ~ 1e-166
+    (the bisection's geometric midpoint underflowed to 0 and log(0) raised a math domain error),
+    and a mean of 210 at shape -0.99986 needs gamma below any float: a ValueError naming both.
+    The mean is checked against the closed form E[K] = eta (1 - g) / (g (1 - g^eta))."""
+    shape, mean = -0.9889410363060045, 66.28411467493802
+    g = tuning.truncated_negative_binomial(shape, mean=mean).gamma
+    assert 1e-200 < g < 1e-150
+    assert shape * (1 - g) / (g * -math.expm1(shape * math.log(g))) == pytest.approx(mean, rel=1e-9)
+    with pytest.raises(ValueError, match="mean 209.894 is out of reach for shape -0.99986"):
+        tuning.truncated_negative_binomial(-0.9998603143674278, mean=209.89387276007903)
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda: tuning.poisson(0.5), "mean"),
     (lambda: tuning.truncated_negative_binomial(-1.0, gamma=0.5), "shape"),

@@ -188,8 +188,16 @@ def truncated_negative_binomial(shape: float, *, gamma: float | None = None, mea
     if not 1.0 < m < 1e12:
         raise ValueError(f"mean (number of runs) must be in (1, 1e12); got {mean!r}")
     lo, hi = 1e-300, 1.0 - 1e-16  # mean decreases in gamma
+    if not _tnb_mean(eta, lo) > m:  # (shape near -1: the mean grows like gamma^(-1 - shape))
+        raise ValueError(f"mean {m:g} is out of reach for shape {eta:g}: its largest mean is "
+                         f"{_tnb_mean(eta, lo):.6g} (at gamma 1e-300); raise shape or lower mean")
     for _ in range(200):
-        mid = math.sqrt(lo * hi) if hi < 0.5 else 0.5 * (lo + hi)
+        # (the geometric midpoint; in logs where lo * hi would underflow -- it reached 0, and log(0)
+        # raised, at shape -0.989, mean 66)
+        if hi >= 0.5:
+            mid = 0.5 * (lo + hi)
+        else:
+            mid = math.sqrt(lo * hi) if lo * hi > 1e-290 else math.exp(0.5 * (math.log(lo) + math.log(hi)))
         if _tnb_mean(eta, mid) > m:
             if mid == lo:
                 break  # (a fixed point: every later step is this one; ~65 steps instead of 200)
