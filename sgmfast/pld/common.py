@@ -8,7 +8,6 @@ import contextvars
 import math
 import os
 import threading
-import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from concurrent.futures import ThreadPoolExecutor
@@ -300,51 +299,14 @@ def two_cores() -> bool:
     return _CORES[0] >= 2
 
 
-#: how often (seconds) ``spare_core`` looks at the machine again, and the share of one core the
-#: other processes may have used meanwhile before the helper threads stand down
-SPARE_PERIOD = 0.2
-SPARE_BUSY = 0.5
-#: a look this long (seconds) after the last one starts afresh (threads, as on an idle machine)
-SPARE_STALE = 1.0
-_SPARE: list = [-math.inf, True, None]  # (time of the last look, its answer, its sample)
-
-
-def _cpu_sample():
-    """(monotonic seconds, the machine's busy seconds from /proc/stat's first line -- user, nice,
-    system, irq, softirq and steal -- and this process's CPU seconds), or None without /proc."""
-    try:
-        with open("/proc/stat", "rb") as f:
-            v = f.readline().split()[1:9]
-    except OSError:
-        return None
-    if len(v) < 8 or not all(x.isdigit() for x in v) or "SC_CLK_TCK" not in getattr(os, "sysconf_names", {}):
-        return None
-    busy = sum(int(v[i]) for i in (0, 1, 2, 5, 6, 7))
-    return time.monotonic(), busy / os.sysconf("SC_CLK_TCK"), time.process_time()
-
-
 def spare_core() -> bool:
     """Whether work that is the same on any thread (a pair of grids, a coarse grid, an independent
-    read) should go to a helper thread: ``two_cores()`` and, over the time since the last look (at
-    most every ``SPARE_PERIOD``; a look after a pause of ``SPARE_STALE`` starts afresh), the other
-    processes used less than ``SPARE_BUSY`` of a core.  On a 2-core machine shared with a busy
-    process a helper thread only takes turns with it (and with this thread, for the GIL): W1 ran
-    12-15 % faster on one thread beside a busy test run, while on an idle machine the helpers save
-    8-25 % (paired A/B, alternating calls).  Only the thread a piece runs on follows this, never a
-    result (the reductions split over threads, whose sums' order would change, keep ``two_cores``)."""
-    if not two_cores():
-        return False
-    last, ok, old = _SPARE
-    now = time.monotonic()
-    if now - last < SPARE_PERIOD:
-        return ok
-    new = _cpu_sample()
-    if new is None or old is None or not old[0] < new[0] <= old[0] + SPARE_STALE:
-        ok = True  # (nothing measured yet, or only long ago: a pause says nothing of now)
-    else:
-        ok = (new[1] - old[1]) - (new[2] - old[2]) < SPARE_BUSY * (new[0] - old[0])
-    _SPARE[:] = [now, ok, new]
-    return ok
+    read) goes to a helper thread: where there are two cores (``two_cores``).  Only the thread a
+    piece runs on follows this, never a result.  (Beside another busy process a helper thread only
+    takes turns with it: W1 ran 12-15 % faster on one thread there, while on an idle machine the
+    helpers save 8-25 %, paired A/B.  A switch on the machine's recent load -- /proc/stat and the
+    clock -- gained 6-14 % beside a busy process; it was dropped: no clock decides anything here.)"""
+    return two_cores()
 
 
 def both_roundings(run):
