@@ -123,8 +123,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max",
-                 "_steps", "s", "_wu", "_wl", "_rungs")
+                 "w_max", "_steps", "s", "_wu", "_wl", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -494,8 +493,8 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
             up2, lo2 = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped, 2.0)
             up, lo = np.minimum(up, up2), np.maximum(lo, lo2)
         # (scaled to the answer as far as the lower end knows it: a coarse level's upper end can be
-        # far above, and the next lattice's top, ``_lattice``, charged more than δ -- sigma 0.4, t 2,
-        # eps 19.55: 3.3e-13 at +inf for δ ~ 9.8e-13 from a level-0 upper end of 7.6e-11)
+        # far above it -- sigma 0.4, t 2, eps 19.55: 7.6e-11 at level 0 for δ ~ 9.8e-13 -- and the
+        # next lattice's truncations, charged at +inf, are budgeted from it)
         ref = np.maximum(lo, 1e-3 * up)
         pos = ref[ref > 0]
         if pos.size:
