@@ -62,7 +62,7 @@ def _rel_error(q, s, alpha_max: float) -> np.ndarray:
     alpha_max, every order between two checked ones n_j < n < n_{j+1} covered by E(n_{j+1}) (E
     grows with n) over the least top on [n_j, n_{j+1}] (top is convex in n: its vertex
     0.5 - s^2 log q, clipped to the interval).  In one kernel (``_kernels.rdp.margin``), the
-    operations of the numpy expressions (kept below, ``_rel_error_numpy``) in their order."""
+    operations of the numpy expressions (kept as its reference in tests/test_rdp.py) in their order."""
     from ._kernels.rdp.margin import rel_error
 
     k = int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1
@@ -76,20 +76,3 @@ def _rel_error(q, s, alpha_max: float) -> np.ndarray:
 _ERR_LO = np.concatenate(([2.0], _ERR_ORDERS[:-1]))
 _ERR_LGAMMA = gammaln(_ERR_ORDERS + 1.0)
 _ERR_LOG = np.log(_ERR_ORDERS)
-
-
-def _rel_error_numpy(q, s, alpha_max: float) -> np.ndarray:
-    """``_rel_error`` in numpy (the reference its kernel follows, tests/test_rdp.py)."""
-    q, s = q[:, None], s[:, None]
-    grid = _ERR_ORDERS[:int(np.searchsorted(_ERR_ORDERS, max(alpha_max, 2.0))) + 1]
-    lo_n, hi_n = np.concatenate(([2.0], grid[:-1]))[None, :], grid[None, :]
-    lq = np.log(q)
-
-    def top(n):
-        return n * lq + n * (n - 1.0) / (2.0 * s * s) - math.log(2.0)
-
-    least = top(np.clip(0.5 - s * s * lq, lo_n, hi_n))
-    x = hi_n * (hi_n - 1.0) / (2.0 * s * s)
-    e_abs = _U * (20.0 * gammaln(hi_n + 1.0) + 8.0 * hi_n * (np.abs(lq) + np.abs(np.log1p(-q))) + 8.0 * x
-                  + 8.0 * np.log(hi_n) + 16.0)
-    return np.max(e_abs / np.maximum(1.0, least), axis=1)

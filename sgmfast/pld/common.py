@@ -293,27 +293,21 @@ _CORES: list = []
 
 def two_cores() -> bool:
     """Whether the machine has two or more cores (asked once: ``os.cpu_count`` reads a file in
-    /sys each time, ~12 us, and a query asks a few dozen times)."""
+    /sys each time, ~12 us, and a query asks a few dozen times): where a piece whose result is
+    the same on any thread (a pair of grids, a coarse grid, an independent read) goes to a helper
+    thread.  (Beside another busy process a helper only takes turns with it -- W1 12-15 % faster on
+    one thread there, 8-25 % slower on an idle machine, paired A/B -- but a switch on the machine's
+    recent load would put the clock behind a decision: none is.)"""
     if not _CORES:
         _CORES.append(os.cpu_count() or 1)
     return _CORES[0] >= 2
 
 
-def spare_core() -> bool:
-    """Whether work that is the same on any thread (a pair of grids, a coarse grid, an independent
-    read) goes to a helper thread: where there are two cores (``two_cores``).  Only the thread a
-    piece runs on follows this, never a result.  (Beside another busy process a helper thread only
-    takes turns with it: W1 ran 12-15 % faster on one thread there, while on an idle machine the
-    helpers save 8-25 %, paired A/B.  A switch on the machine's recent load -- /proc/stat and the
-    clock -- gained 6-14 % beside a busy process; it was dropped: no clock decides anything here.)"""
-    return two_cores()
-
-
 def both_roundings(run):
     """(run(True), run(False)): the pessimistic one on ``grid_pool``'s thread (in this context:
     the work meter counts it) while this thread does the optimistic one, where there are two
-    cores (transforms and kernels release the GIL) and one is spare (``spare_core``)."""
-    if not spare_core():
+    cores (transforms and kernels release the GIL)."""
+    if not two_cores():
         return run(True), run(False)
     fut = grid_pool().submit(contextvars.copy_context().run, run, True)
     try:

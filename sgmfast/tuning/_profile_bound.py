@@ -272,9 +272,9 @@ def _soon(pool: str, fn, *args):
     """A function returning fn(*args), which runs meanwhile on the helper thread ``pool``
     (``pld.common.side_pool``) where there are two cores, else when asked: for pieces whose kernels
     release the GIL while the caller works on something they do not depend on."""
-    from ..pld.common import side_pool, spare_core
+    from ..pld.common import side_pool, two_cores
 
-    if not spare_core():
+    if not two_cores():
         return lambda: fn(*args)
     return side_pool(pool).submit(contextvars.copy_context().run, fn, *args).result
 
@@ -299,7 +299,7 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     closed form).  The add direction usually lies below the remove one, as in the accountant's
     own queries: its grid 4x coarser, and the fine one too only where the coarse one is more than
     ``_ADD_SLACK`` above the remove one at some point of ``e`` (a choice of tightness only)."""
-    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, spare_core
+    from ..pld.common import ADD, FIRST_BINS, REMOVE, REPLACE, add_pool, bins_limit, two_cores
     from ..pld.grid.spectral import read_delta
     from ..pld.engine import TILT, Engine
 
@@ -317,7 +317,7 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
         # the coarse add grid on a helper thread while this one builds the remove grid (the
         # kernels and transforms release the GIL), as the accountant's own queries do
         coarse = (add_pool().submit(contextvars.copy_context().run, TILT.grid, job, ADD, True, 4 * step, est, 0.0)
-                  if spare_core() else None)
+                  if two_cores() else None)
         try:
             remove = TILT.grid(job, REMOVE, True, step, est, 0.0, True)  # (possibly a band: ``grid.banded``)
         finally:

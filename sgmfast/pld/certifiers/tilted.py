@@ -8,7 +8,7 @@ from concurrent import futures
 import numpy as np
 
 from ..._failures import GridFailure
-from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, add_pool, grid_pool, spare_core
+from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, add_pool, grid_pool, two_cores
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
 from ..grid.spectral import SpectralGrid, read_delta, read_eps
@@ -80,7 +80,7 @@ class TiltedFFT:
         """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
         FFTs release the GIL, and on two cores the pair takes little more than one of them."""
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
-        if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not spare_core():
+        if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
             return (self.grid(job, add, True, step, eps_c, eps_lo, banded),
                     self.grid(job, add, False, step, eps_c, eps_lo, banded))
         fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo,
@@ -106,7 +106,7 @@ class TiltedFFT:
             g_up, g_lo = self.grid_pair(job, REPLACE, step, est, lo_e)
             return {REPLACE: (read_eps(g_lo, target, est), read_eps(g_up, target, est))}
         # the coarse add grid is always read: built on a helper thread beside the remove pair
-        fut = add_pool().submit(contextvars.copy_context().run, eps, ADD, True, 4 * step) if spare_core() else None
+        fut = add_pool().submit(contextvars.copy_context().run, eps, ADD, True, 4 * step) if two_cores() else None
         try:
             g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
             up_r = read_eps(g_up, target, est)

@@ -28,7 +28,7 @@ from ..._kernels.pld import bins as kb
 from ..._kernels.pld import discretise as kd
 from ..._kernels.pld import losses as kl
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, spare_core, split_pool,
+from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, two_cores, split_pool,
                      too_many_bins)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
@@ -169,7 +169,7 @@ def _step_bins_split(sigma, q, step, k_lo, arrs) -> None:
     """``kb.step_bins`` over the whole arrays, the upper half on a second thread (the edge between
     the halves is the same floating-point value either way)."""
     nb = arrs[0].size
-    if nb < SPLIT_MIN or not spare_core():
+    if nb < SPLIT_MIN or not two_cores():
         kb.step_bins(sigma, q, step, k_lo, nb, *arrs)
         return
     h = nb // 2
