@@ -66,6 +66,9 @@ def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
     ends alone cannot show."""
     if eps is not None:
         return b
+    if type(b.lower) is float and type(b.upper) is float:  # (one query: no numpy round trip)
+        lo, up = b.lower, b.upper
+        return Bounds(lo, up, lo == up or up - lo <= accuracy * up * (1 + 1e-9))
     lo, up = np.asarray(b.lower, dtype=float), np.asarray(b.upper, dtype=float)
     with np.errstate(invalid="ignore"):
         ok = (lo == up) | (up - lo <= accuracy * up * (1 + 1e-9))
@@ -78,6 +81,10 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     so its caches are shared and the answers are monotone in the query (no point's bound
     contradicts another's).  With an ``executor``, whole groups go to its tasks (so the answers
     are the serial call's)."""
+    if sigma.ndim == q.ndim == steps.ndim == x.ndim == 0:  # one point: the loop below's one engine
+        lo, up = group_fn(Engine([(float(sigma), float(q), int(steps))], accuracy, grid_step, relation,
+                                 budget=max(BUDGET, 1.0)), x.reshape(1))
+        return Bounds(float(lo[0]), float(up[0]))
     shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
