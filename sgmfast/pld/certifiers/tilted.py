@@ -13,6 +13,7 @@ from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
 from ..grid.spectral import SpectralGrid, read_delta, read_eps
 from ..grid.tilting import VAR_GROWTH, saddle_theta
+from ..grid.onestep import one_step
 from ..grid.two_stage import compose_two_stage, plan
 from .contract import Job
 
@@ -79,6 +80,11 @@ class TiltedFFT:
     def grid_pair(self, job: Job, add, step: float, eps_c: float, eps_lo: float, banded: bool = True):
         """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
         FFTs release the GIL, and on two cores the pair takes little more than one of them."""
+        if two_cores() and plan(job.schedule, step, add, job.tau) is None:
+            # the one-step pieces both grids compose; their optimistic masses on the thread that
+            # composes the optimistic grid, while this one searches the tilt
+            ones = [one_step(sigma, q, add, step, job.tau) for sigma, q, _ in job.schedule]
+            grid_pool().submit(_optimistic_masses, ones)
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
         if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
             return (self.grid(job, add, True, step, eps_c, eps_lo, banded),
@@ -156,6 +162,16 @@ class TiltedFFT:
             up_a = np.minimum(up_a, fine)
         found[ADD] = (lo_a, up_a)
         return found
+
+
+def _optimistic_masses(ones) -> None:
+    """Build each ``OneStep``'s optimistic masses (cached on it; a failure is raised again where
+    they are read)."""
+    for one in ones:
+        try:
+            one.opt
+        except FloatingPointError:
+            return
 
 
 def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False) -> Grid:
