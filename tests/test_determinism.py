@@ -34,3 +34,53 @@ def test_same_interval_beside_cpu_hogs():
             h.kill()
             h.wait()
     assert busy == quiet
+
+
+def test_helper_work_is_charged_in_one_sum_where_it_is_taken(monkeypatch):
+    """``common.Beside``: the helper's charges reach this thread's meter as one sum at ``result()``,
+    after this thread's own, on two cores and on one (the same order of additions either way)."""
+    from sgmfast import _work
+
+    def job(units):
+        for u in units:
+            _work.charge(u)
+        return "done"
+
+    for cores in (4, 1):
+        monkeypatch.setattr(common, "_CORES", [cores])
+        with _work.metered() as m:
+            b = common.Beside("test", job, [0.1, 0.2, 0.3])
+            assert b.alongside(lambda: _work.charge(1e16)) is None
+            assert m.units == 1e16  # (the helper's work not yet)
+            assert b.result() == "done"
+        assert m.units == 1e16 + ((0.1 + 0.2) + 0.3)
+
+
+def test_helper_failure_is_raised_where_it_is_taken(monkeypatch):
+    import pytest
+
+    def boom():
+        raise FloatingPointError("helper")
+
+    for cores in (4, 1):
+        monkeypatch.setattr(common, "_CORES", [cores])
+        b = common.Beside("test", boom)
+        with pytest.raises(FloatingPointError, match="helper"):
+            b.result()
+        b = common.Beside("test", boom)
+        with pytest.raises(ZeroDivisionError):
+            b.alongside(lambda: 1 / 0)
+
+
+def test_split_lattice_cells_are_the_same_floats():
+    """W's lattice cells computed in two halves (two threads) equal the one pass bit for bit."""
+    from sgmfast._kernels.pld import allocation as ka
+
+    s, h, K = 1 / 0.6, 0.01, 40001
+    whole = [np.empty(K) for _ in range(3)]
+    ka.lognormal_cells(s, h, K, *whole)
+    halves = [np.empty(K) for _ in range(3)]
+    ka.lognormal_cells_from(s, h, K // 2, K, *halves)
+    ka.lognormal_cells_from(s, h, 0, K // 2, *halves)
+    for a, b in zip(whole, halves):
+        assert np.array_equal(a, b)

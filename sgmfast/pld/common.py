@@ -10,6 +10,7 @@ import os
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ def bins_limit(n: int):
 
 # work, the measure of a query's cost (time limits in machine-independent units)
 from .._failures import GridFailure, GridTooLarge, StepUnderflow  # noqa: E402,F401
-from .._work import UNITS_PER_SECOND, Meter, charge_fft, metered  # noqa: E402,F401
+from .._work import UNITS_PER_SECOND, Meter, apart, charge, charge_fft, metered  # noqa: E402,F401
 
 
 U = np.finfo(np.float64).eps / 2  # unit round-off
@@ -286,6 +287,41 @@ def final_pool() -> ThreadPoolExecutor:
     """One thread for a curve's final checkpoint, whose engine runs while the others are read
     off shared spectra (``curve``)."""
     return _pool("final")
+
+
+class Beside:
+    """``fn(*args)`` started on the helper thread ``side_pool(name)`` where there are two cores (on
+    one: run here, now), its work counted apart (``_work.apart``).  ``result()`` waits, charges that
+    work to this thread's meters in one sum and returns (or raises) fn's outcome: the meters then
+    add the same numbers in the same order on any machine, whichever thread ran first (a helper's
+    charges interleaved with this thread's would not: a budget decision could differ in its last
+    bit).  ``alongside(run)`` runs run() here meanwhile."""
+
+    def __init__(self, name: str, fn, *args):
+        self._fut = self._out = self._exc = None
+        if two_cores():
+            self._fut = side_pool(name).submit(contextvars.copy_context().run, apart, fn, *args)
+            return
+        try:
+            self._out = apart(fn, *args)
+        except BaseException as exc:  # (raised where the result is taken, as from a helper)
+            self._exc = exc
+
+    def result(self):
+        if self._exc is not None:
+            raise self._exc
+        out, units = self._fut.result() if self._fut is not None else self._out
+        charge(units)
+        return out
+
+    def alongside(self, run):
+        """run() here meanwhile; if it fails, the helper is waited for before the failure goes on."""
+        try:
+            return run()
+        except BaseException:
+            if self._fut is not None:
+                futures.wait([self._fut])
+            raise
 
 
 _CORES: list = []

@@ -91,12 +91,19 @@ def _diff_err(a, b):
 
 @jit
 def lognormal_cells(s, h, K, mass, mean_off, err):
+    """``lognormal_cells_from`` over every cell 0..K-1."""
+    lognormal_cells_from(s, h, int(0), K, mass, mean_off, err)
+
+
+@jit
+def lognormal_cells_from(s, h, k0, k1, mass, mean_off, err):
     """Per cell k (0..K-1, [x_k, x_k + h]): its Q-mass m_k, E[W - x_k; cell] (in [0, h m_k]) and
     err_k, a bound on both the relative error of m_k and the absolute error of the split fraction
     f_k = E[W - x_k; cell] / (h m_k): with m, E[W; cell] within em, ew relatively
     (``_diff_err``), E[W; cell] <= (k + 1) h m and the subtraction's rounding u (2k + 1) h m,
-    |f - f_exact| <= (k + 1) ew + k em + em + (2k + 1) u <= (k + 2) (ew + em + 2u)."""
-    for k in range(K):
+    |f - f_exact| <= (k + 1) ew + k em + em + (2k + 1) u <= (k + 2) (ew + em + 2u).
+    Cells k0..k1-1 only (each cell is computed on its own: the split halves are the same floats)."""
+    for k in range(k0, k1):
         a = _beta(k * h, s)
         b = _beta((k + 1) * h, s)
         lm = log_ndtr_diff(a, b)

@@ -81,7 +81,7 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, budget_share, cache_put, refine_levels, resolved
+from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, budget_share, cache_put, refine_levels, resolved
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
@@ -140,12 +140,12 @@ class Epoch:
         # (every partial sum cut to its window, ``epoch_power``: what the cuts remove is charged
         # below; the arrays are put back on the whole lattice 0 .. C-1, zero outside the window)
         wins = Windows(wu, h, t, C)
-        self.up = _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C)  # (round-off added: entry-wise bounds)
-        # (untilted where its flat round-off floor holds at most ``tail`` of mass in all: the
-        # tilts cost two powers more; where it holds more -- a heavy-tailed W, whose δ is set by
-        # masses far below the floor: sigma 0.7, t 20, δ 1e-5 read [3.6226, 3.6845] with the floor,
-        # [3.6768, 3.6845] tilted -- the tilted powers' lower values count)
-        self.lo = _full(_lower_power(wl, t, C, h, s, tilted_lower, wins, 0.0 if tilted_lower else tail), C)  # (taken off)
+        # (the lower on a second core; untilted where its flat round-off floor holds at most ``tail``
+        # of mass in all, else the tilted powers count too: a heavy-tailed W's δ is set far below the
+        # floor -- sigma 0.7, t 20, δ 1e-5 read [3.6226, 3.6845] with the floor, [3.6768, 3.6845] tilted)
+        lower = Beside("epoch-lower", _lower_power, wl, t, C, h, s, tilted_lower, wins, 0.0 if tilted_lower else tail)
+        self.up = lower.alongside(lambda: _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C))  # (+ round-off)
+        self.lo = _full(lower.result(), C)  # (round-off taken off)
         p_cut, q_cut = wins.charge(t)
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
         # what the upper bound charges (module notes, steps 2 and 3): "some other W_i > W_max" by
