@@ -84,3 +84,21 @@ def test_split_lattice_cells_are_the_same_floats():
     ka.lognormal_cells_from(s, h, 0, K // 2, *halves)
     for a, b in zip(whole, halves):
         assert np.array_equal(a, b)
+
+
+def test_ladder_rungs_on_two_cores_charge_what_one_core_does(monkeypatch):
+    """``epoch_tail.over_ladder`` evaluates its rungs two at a time on two cores: the same atoms and
+    the same counted work (to the bit) as one at a time on one core."""
+    from sgmfast import _work
+    from sgmfast.pld.samplers import epoch_tail
+
+    s, h, K, t = 1 / 0.45, 0.05, 4000, 16
+    w = epoch_tail.upper_law(s, h, K)
+    cap = 0.5 * t * K * h / 8
+    runs = []
+    for cores in (4, 1):
+        monkeypatch.setattr(common, "_CORES", [cores])
+        with _work.metered() as m:
+            xs, ms = epoch_tail.over_ladder(w, h, t, cap, K * h, s, 1e-3, 1e-300)
+        runs.append((xs.tolist(), ms.tolist(), m.units))
+    assert runs[0] == runs[1] and len(runs[0][0]) >= 3 and runs[0][2] > 0

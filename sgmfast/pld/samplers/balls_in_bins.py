@@ -144,24 +144,24 @@ class Epoch:
         # of mass in all, else the tilted powers count too: a heavy-tailed W's δ is set far below the
         # floor -- sigma 0.7, t 20, δ 1e-5 read [3.6226, 3.6845] with the floor, [3.6768, 3.6845] tilted)
         lower = Beside("epoch-lower", _lower_power, wl, t, C, h, s, tilted_lower, wins, 0.0 if tilted_lower else tail)
-        self.up = lower.alongside(lambda: _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C))  # (+ round-off)
+        # meanwhile, the upper (round-off added) and what it charges (module notes, steps 2 and 3):
+        # "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's lattice law -- past 1000
+        # budgets at finite losses (``over_ladder``: sigma 0.45, t 1065, 10 epochs, δ 5.9e-9 charged
+        # 6.1e-10 an epoch at +inf, and its upper end was the Gaussian's 64.0 for [11.96, ...]) --;
+        # "some other W_i > W_max" by the union bound (the example's own: on the grid, ``epoch_tail``)
+        def upper_side():
+            over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
+            big = over[0] > 1e3 * tail
+            ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, over[0], tail) if big else None
+            return _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), over, ladder
+
+        self.up, (p_over, q_over), self.ladder = lower.alongside(upper_side)
         self.lo = _full(lower.result(), C)  # (round-off taken off)
         p_cut, q_cut = wins.charge(t)
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
-        # what the upper bound charges (module notes, steps 2 and 3): "some other W_i > W_max" by
-        # the union bound (the example's own coordinate above W_max is put on the grid in closed
-        # form, ``epoch_tail``), "S > cap" (cap = C - 1 lattice steps) by Chernoff on the spread's
-        # lattice law
         p_out = epoch_tail.three_above(s, t, w_max)  # (two above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
-        p_over, q_over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
-        # (past 1000 budgets -- a heavy tail on a lattice whose size cut the cap's room --, at finite
-        # losses, ``over_ladder``: sigma 0.45, t 1065, 10 epochs, δ 5.9e-9 charged 6.1e-10 an epoch at
-        # +inf, and its upper end was the Gaussian's 64.0 for [11.96, ...])
-        self.ladder = None
-        if p_over > 1e3 * tail:
-            self.ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, p_over, tail)
-            p_over = 0.0
+        p_over = 0.0 if self.ladder is not None else p_over
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut

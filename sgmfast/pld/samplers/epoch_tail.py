@@ -50,17 +50,30 @@ import math
 import numpy as np
 
 from ..._kernels.pld import allocation as ka
-from ..._work import PER_BIN_DISCRETISE, charge
+from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
 
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
 COARSE = 4096
 
 
+#: the last few (w, h, most, result) of ``coarse_majorant`` (same array object: asked at every ladder rung)
+_MAJORANTS: list = []
+
+
 def coarse_majorant(w: np.ndarray, h: float, most: int = COARSE):
     """(masses, spacing H): w (masses at k h) spread onto a lattice of at most ``most`` + 2 points
     of spacing H, each mass split between its two neighbouring points keeping its mean -- larger
     in convex order; rounded up by 1e-12 (the splits' rounding is ~3u of each mass)."""
+    for hit in list(_MAJORANTS):
+        if hit[0] is w and hit[1] == h and hit[2] == most:
+            return hit[3]
+    out = _majorant(w, h, most)
+    _MAJORANTS[:] = _MAJORANTS[-3:] + [(w, h, most, out)]
+    return out
+
+
+def _majorant(w, h, most):
     f = max(1, -(-w.size // most))
     k = np.arange(w.size)
     lo, frac = k // f, (k % f) / f
@@ -266,11 +279,21 @@ def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: fl
     Stops where B_k <= ``need``, the rest at the top."""
     top = t * (w.size - 1) * h
     xs, masses, left = [], [], p_cap
-    for f in LADDER:
-        x = cap * f
-        if x >= top or left <= need:
+    rungs = [cap * f for f in LADDER if cap * f < top]
+    # the rungs' bounds two at a time, the second on a helper thread (two cores), each one's work
+    bounds = []  # counted apart, charged as the loop reads it: the same sums in the same order on one core
+    for k, x in enumerate(rungs):
+        if left <= need:
             break
-        b = min(left, over_cap(w, h, t, x, w_max, s, need)[0])
+        if k == len(bounds):
+            pair = k + 1 < len(rungs) and two_cores()
+            nxt = split_pool().submit(apart, over_cap, w, h, t, rungs[k + 1], w_max, s, need) if pair else None
+            bounds.append(apart(over_cap, w, h, t, x, w_max, s, need))
+            if nxt is not None:
+                bounds.append(nxt.result())
+        (p_x, _), units = bounds[k]
+        charge(units)
+        b = min(left, p_x)
         xs.append(x)
         masses.append(left - b)
         left = b
