@@ -102,3 +102,26 @@ def test_ladder_rungs_on_two_cores_charge_what_one_core_does(monkeypatch):
             xs, ms = epoch_tail.over_ladder(w, h, t, cap, K * h, s, 1e-3, 1e-300)
         runs.append((xs.tolist(), ms.tolist(), m.units))
     assert runs[0] == runs[1] and len(runs[0][0]) >= 3 and runs[0][2] > 0
+
+
+def test_same_interval_on_one_core_and_on_two(monkeypatch):
+    """Where two cores split a sum in halves (a transform's spectral power, a mixture's) or run a
+    curve's final engine beside its other checkpoints, one core takes the same halves and the same
+    plan: the answers do not depend on the machine's cores (sigma 0.5, t 50, 20 epochs, δ 1e-3 read
+    [16.286777, ...] on one core and [16.286660, ...] on two before; a curve's second checkpoint
+    0.0990720 and 0.0990721)."""
+    from sgmfast import tuning
+    from sgmfast.pld import allocation
+
+    def answers():
+        common.STEP_CACHE.clear()
+        return _answers() + [tuple(allocation.epsilon(0.5, 50, 50 * 20, 1e-3)),
+                             tuple(np.concatenate(tuple(pld.epsilon_curve(
+                                 0.9085, 0.000736, np.unique(np.geomspace(1, 96068, 20).astype(int)), 1.7e-8)))),
+                             tuning.epsilon(1.1, 256 / 60000, 2000, 1e-5, tuning.geometric(mean=10))]
+
+    runs = []
+    for cores in (1, 2):
+        monkeypatch.setattr(common, "_CORES", [cores])
+        runs.append(answers())
+    assert runs[0] == runs[1]

@@ -328,14 +328,15 @@ _CORES: list = []
 
 
 def two_cores() -> bool:
-    """Whether the machine has two or more cores (asked once: ``os.cpu_count`` reads a file in
-    /sys each time, ~12 us, and a query asks a few dozen times): where a piece whose result is
+    """Whether this process may run on two or more cores (asked once: the CPU affinity, or
+    ``os.cpu_count`` where there is none, reads /proc or /sys each time, ~12 us, and a query asks a
+    few dozen times; a process pinned to one CPU, ``taskset -c 0``, runs one thread): where a piece whose result is
     the same on any thread (a pair of grids, a coarse grid, an independent read) goes to a helper
     thread.  (Beside another busy process a helper only takes turns with it -- W1 12-15 % faster on
     one thread there, 8-25 % slower on an idle machine, paired A/B -- but a switch on the machine's
     recent load would put the clock behind a decision: none is.)"""
     if not _CORES:
-        _CORES.append(os.cpu_count() or 1)
+        _CORES.append(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
     return _CORES[0] >= 2
 
 

@@ -210,15 +210,17 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
                 return None
 
     guess = got = None
-    if share and isinstance(final, Engine) and two_cores():
-        # the final engine on a thread of its own; the others meanwhile on the step it starts from,
-        # within what any allowance grants (the final's work is not known yet)
+    if share and isinstance(final, Engine):
+        # the final engine (on a thread of its own where there are two cores); the others on the step
+        # it starts from, within what any allowance grants (the final's work is not known yet) --
+        # the same plan on one core, the final first: the same answers on any machine
         guess = first_step(final)
-        fut = final_pool().submit(contextvars.copy_context().run, _measured, lambda: answer(final))
+        fut = final_pool().submit(contextvars.copy_context().run, _measured, lambda: answer(final)) if two_cores() else None
+        done = None if fut is not None else _measured(lambda: answer(final))
         try:
             got = fast(guess, fast_units)
         finally:
-            (lo[last], up[last], step), final_units = fut.result()
+            (lo[last], up[last], step), final_units = fut.result() if fut is not None else done
     else:
         (lo[last], up[last], step), final_units = _measured(lambda: answer(final))
     allowance = _allowance(len(todo), final_units)

@@ -191,7 +191,8 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
 
 def _mix_power(table, ja, jb, wa, wb, pe2, k, n):
     """((error bound, sum |z|^2), z): the product of the mixture spectra (kernel
-    ``schedule_parts.mix_power_range``), on two threads when there are two cores."""
+    ``schedule_parts.mix_power_range``), in two halves of the frequencies from SPLIT_MIN (the same
+    sums on any machine), the upper on a second thread where there are two cores."""
     pa, pb, ps, pair_e2, pcnt = _pairs(ja, jb, wa, wb, pe2, k)
     nbits = int(k.max()).bit_length()
     members = [np.nonzero((k >> b) & 1)[0] for b in range(nbits)]
@@ -202,12 +203,13 @@ def _mix_power(table, ja, jb, wa, wb, pe2, k, n):
     charge(PER_PART_FREQ * (bit_idx.size + ja.size + 4 * pa.size) * z.size)
     args = (table, ja, jb, wa, wb, bit_ptr, bit_idx, pa, pb, ps, pair_e2, pcnt, n_ops)
     h = z.size
-    if h < SPLIT_MIN or not two_cores():
+    if h < SPLIT_MIN:
         err, z2, vsum = ks.mix_power_range(*args, np.empty(ja.size, dtype=np.complex128), z, 0, h)
-    else:  # (the upper half of the frequencies on the helper thread)
-        fut = split_pool().submit(ks.mix_power_range, *args, np.empty(ja.size, dtype=np.complex128), z, h // 2, h)
+    else:  # (two halves, the upper on the helper thread where there are two cores: the same sums on one)
+        upper = (*args, np.empty(ja.size, dtype=np.complex128), z, h // 2, h)
+        fut = split_pool().submit(ks.mix_power_range, *upper) if two_cores() else None
         err, z2, vsum = ks.mix_power_range(*args, np.empty(ja.size, dtype=np.complex128), z, 0, h // 2)
-        e_hi, z2_hi, v_hi = fut.result()
+        e_hi, z2_hi, v_hi = fut.result() if fut is not None else ks.mix_power_range(*upper)
         err, z2, vsum = err + e_hi, z2 + z2_hi, vsum + v_hi
     err += dot(k.astype(np.float64), pe2) * math.sqrt(vsum) * (1 + 1e-12)
     return (err, z2), z

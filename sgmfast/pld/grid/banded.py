@@ -74,16 +74,16 @@ def power_band(spectra, e2, rows, row_of, ntot, dec, n, k0, state, k_all):
     # (state None: a first batch, every live frequency's power from 1; the kernel reads f < h only)
     acc, lsum, labs = state if state is not None else (np.ones(h, dtype=np.complex128), np.zeros(h), np.zeros(h))
     args = (spectra, e2, rows, row_of, ntot, dec, n, k0)
-    if h < SPLIT_MIN or not two_cores():
+    if h < SPLIT_MIN:
         kf.power_checkpoints(*args, 0, h, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
-    else:
+    else:  # (two halves, the upper on the helper thread where there are two cores: the same sums on one core)
         parts.append((np.zeros(nk), np.zeros(nk), np.zeros((nk, spectra.shape[0])), np.full(nk, -1, dtype=np.int64)))
         m = h // 2
-        fut = split_pool().submit(kf.power_checkpoints, *args, m, h, acc, lsum, labs, z, *parts[1][:3], LOG_CUT, k_all,
-                                  parts[1][3])
+        upper = (*args, m, h, acc, lsum, labs, z, *parts[1][:3], LOG_CUT, k_all, parts[1][3])
+        fut = split_pool().submit(kf.power_checkpoints, *upper) if two_cores() else None
         kf.power_checkpoints(*args, 0, m, acc, lsum, labs, z, *parts[0][:3], LOG_CUT, k_all, parts[0][3])
-        fut.result()
-    if len(parts) == 1:  # (one thread: its sums as they are)
+        fut.result() if fut is not None else kf.power_checkpoints(*upper)
+    if len(parts) == 1:  # (one call: its sums as they are)
         err, z2, wsum, band = parts[0]
     else:
         err = parts[0][0] + parts[1][0]

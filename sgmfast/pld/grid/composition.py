@@ -242,16 +242,17 @@ def _power_product(spectra, counts, e2, z):
     ``power_product``'s own two calls, made from here, so that a first run compiles
     ``power_range`` alone and not also ``power_product`` (which links in its own copy)."""
     h = spectra.shape[1]
-    if h < SPLIT_MIN or not two_cores():
+    if h < SPLIT_MIN:
         wsum = np.zeros(spectra.shape[0])
         err, z2 = kf.power_range(spectra, counts, e2, z, 0, h, wsum)
         return err + kf.power_weight_err(counts, e2, wsum), z2
+    # (two halves, the upper on the helper thread where there are two cores: the same sums on one)
     m = h // 2
     w_hi = np.zeros(spectra.shape[0])
     w_lo = np.zeros(spectra.shape[0])
-    fut = split_pool().submit(kf.power_range, spectra, counts, e2, z, m, h, w_hi)
+    fut = split_pool().submit(kf.power_range, spectra, counts, e2, z, m, h, w_hi) if two_cores() else None
     err_lo, z2_lo = kf.power_range(spectra, counts, e2, z, 0, m, w_lo)
-    err_hi, z2_hi = fut.result()
+    err_hi, z2_hi = fut.result() if fut is not None else kf.power_range(spectra, counts, e2, z, m, h, w_hi)
     return err_lo + err_hi + kf.power_weight_err(counts, e2, w_lo + w_hi), z2_lo + z2_hi
 
 
