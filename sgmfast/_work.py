@@ -25,16 +25,19 @@ UNITS_PER_SECOND = 2.5e8
 
 class Meter:
     """Transform work charged inside a ``metered`` block (and its helper threads); past ``limit``
-    units (if given) the next charge raises ``WorkLimit``."""
+    units (if given) the next charge raises ``WorkLimit``.  Each charge is rounded up to whole units
+    and summed as an integer: exact, so the total is the same in any order of the additions --
+    whichever of two threads charges first (a float sum could differ in its last bit, and a budget
+    decision with it)."""
 
     def __init__(self, limit: float | None = None):
-        self.units = 0.0
+        self.units = 0
         self.limit = limit
         self._lock = threading.Lock()
 
     def add(self, units: float) -> None:
         with self._lock:  # (the grid pair charges from two threads)
-            self.units += units
+            self.units += math.ceil(units) if math.isfinite(units) else units
         if self.limit is not None and self.units > self.limit:
             raise WorkLimit(f"work limit of {self.limit / UNITS_PER_SECOND:.3g} s reached")
 

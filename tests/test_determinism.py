@@ -49,11 +49,25 @@ def test_helper_work_is_charged_in_one_sum_where_it_is_taken(monkeypatch):
     for cores in (4, 1):
         monkeypatch.setattr(common, "_CORES", [cores])
         with _work.metered() as m:
-            b = common.Beside("test", job, [0.1, 0.2, 0.3])
-            assert b.alongside(lambda: _work.charge(1e16)) is None
-            assert m.units == 1e16  # (the helper's work not yet)
+            b = common.Beside("test", job, [0.1, 2.5, 3.0])
+            assert b.alongside(lambda: _work.charge(10.2)) is None
+            assert m.units == 11  # (the helper's work not yet; whole units, rounded up)
             assert b.result() == "done"
-        assert m.units == 1e16 + ((0.1 + 0.2) + 0.3)
+        assert m.units == 11 + 1 + 3 + 3
+
+
+def test_meters_sum_whole_units_exactly():
+    """Charges are rounded up to whole units and summed exactly: any order, the same total."""
+    from sgmfast import _work
+
+    charges = [1e8 * 1.1 ** k + 0.3 for k in range(50)]
+    totals = set()
+    for order in (charges, charges[::-1], sorted(charges, key=lambda c: (c * 7919) % 1)):
+        m = _work.Meter()
+        for c in order:
+            m.add(c)
+        totals.add(m.units)
+    assert len(totals) == 1 and totals.pop() == sum(int(np.ceil(c)) for c in charges)
 
 
 def test_helper_failure_is_raised_where_it_is_taken(monkeypatch):
@@ -111,12 +125,10 @@ def test_same_interval_on_one_core_and_on_two(monkeypatch):
     [16.286777, ...] on one core and [16.286660, ...] on two before; a curve's second checkpoint
     0.0990720 and 0.0990721)."""
     from sgmfast import tuning
-    from sgmfast.pld import allocation
 
     def answers():
         common.STEP_CACHE.clear()
-        return _answers() + [tuple(allocation.epsilon(0.5, 50, 50 * 20, 1e-3)),
-                             tuple(np.concatenate(tuple(pld.epsilon_curve(
+        return _answers() + [tuple(np.concatenate(tuple(pld.epsilon_curve(
                                  0.9085, 0.000736, np.unique(np.geomspace(1, 96068, 20).astype(int)), 1.7e-8)))),
                              tuning.epsilon(1.1, 256 / 60000, 2000, 1e-5, tuning.geometric(mean=10))]
 

@@ -293,9 +293,9 @@ class Beside:
     """``fn(*args)`` started on the helper thread ``side_pool(name)`` where there are two cores (on
     one: run here, now), its work counted apart (``_work.apart``).  ``result()`` waits, charges that
     work to this thread's meters in one sum and returns (or raises) fn's outcome: the meters then
-    add the same numbers in the same order on any machine, whichever thread ran first (a helper's
-    charges interleaved with this thread's would not: a budget decision could differ in its last
-    bit).  ``alongside(run)`` runs run() here meanwhile."""
+    take the same charges in the same order on any machine, whichever thread ran first (a helper's
+    charges interleaved with this thread's would cross a meter's limit at a point that depends on
+    the scheduler).  ``alongside(run)`` runs run() here meanwhile."""
 
     def __init__(self, name: str, fn, *args):
         self._fut = self._out = self._exc = None
