@@ -58,7 +58,7 @@ def metered(meter: Meter | None = None):
 
 def apart(fn, *args):
     """(fn(*args), the work it charged): its charges go to a meter of its own only, for the caller
-    to charge as one sum where it takes the result (``pld.common.beside``)."""
+    to charge as one sum where it takes the result (``pld.common.Beside``, ``epoch_tail.over_ladder``)."""
     meter = Meter()
     token = _METERS.set((meter,))
     try:
