@@ -278,8 +278,9 @@ def add_pool() -> ThreadPoolExecutor:
 
 def side_pool(name: str) -> ThreadPoolExecutor:
     """One thread per ``name`` for a piece of work that does not depend on what the caller does
-    meanwhile (the tuning bounds: ``"floor"``, the RDP floor; ``"lookup"``, the profile's lookup
-    read off its grids), so that the second core is not idle while the caller runs Python."""
+    meanwhile (``Beside``: the tuning bounds' ``"floor"``, the RDP floor, and ``"lookup"``, the
+    profile's lookup read off its grids; ``"epoch-lower"``, a balls-in-bins epoch's lower powers),
+    so that the second core is not idle while the caller runs Python."""
     return _pool("side-" + name)
 
 

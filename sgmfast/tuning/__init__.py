@@ -153,7 +153,7 @@ import math
 
 from .._failures import GridFailure
 from .._validation import check_accuracy, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
-from ._profile_bound import _Profile, _profile_delta, _profile_epsilon, _soon
+from ._profile_bound import _Profile, _beside, _profile_delta, _profile_epsilon
 from ._rdp_bound import ORDERS, _rdp_delta, _rdp_epsilon, _rdp_epsilon_floor
 from .runs import RunCount, binomial, geometric, logarithmic, poisson, truncated_negative_binomial
 
@@ -271,9 +271,9 @@ def epsilon(sigma, q, steps, delta, runs: RunCount, *, method: str = "best", acc
     if method == "best" and rdp_ok and runs.kind == "tnb":
         # the profile bound first (for these K usually the smaller), then the RDP bound only
         # where a floor under it (``_rdp_epsilon_floor``, cheaper) does not exceed that
-        floor = _soon("floor", _rdp_epsilon_floor, s, qq, t, dlt, runs)  # (on a helper thread meanwhile)
-        out = _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf)
-        if not out < math.inf or floor() < out:
+        floor = _beside("floor", _rdp_epsilon_floor, s, qq, t, dlt, runs)  # (on a helper thread meanwhile)
+        out = floor.alongside(lambda: _guarded_profile_epsilon(s, qq, t, dlt, runs, acc, relation, prof, math.inf))
+        if not out < math.inf or floor.result() < out:
             out = min(out, _rdp_epsilon(s, qq, t, dlt, runs, prof))
         return out
     out = _rdp_epsilon(s, qq, t, dlt, runs, prof) if rdp_ok else math.inf

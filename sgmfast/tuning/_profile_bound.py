@@ -204,8 +204,8 @@ class _Profile:
         # the lookup's points read off the grids on a helper thread while this one reads the
         # profile's own (they do not depend on each other)
         ef = np.linspace(0.0, self.e[-1], _LOOKUP_POINTS)
-        lookup = None if self.grids is None else _soon("lookup", self.delta_sharp, ef)
-        d = None if self.grids is None else self.delta_sharp(self.e)
+        lookup = None if self.grids is None else _beside("lookup", self.delta_sharp, ef)
+        d = None if self.grids is None else lookup.alongside(lambda: self.delta_sharp(self.e))
         if d is None or _weak_below(sigma, q, steps, self.e, d, tilt_at):
             from ..pld.tradeoff import _profile_upper
 
@@ -218,7 +218,7 @@ class _Profile:
         # holds)
         self.ef, self.df = self.e, self.d
         if self.grids is not None:
-            df = np.minimum.accumulate(lookup())
+            df = np.minimum.accumulate(lookup.result())
             both = np.union1d(ef, self.e)
             self.ef = both
             self.df = np.minimum(np.minimum(_step_at(ef, df, both), _step_at(self.e, self.d, both)), 1.0)
@@ -268,15 +268,13 @@ class _Profile:
         return min(out, float(pld.epsilon(*self.run, t, accuracy=_REFINE, relation=self.relation).upper))
 
 
-def _soon(pool: str, fn, *args):
-    """A function returning fn(*args), which runs meanwhile on the helper thread ``pool``
-    (``pld.common.side_pool``) where there are two cores, else when asked: for pieces whose kernels
-    release the GIL while the caller works on something they do not depend on."""
-    from ..pld.common import side_pool, two_cores
+def _beside(pool: str, fn, *args):
+    """``pld.common.Beside``: fn(*args) on the helper thread ``pool`` meanwhile where there are two
+    cores, its work charged where its result is taken (imported here: ``import sgmfast.tuning``
+    does not load the PLD package)."""
+    from ..pld.common import Beside
 
-    if not two_cores():
-        return lambda: fn(*args)
-    return side_pool(pool).submit(contextvars.copy_context().run, fn, *args).result
+    return Beside(pool, fn, *args)
 
 
 def _weak_below(sigma, q, steps, e, d, t0) -> bool:
