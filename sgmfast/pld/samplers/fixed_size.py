@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import contextvars
 import math
-import threading
 
 import numpy as np
 from scipy.special import erf
@@ -73,7 +72,7 @@ from scipy.special import erf
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
-from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, add_pool, bins_cap, bins_limit,
+from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores)
 from ..certifiers.rdp_cap import RDPBound
 from ..engine import Engine
@@ -329,19 +328,13 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
 
 def _poisson_rdp(runs, delta: float):
     """A callable returning RDP's upper bound on the eps(delta) of the Poisson pairs at noise
-    sigma / 2 (``_start``'s schedule), computed on a helper thread from now on."""
+    sigma / 2 (``_start``'s schedule), computed on a helper thread from now on (``Beside``: its
+    work charged when it is asked for, never while the refinement's budget decisions run)."""
     merged: dict = {}
     for s, q, t in runs:
         merged[(0.5 * s, q)] = merged.get((0.5 * s, q), 0) + t
     schedule = [(s, q, t) for (s, q), t in merged.items()]
-
-    def bound() -> float:
-        return RDPBound(schedule, False).epsilon(delta)
-
-    pool = add_pool()
-    if not two_cores() or threading.current_thread().name.startswith("sgmfast-add"):  # (common._pool)
-        return bound  # (one core, or already on that thread: computed when asked)
-    return pool.submit(contextvars.copy_context().run, bound).result
+    return Beside("fixed-rdp", lambda: RDPBound(schedule, False).epsilon(delta)).result
 
 
 def _beyond_one_step(runs, delta: float):
