@@ -39,3 +39,59 @@ def test_sweep_replace_one_delta_curve_is_cheap():
         b = acc.delta_curve(1.5198045642940932)
     assert np.all(b.lower <= b.upper) and b.upper[-1] < 1e-300
     assert m.units <= 3.0 * UNITS_PER_SECOND
+
+
+def _counting(monkeypatch, cap):
+    calls = []
+    real = cap._acc.delta
+
+    def counted(e, **kw):
+        calls.append(e)
+        return real(e, **kw)
+
+    monkeypatch.setattr(cap._acc, "delta", counted)
+    return calls
+
+
+def test_expensive_searches_are_shared_by_nearby_eps(monkeypatch):
+    # sigma 0.0134: the fractional orders below 2 are quadratures of ~4e4 nodes (~0.1-0.2 s a
+    # search); a tuning profile asked for δ at 21 eps within 0.1 % of 1000 (and each eps + h),
+    # one search each: 5 s of a 10 s tuning.delta, counted as 1 ms each
+    from sgmfast.pld.certifiers import rdp_cap
+
+    steps = [(0.0134, 4.9e-6, 778)]
+    cap = RDPBound(steps, replace=False)
+    assert cap._units > 100 * rdp_cap.UNITS_PER_MECHANISM  # (the nodes are counted)
+    eps = np.concatenate([np.linspace(999.1, 1000.0, 21), np.linspace(2.0, 40.0, 30)])
+    calls = _counting(monkeypatch, cap)
+    with metered() as m:
+        got = cap.delta(eps)
+    assert len(calls) <= rdp_cap.MAX_ANCHORS + 1 and m.units >= len(calls) * cap._units
+    own = np.array([rdp.RDPAccountant().step(*steps[0]).delta(float(e)) for e in eps])
+    lower = pld.delta(0.0134, 4.9e-6, 778, eps[::10]).lower
+    assert np.all(got[::10] >= lower)  # (every order gives a bound: above the exact δ)
+    assert np.all(got <= own * 1.01)  # and within 1 % of each eps's own search
+
+
+def test_cheap_searches_stay_one_per_eps(monkeypatch):
+    cap = RDPBound([(1.1, 0.00427, 14062)], replace=False)
+    eps = np.array([0.5, 0.52, 0.9, 3.0, 3.05, 12.0, 12.05, 50.0, 0.5])
+    calls = _counting(monkeypatch, cap)
+    got = cap.delta(eps)
+    assert sorted(set(calls)) == sorted(set(eps.tolist()))
+    exact = rdp.RDPAccountant().step(1.1, 0.00427, 14062)
+    assert got.tolist() == [exact.delta(float(e)) for e in eps]
+
+
+def test_delta_groups():
+    from sgmfast.pld.common import delta_groups
+
+    eps = np.array([0.0, 0.04, 0.06, 0.5, 9.96, 999.1, 999.9, 1000.0, 1015.0, 2000.0])
+    k = delta_groups(eps)
+    assert k[0] == k[1] != k[2] and k[3] == 0.5
+    assert k[5] == k[6] == k[7] != k[8] != k[9]  # within 1 % beyond eps = 10
+    wide = np.geomspace(10.0, 1e4, 2000)
+    kw = delta_groups(wide)
+    for key in np.unique(kw):
+        members = wide[kw == key]
+        assert members.max() <= members.min() * 1.0101

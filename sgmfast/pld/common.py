@@ -396,6 +396,20 @@ def resolved(lo, up, up_shifted, accuracy: float) -> np.ndarray:
     return (lo >= ups) | (up - lo <= RESOLVED_FLAT * accuracy * up) | (up - lo <= 1e-300)
 
 
+#: δ queries group nearby eps, which share one tilted composition: within 0.1 up to eps = 10,
+#: within a relative GROUP_SPREAD beyond (the same width at 10; a tuning profile asks for ~20 eps
+#: within 0.1 % of eps ~ 1000, which took a grid each)
+GROUP_SPREAD = 0.01
+
+
+def delta_groups(eps: np.ndarray) -> np.ndarray:
+    """The group key of each (finite, >= 0) eps of a δ query: equal keys share a grid."""
+    eps = np.asarray(eps, dtype=np.float64)
+    rel = 10.0 * np.exp(np.round(np.log(np.maximum(eps, 10.0) / 10.0) / math.log1p(GROUP_SPREAD))
+                        * math.log1p(GROUP_SPREAD))
+    return np.where(eps <= 10.0, np.round(eps, 1), rel)
+
+
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified

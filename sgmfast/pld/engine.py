@@ -16,8 +16,8 @@ import numpy as np
 from .._failures import GridFailure, GridTooLarge, StepUnderflow
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
-from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit, metered,
-                     resolved)
+from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
+                     delta_groups, metered, resolved)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import MIN_STEPS, SMALL_TAU
@@ -105,7 +105,7 @@ class _DeltaPlan:
         ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
         # the budget grows with the number of groups of nearby eps (a group costs about one
         # single query), up to DELTA_GROUPS_PAID of them
-        budget = self.budget * min(np.unique(np.round(eps, 1)).size, DELTA_GROUPS_PAID)
+        budget = self.budget * min(np.unique(delta_groups(eps)).size, DELTA_GROUPS_PAID)
         with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
             return self._delta_loop(eps, meter, budget)
 
@@ -118,12 +118,12 @@ class _DeltaPlan:
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
         h = self.accuracy * np.maximum(eps, 1e-2)
-        keys = np.round(eps, 1)
+        keys = delta_groups(eps)
         # each group of nearby eps refines its own grid step from the step a single query at its
         # largest eps would start with (one step for all made the eps = 0 group's fine grid the
         # start of every group, and the budget ran out before the far ones were reached)
         steps = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
-        cap, cap_shift = self.rdp.delta(eps), self.rdp.delta(eps + h)
+        cap, cap_shift = np.split(self.rdp.delta(np.concatenate((eps, eps + h))), 2)  # (one request: shared anchors)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
         first = True

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, dot
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, delta_groups, dot
 from .grid.estimates import eps_estimate, initial_step
 from .grid.queries import delta_bound, eps_bound
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -56,9 +56,9 @@ class _MixDelta:
         est, _ = self.estimate(1e-6)
         step = self.grid_step or initial_step(self.proxy(), self.accuracy, max(float(eps.max()), est))
         tau = self.tau(1e-16)
-        # nearby eps (within 0.1) share one tilted composition; at most 8 groups
+        # nearby eps (``delta_groups``) share one tilted composition; at most 8 groups
         order = np.argsort(eps)
-        keys = np.round(eps[order], 1)
+        keys = delta_groups(eps[order])
         groups = [order[keys == kk] for kk in np.unique(keys)]
         if len(groups) > 8:
             groups = np.array_split(order, 8)

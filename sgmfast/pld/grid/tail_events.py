@@ -151,6 +151,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
     vc0 = kt.tilted_moments(pc, core.j_lo, step, 0.0)[1]
     abs_goal = window_goal(tau, count)
     grids = []
+    untilted = None  # (the pieces at theta = 0: the same for every k >= 1)
     for k in range(k_max + 1):
         if k == 0 and fine0 and count <= DIRECT_MAX_STEPS and count * pc.size <= DIRECT_MAX_BINS:
             grids.append(direct_power(pc, core.j_lo, count, step, pess))
@@ -161,8 +162,12 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
                               eps_c, 1e12 * count * vc0)
         for attempt in range(8):
             try:
-                pieces = tilt_pieces(pc, core.j_lo, pr, hyb.big_lo, step, m, theta, pess,
-                                     f" for sigma={sigma}, q={q}")
+                if theta == 0.0 and untilted is not None:
+                    pieces = untilted
+                else:
+                    pieces = tilt_pieces(pc, core.j_lo, pr, hyb.big_lo, step, m, theta, pess,
+                                         f" for sigma={sigma}, q={q}")
+                    untilted = pieces if theta == 0.0 else untilted
                 grids.append(_term(pieces, k, count, pess, fine0, eps_lo, tau, abs_goal))
                 break
             except (NotApplicable, GridFailure):

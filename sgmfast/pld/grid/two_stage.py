@@ -26,7 +26,7 @@ both transforms are ~T^(1/4) times shorter than one fine-grid transform of all T
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -106,6 +106,8 @@ class Pieces:
     drop_r: float
     cu: float
     ru: float
+    #: the core's Chernoff MGF per block length n (``_fine_window``): (lams, log MGFs)
+    mgfs: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def tilt_pieces(pc, j_core, pr, j_tail, step, m, theta, pess, what="") -> Pieces:
@@ -209,11 +211,14 @@ def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     (j0, n1, wrap, mgf, sup_lo): ``wrap`` is whether any power's support exceeds the window,
     sup_lo the lowest point of the supports."""
     step = pc.step
-    var_c = float(kt.tilted_moments(pc.tc, pc.jc, step, 0.0)[1])
-    base = 2.0 ** (CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
-    lams = np.concatenate((base, -base))
-    lm = np.empty(lams.size)
-    kt.log_mgf_multi(pc.tc, pc.jc, step, lams, lm)
+    if n not in pc.mgfs:  # (the same for every number of tail events: event_grids' terms share it)
+        var_c = float(kt.tilted_moments(pc.tc, pc.jc, step, 0.0)[1])
+        base = 2.0 ** (CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
+        lams = np.concatenate((base, -base))
+        lm = np.empty(lams.size)
+        kt.log_mgf_multi(pc.tc, pc.jc, step, lams, lm)
+        pc.mgfs[n] = lams, lm
+    lams, lm = pc.mgfs[n]
     up = lams > 0
     lg = math.log(goal)
     b = max(float(np.min((c * lm[up] - lg) / lams[up])) for c in counts)
