@@ -3,6 +3,7 @@ of every kernel it compiles (numba's "numba:compile" events).
 
     python bench/first_run.py epsilon --sigma 1.1 --q 0.00427 --steps 14062 --delta 1e-5
     python bench/first_run.py --repeat 3 --after-epsilon calibrate --epsilon 2 --delta 1e-5 ...
+    python bench/first_run.py --user --repeat 3 epsilon --sigma 1.1 --q 0.00427 --steps 14062 --delta 1e-5
 
 runs the command in a fresh process whose package copy has no ``__pycache__`` (a ``git archive``
 of HEAD in a temporary folder, so the checkout's cache stays as it is; numba caches in the
@@ -157,6 +158,11 @@ with open(_prewarm.lock_path(), "a+") as f:
 """
 
 
+#: run each command as the user does (``python -m sgmfast ...``: a first run answers with plain-Python
+#: kernels, ``sgmfast.cli.plain``) instead of timing numba's compiles (``--user``)
+AS_USER = [False]
+
+
 def _first(commands, after=None, rest=False):
     """Cold runs of each command line in ``commands``, one after the other on one empty cache
     (after ``after`` filled it, if given; with ``rest``, after the background compile that run
@@ -179,7 +185,11 @@ def _first(commands, after=None, rest=False):
             for argv in commands:
                 print(f"# load {os.getloadavg()[0]:.1f}: {' '.join(argv)}", file=sys.stderr)
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
+                if AS_USER[0]:
+                    subprocess.run([sys.executable, "-m", "sgmfast", *argv], env=env, cwd=tmp, check=True,
+                                   stdout=subprocess.DEVNULL)
+                else:
+                    subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, cwd=tmp, check=True)
                 walls.append(time.perf_counter() - t0)
             return walls
         finally:
@@ -187,18 +197,21 @@ def _first(commands, after=None, rest=False):
 
 
 def main(argv):
-    """``[--rev COMMIT] [--repeat N] [--after-epsilon | --after-rest] command... [-- command...]``:
+    """``[--rev COMMIT] [--user] [--repeat N] [--after-epsilon | --after-rest] command... [-- command...]``:
     N cold first runs (default 1), each in a new copy of the package at COMMIT (default HEAD);
     ``--after-epsilon``: each on a cache that the MNIST epsilon command filled first (a
     subcommand's first use after ``sgmfast epsilon``); ``--after-rest``: also after the
-    background compile it started; commands separated by ``--`` run in turn on the same cache."""
+    background compile it started; commands separated by ``--`` run in turn on the same cache;
+    ``--user``: each as ``python -m sgmfast ...`` (its stderr shown), not timing numba's compiles."""
     if argv == ["--manifest"]:
         return manifest()
     import statistics
 
     repeat, after, rest = 1, None, False
-    while argv and argv[0] in ("--repeat", "--after-epsilon", "--after-rest", "--rev"):
-        if argv[0] == "--rev":
+    while argv and argv[0] in ("--repeat", "--after-epsilon", "--after-rest", "--rev", "--user"):
+        if argv[0] == "--user":
+            AS_USER[0], argv = True, argv[1:]
+        elif argv[0] == "--rev":
             REV[0], argv = argv[1], argv[2:]
         elif argv[0] == "--repeat":
             repeat, argv = int(argv[1]), argv[2:]

@@ -32,6 +32,12 @@ import sys
 import tempfile
 
 MANIFEST = pathlib.Path(__file__).parent / "_kernels" / "first_run.json"
+#: The commands (manifest keys) whose first run answers with the kernels as plain Python while
+#: ``start_rest`` compiles them (``cli.plain``): at its usual sizes each takes a few
+#: seconds that way, where compiling took 15-25 s (bench/README, "First run"); the others
+#: (balls-in-bins lattices, calibration searches) would run minutes as plain Python.
+PLAIN_FAST = frozenset({"epsilon/pld/poisson", "epsilon/rdp/poisson", "epsilon/pld/shuffle", "epsilon/pld/fixed_size",
+                        "calibrate/pld/poisson", "curve/pld/poisson", "tradeoff/pld/poisson", "tune/pld/poisson"})
 
 
 def key(command: str, accountant: str = "pld", sampler: str = "poisson") -> str:
@@ -93,7 +99,7 @@ def start(name: str):
     except (OSError, ValueError):
         return None
     return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", name], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_compiling_env())
 
 
 def stop(proc) -> None:
@@ -190,7 +196,13 @@ def start_rest():
         return None
     held.close()  # (the child takes it; two starting at once: the second one's child stops at once)
     return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", "--rest"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=_compiling_env())
+
+
+def _compiling_env() -> dict:
+    """The environment of a compiling helper: this one without ``SGMFAST_PURE_PYTHON``."""
+    return {k: v for k, v in os.environ.items() if k != "SGMFAST_PURE_PYTHON"}
 
 
 def compile_rest() -> int:

@@ -4,11 +4,42 @@ A kernel calls another with variables, or with ``bool(True)``, ``int(0)``: never
 constant bool or int, which numba types as a Literal and compiles the callee (and its callees)
 once more for, a first run's time (``tests/test_prewarm.py`` checks the kernels' sources)."""
 
+import os
 import types
 
 import numba
 
 __all__ = ["jit", "jit_parallel", "jit_pair"]
+
+#: Leave the kernels plain Python functions, not compiled.  The CLI sets it on a first run before
+#: any kernel module is imported (``cli._command``): the answer then comes without waiting ~20 s
+#: for numba, bit for bit the same (the kernels use only arithmetic, ``math`` and numpy calls
+#: that run the same either way: ``tests/test_cli_first_run.py`` compares), while a background
+#: process compiles them.  ``SGMFAST_PURE_PYTHON=1`` sets it too (for the tests).
+PURE = os.environ.get("SGMFAST_PURE_PYTHON", "") == "1"
+
+
+class PlainDiverged(BaseException):
+    """A kernel run as plain Python raised where the compiled one would have gone on (IEEE
+    arithmetic: 1/0 = inf, log(0) = -inf, exp(1000) = inf): this process's answer could differ
+    from the compiled kernels', so it is not given (the CLI runs the command compiled instead).
+    A BaseException, so that no ``except ArithmeticError`` fallback of the engine takes it."""
+
+
+def _plain(func):
+    """``func`` itself as a kernel left uncompiled (``PURE``), any exception it raises turned into
+    ``PlainDiverged``; its name and docstring kept."""
+    def kernel(*args):
+        try:
+            return func(*args)
+        except PlainDiverged:
+            raise
+        except Exception as exc:
+            raise PlainDiverged(f"{func.__module__}.{func.__qualname__}: {type(exc).__name__}: {exc}") from exc
+
+    kernel.__name__, kernel.__qualname__, kernel.__doc__ = func.__name__, func.__qualname__, func.__doc__
+    kernel.__module__, kernel.py_func = func.__module__, func
+    return kernel
 
 
 def jit(func=None, **options):
@@ -19,6 +50,8 @@ def jit(func=None, **options):
     status values must survive. Kernels release the GIL, so sweeps can run on
     threads (``analysis.figure1_data``).
     """
+    if PURE:
+        return _plain(func) if func is not None else _plain
     opts = {"cache": True, "error_model": "numpy", "nogil": True}
     opts.update(options)
     if func is None:

@@ -21,6 +21,7 @@ import warnings
 
 from .._failures import Unverified
 from .common import CURVE_POINTS, EXIT_USAGE, TRADEOFF_POINTS, _fmt, _UsageError  # noqa: F401  (the tests read them here)
+from . import plain
 from .parser import _build_parser
 
 #: subcommand -> (module of this package, function)
@@ -45,9 +46,16 @@ REST = ("sgmfast: compiling the other commands' kernels in the background (low p
         "SGMFAST_PREWARM=0 turns this off)")
 
 
-def _command(args) -> None:
+#: said on a first run (or a command's first use) that answers with the kernels as plain Python
+#: while a detached low-priority process compiles them all (``plain``)
+PLAIN_RUN = ("sgmfast: first run on this machine: answering without compiled kernels while they compile "
+             "in the background (low priority, once; SGMFAST_PREWARM=0 turns this off)")
+
+
+def _command(args, entry: bool = False) -> None:
     """Run a parsed command; a loose-bound warning of the API becomes one ``note:`` line after
-    the answer on stdout (the interval printed is certified, only wide), other warnings pass."""
+    the answer on stdout (the interval printed is certified, only wide), other warnings pass.
+    ``entry``: this process is the ``sgmfast`` command itself (``main`` without arguments)."""
     from .. import _prewarm
     from .._kernels import cache_is_cold
 
@@ -55,7 +63,12 @@ def _command(args) -> None:
     key = _prewarm.key(args.command, getattr(args, "accountant", None) or "pld",
                        getattr(args, "sampler", None) or "poisson")
     first = cache_is_cold()
-    if first:
+    plain_run = (first or _prewarm.uncached(key)) and entry and plain.use_plain(key)
+    if plain_run:
+        print(PLAIN_RUN, file=sys.stderr, flush=True)
+        _prewarm.start_rest()
+        first = False  # (nothing left to start after the answer)
+    elif first:
         print(FIRST_RUN, file=sys.stderr, flush=True)
         helper = _prewarm.start(key)
     elif _prewarm.uncached(key):
@@ -66,7 +79,11 @@ def _command(args) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            getattr(importlib.import_module(f".{module}", __name__), name)(args)
+            command = getattr(importlib.import_module(f".{module}", __name__), name)
+            if plain_run:
+                plain.run(lambda: command(args))
+            else:
+                command(args)
         finally:
             _prewarm.stop(helper)
     notes = []
@@ -82,11 +99,11 @@ def _command(args) -> None:
         print(REST, file=sys.stderr, flush=True)
 
 
-def _run(argv) -> int:
+def _run(argv, entry: bool = False) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-        _command(args)
+        _command(args, entry)
     except (_UsageError, ValueError, TypeError) as exc:
         msg = str(exc).replace("\n", " ")
         print(f"sgmfast: error: {msg}", file=sys.stderr)
@@ -132,7 +149,7 @@ def main(argv=None) -> int:
     if argv is not None:
         return _run(argv)
     try:
-        code = _run(None)
+        code = _run(None, entry=True)
     except BrokenPipeError:
         code = 1
     _exit_now(code)
