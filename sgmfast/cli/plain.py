@@ -53,15 +53,17 @@ def use_plain(key: str) -> bool:
 
 class _Run:
     """The plain run's state shared with its watchdog: once ``done``, the answer is printed and
-    the watchdog leaves it alone."""
+    the watchdog leaves it alone; once ``handed`` to a compiled run, nothing of it is printed."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.done = False
+        self.handed = False
 
     def give_up(self, why: str) -> None:
         with self.lock:
             if not self.done:
+                self.handed = True
                 _compiled_instead(why)
 
 
@@ -99,4 +101,5 @@ def run(command) -> None:
         with state.lock:
             state.done = True
             watchdog.cancel()
-            sys.stdout.write(held.getvalue())
+            if not state.handed:
+                sys.stdout.write(held.getvalue())
