@@ -68,12 +68,10 @@ def _command(args, entry: bool = False) -> None:
         print(PLAIN_RUN, file=sys.stderr, flush=True)
         _prewarm.start_rest()
         first = False  # (nothing left to start after the answer)
-    elif first:
-        print(FIRST_RUN, file=sys.stderr, flush=True)
-        helper = _prewarm.start(key)
-    elif _prewarm.uncached(key):
+    elif first or _prewarm.uncached(key):
+        if not plain.handed_over():  # (a plain run that handed over has said it compiles)
+            print(FIRST_RUN if first else FIRST_USE.format(args.command), file=sys.stderr, flush=True)
         first = True
-        print(FIRST_USE.format(args.command), file=sys.stderr, flush=True)
         helper = _prewarm.start(key)
     module, name = _COMMANDS[args.command]
     with warnings.catch_warnings(record=True) as caught:

@@ -39,7 +39,7 @@ def use_plain(key: str) -> bool:
     imported (a plain kernel cannot be called from a compiled one)."""
     from .. import _prewarm
 
-    if key not in _prewarm.PLAIN_FAST or os.environ.get(NO_PLAIN) == "0":
+    if key not in _prewarm.PLAIN_FAST or handed_over():
         return False
     if os.environ.get("SGMFAST_PREWARM", "1") == "0":
         return False
@@ -49,6 +49,11 @@ def use_plain(key: str) -> bool:
 
     _jit.PURE = True
     return True
+
+
+def handed_over() -> bool:
+    """Whether this process is the compiled run a plain run handed its command to."""
+    return os.environ.get(NO_PLAIN) == "0"
 
 
 class _Run:
