@@ -26,8 +26,9 @@ import os
 import sys
 import threading
 
-#: Seconds a plain run may take before the command runs compiled instead.
-PATIENCE = 8.0
+#: Seconds a plain run may take before the command runs compiled instead (a compiled first run
+#: takes 15-30 s on a 2-core machine; the plain ones of ``_prewarm.PLAIN_FAST`` 1-7 s quiet).
+PATIENCE = 10.0
 #: Set in the environment of the compiled re-run, so that it compiles instead of trying again.
 NO_PLAIN = "SGMFAST_PLAIN_FIRST_RUN"
 
