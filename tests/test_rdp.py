@@ -367,3 +367,15 @@ def test_sum_error_kernel_is_its_numpy_reference():
         s = 10.0 ** rng.uniform(-3, 3, n)
         alpha_max = float(10.0 ** rng.uniform(0, 7))
         np.testing.assert_array_equal(m._rel_error(q, s, alpha_max), _rel_error_numpy(q, s, alpha_max))
+
+
+@pytest.mark.parametrize("sigma,q", [(0.1, 1e-3), (0.1, 1e-5), (0.05, 1e-4)])
+def test_bretagnolle_huber_near_order_one_in_both_directions(sigma, q):
+    # (a hypothesis example: delta(0) = 0.205 by Bretagnolle-Huber near order 1, but eps(0.205)
+    # = 12.6: the eps search skipped the orders near 1, assuming their RDP a fraction >= 1/8 of
+    # order 2's -- here 0.05 against 86)
+    d = rdp.delta(sigma, q, 1, 0.0)
+    tv = q * math.erf(1 / (2 * sigma) / math.sqrt(2))  # (delta(0) = TV = q TV(N(1, s^2), N(0, s^2)))
+    kl = q / (2 * sigma**2)  # (KL <= q KL(N(1, s^2) || N(0, s^2)), convexity: the order-1 RDP)
+    assert tv <= d <= math.sqrt(-math.expm1(-2 * kl))  # (at order 1.001, within twice the KL here)
+    assert rdp.epsilon(sigma, q, 1, d) == 0.0
