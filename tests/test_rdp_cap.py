@@ -67,10 +67,11 @@ def test_expensive_searches_are_shared_by_nearby_eps(monkeypatch):
     with metered() as m:
         got = cap.delta(eps)
     assert len(calls) <= rdp_cap.MAX_ANCHORS + 1 and m.units >= len(calls) * cap._units
-    own = np.array([rdp.RDPAccountant().step(*steps[0]).delta(float(e)) for e in eps])
-    lower = pld.delta(0.0134, 4.9e-6, 778, eps[::10]).lower
-    assert np.all(got[::10] >= lower)  # (every order gives a bound: above the exact δ)
-    assert np.all(got <= own * 1.01)  # and within 1 % of each eps's own search
+    some = slice(3, None, 8)  # (a search each: 0.2 s)
+    own = np.array([rdp.RDPAccountant().step(*steps[0]).delta(float(e)) for e in eps[some]])
+    lower = pld.delta(0.0134, 4.9e-6, 778, eps[some]).lower
+    assert np.all(got[some] >= lower)  # (every order gives a bound: above the exact δ)
+    assert np.all(got[some] <= own * 1.01)  # and within 1 % of each eps's own search
 
 
 def test_cheap_searches_stay_one_per_eps(monkeypatch):
