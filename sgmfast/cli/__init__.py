@@ -63,12 +63,13 @@ def _command(args, entry: bool = False) -> None:
     key = _prewarm.key(args.command, getattr(args, "accountant", None) or "pld",
                        getattr(args, "sampler", None) or "poisson")
     first = cache_is_cold()
-    plain_run = (first or _prewarm.uncached(key)) and entry and plain.use_plain(key)
+    missing = first or _prewarm.uncached(key) > 0
+    plain_run = missing and entry and plain.use_plain(key)
     if plain_run:
         print(PLAIN_RUN, file=sys.stderr, flush=True)
         _prewarm.start_rest()
         first = False  # (nothing left to start after the answer)
-    elif first or _prewarm.uncached(key):
+    elif missing:
         if not plain.handed_over():  # (a plain run that handed over has said it compiles)
             print(FIRST_RUN if first else FIRST_USE.format(args.command), file=sys.stderr, flush=True)
         first = True

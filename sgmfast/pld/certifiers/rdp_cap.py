@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from ..._kernels.rdp import _node_cap, _quad_cheap, best_of_orders as _best_of_orders
 from ..._work import charge
 
 
@@ -57,7 +56,16 @@ class RDPBound:
         steps = _coarsened(schedule)
         for sigma, q, count in steps:
             self._acc.step(sigma, q, count)
-        self._units = _optimisation_units(steps)  # (an optimisation's work, on the one meter)
+        self._steps = steps
+        self._units_of_one = None
+
+    @property
+    def _units(self) -> float:
+        """The work units of one order search (``_optimisation_units``), counted on first use (it
+        calls two kernels: loading them costs a cold query that never takes the cap ~0.1 s)."""
+        if self._units_of_one is None:
+            self._units_of_one = _optimisation_units(self._steps)
+        return self._units_of_one
 
     def epsilon(self, target: float) -> float:
         charge(self._units * (1 if not self.replace else 3))
@@ -134,6 +142,8 @@ def _optimisation_units(steps) -> float:
     """The work units charged for one order search of the schedule: UNITS_PER_MECHANISM for
     each mechanism, plus, where the fractional orders below 3 are quadratures
     (``_kernels.rdp.fractional._quad_cheap``), NODE_UNITS for each of their nodes."""
+    from ..._kernels.rdp import _node_cap, _quad_cheap
+
     noisy = [(s, q, c) for s, q, c in steps if 0.0 < s < math.inf and 0.0 < q < 1.0 and c > 0]
     units = UNITS_PER_MECHANISM * len(steps)
     if not noisy:
@@ -165,8 +175,9 @@ def _table_delta(curve: np.ndarray, orders: np.ndarray, eps: float) -> float:
     """δ at eps from the RDP ``curve`` at ``orders``: the best order's conversion (Bretagnolle-
     Huber included), as ``rdp`` converts at fixed orders."""
     from ... import rdp
+    from ..._kernels.rdp import best_of_orders
 
     if eps == math.inf:
         return 0.0
-    log_d = float(_best_of_orders(curve, orders, eps, 1)[0])
+    log_d = float(best_of_orders(curve, orders, eps, 1)[0])
     return rdp._delta_of(log_d)
