@@ -17,6 +17,14 @@ import ctypes  # noqa: E402
 import gc  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# the property tests draw the same examples on every run (a test command that passes anywhere:
+# a run that drew a new failing example would not land); SGMFAST_HYPOTHESIS=explore draws new ones
+# each run, to look for failures (stop 45's run found delta(0) and eps(delta(0)) of RDP apart so)
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("SGMFAST_HYPOTHESIS", "fixed"))
 
 
 def _large_blocks_mapped():
