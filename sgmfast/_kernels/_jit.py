@@ -12,10 +12,10 @@ import numba
 __all__ = ["jit", "jit_parallel", "jit_pair"]
 
 #: Leave the kernels plain Python functions, not compiled.  The CLI sets it on a first run before
-#: any kernel module is imported (``cli._command``): the answer then comes without waiting ~20 s
-#: for numba, bit for bit the same (the kernels use only arithmetic, ``math`` and numpy calls
-#: that run the same either way: ``tests/test_cli_first_run.py`` compares), while a background
-#: process compiles them.  ``SGMFAST_PURE_PYTHON=1`` sets it too (for the tests).
+#: any kernel module is imported (``cli.plain``): the answer then comes without waiting ~20 s
+#: for numba, bit for bit the same (the kernels use only float64 arithmetic and ``math``
+#: functions, the same either way: ``tests/test_cli_plain_first_run.py`` compares), while a
+#: background process compiles them.  ``SGMFAST_PURE_PYTHON=1`` sets it too (for the tests).
 PURE = os.environ.get("SGMFAST_PURE_PYTHON", "") == "1"
 
 

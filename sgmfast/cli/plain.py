@@ -3,12 +3,12 @@
 On an empty kernel cache numba needs 15-25 s to compile what ``sgmfast epsilon`` runs; the same
 functions run as plain Python (``_kernels._jit.PURE``) answer the MNIST query in ~2 s, bit for
 bit the same interval: the kernels are loops over float64 arithmetic and ``math`` functions,
-which are IEEE double and the same C library functions either way (``tests/test_cli_first_run.py``
-compares the two on every command of ``_prewarm.PLAIN_FAST``).  Meanwhile a detached
+which are IEEE double and the same C library functions either way
+(``tests/test_cli_plain_first_run.py`` compares the two on every command of ``_prewarm.PLAIN_FAST``).  Meanwhile a detached
 low-priority process compiles every kernel into numba's cache (``_prewarm.start_rest``).
 
 Two things end a plain run early, and the command then runs again compiled in the same process
-image (``os.execv``: the same arguments, nothing printed twice -- the plain run's output is held
+image (``os.execve``: the same arguments, nothing printed twice -- the plain run's output is held
 until it is complete):
 
 * a kernel raises (``_jit.PlainDiverged``): plain Python raises where the compiled kernel goes on

@@ -102,7 +102,7 @@ class _DeltaPlan:
     def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
         h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
-        ``accuracy`` of eps.  Nearby eps share one tilted composition (groups of 0.1)."""
+        ``accuracy`` of eps.  Nearby eps share one tilted composition (``delta_groups``)."""
         # the budget grows with the number of groups of nearby eps (a group costs about one
         # single query), up to DELTA_GROUPS_PAID of them
         budget = self.budget * min(np.unique(delta_groups(eps)).size, DELTA_GROUPS_PAID)

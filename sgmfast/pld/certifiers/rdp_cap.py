@@ -98,10 +98,10 @@ class RDPBound:
 
     def _add_remove_delta(self, eps: np.ndarray) -> np.ndarray:
         """RDP's δ at each eps: an order search at each distinct eps where searches are cheap
-        (CHEAP_SEARCH) or there are at most ``OWN_SEARCHES`` of them, else at anchors (``_anchors``), the other eps taking the best of the anchors' orders and
-        the integer grid ``TABLE_ORDERS`` -- every order gives a valid bound, and an order
-        searched for an eps within a relative ``ANCHOR_SPREAD`` is within a second-order term of
-        the best.  (A search costs ~0.1-0.2 s at sigma ~ 0.01, where the fractional orders below
+        (CHEAP_SEARCH) or there are at most ``OWN_SEARCHES`` of them; else at anchors
+        (``_anchors``), the other eps taking the best of the anchors' orders and the integer grid
+        ``TABLE_ORDERS`` -- every order gives a valid bound, and an order searched for an eps
+        within a relative ``ANCHOR_SPREAD`` is within a second-order term of the best.  (A search costs ~0.1-0.2 s at sigma ~ 0.01, where the fractional orders below
         2 are quadratures of ~4e4 nodes; a tuning profile asks for δ at ~40 nearby eps.)"""
         eps = np.asarray(eps, dtype=np.float64)
         uniq = np.unique(eps)
