@@ -495,15 +495,38 @@ def test_epsilon_shuffled_batches_prints_the_api_bounds(capsys):
     assert _field(out, "sampler") == "balls-in-bins"
 
 
+def test_epsilon_balls_in_bins_k_of_t_prints_the_api_bounds_and_says_it_is_wide(capsys):
+    # (each example in k = 2 of the 10 batches of every epoch: the API's ``selected``; the lower
+    # end is a separate statistic, so the interval is wider than --accuracy, and stderr says so)
+    from sgmfast.pld.samplers import balls_in_bins as allocation
+
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "100", "--delta", "1e-5",
+                           "--sampler", "balls-in-bins", "--selected", "2"], capsys)
+    assert code == 0, err
+    b = allocation.epsilon(1.0, 10, 100, 1e-5, selected=2)
+    up, lo = float(_field(out, "epsilon")), float(_field(out, "epsilon lower bound"))
+    assert b.upper <= up <= b.upper * (1 + 1e-5) and b.lower * (1 - 1e-5) <= lo <= b.lower
+    assert _field(out, "selected") == "2" and _field(out, "sampler") == "balls-in-bins"
+    assert len(err.strip().splitlines()) == 1 and "--selected > 1" in err
+
+
 @pytest.mark.parametrize("extra, needle", [
     (["--q", "0.3"], "whole number"),
     (["--q", "0.1", "--accountant", "rdp"], "--accountant pld"),
     (["--q", "0.1", "--relation", "replace-one"], "add-remove"),
+    (["--q", "0.1", "--selected", "3"], "divide"),
+    (["--q", "0.1", "--selected", "0"], "selected"),
 ])
 def test_epsilon_shuffled_bad_input_exit_2(extra, needle, capsys):
     code, out, err = _run(["epsilon", "--sigma", "1.0", "--steps", "100", "--delta", "1e-5", "--sampler", "balls-in-bins",
                            *extra], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_selected_is_for_balls_in_bins_only(capsys):
+    code, out, err = _run(["epsilon", "--sigma", "1.0", "--q", "0.1", "--steps", "100", "--delta", "1e-5",
+                           "--selected", "2"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "balls-in-bins" in err
 
 
 def test_epsilon_fixed_size_batches_prints_the_api_bounds(capsys):

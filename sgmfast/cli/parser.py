@@ -62,6 +62,9 @@ def _epsilon_command(sub) -> None:
     pe.add_argument("--relation", choices=RELATIONS, default=None,
                     help="neighbouring relation (default: the sampler's own -- add-remove; zero-out for shuffle; "
                          "replace-one for fixed-size; replace-one: PLD only; a replacement moves the sum by 2 norms)")
+    pe.add_argument("--selected", type=int, default=1,
+                    help="balls-in-bins only: each example joins k of the 1/q batches of every epoch (k divides "
+                         "1/q; default 1)")
     pe.add_argument("--sampler", choices=SAMPLERS, default="poisson",
                     help="poisson: each example in each batch with probability q (default); balls-in-bins: every "
                          "epoch each example joins one of the 1/q batches at random (random allocation; PLD, "

@@ -12,6 +12,8 @@ def _cmd_epsilon(args) -> None:
     q, steps = _resolve_q_steps(args)
     sampler = args.sampler.replace("-", "_")
     relation = None if args.relation is None else args.relation.replace("-", "_")
+    if args.selected != 1 and (sampler != "balls_in_bins" or args.accountant != "pld"):
+        raise ValueError("--selected applies to --sampler balls-in-bins with --accountant pld only")
     if args.accountant == "rdp":
         from .. import rdp
 
@@ -37,13 +39,27 @@ def _cmd_epsilon(args) -> None:
         relation = _relation(args, sampler)
         if sampler != "poisson" and not math.isfinite(steps):
             raise ValueError(f"--sampler {args.sampler} needs a finite number of steps")
-        b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation, sampler=sampler)
+        if args.selected != 1:  # (k of the t batches of every epoch: pld.balls_in_bins' own argument)
+            from ..pld import balls_in_bins
+            from ..pld.samplers import batches_per_epoch
+
+            b = balls_in_bins.epsilon(args.sigma, batches_per_epoch(q), int(steps), args.delta,
+                                      accuracy=args.accuracy, selected=args.selected)
+        else:
+            b = pld.epsilon(args.sigma, q, steps, args.delta, accuracy=args.accuracy, relation=relation,
+                            sampler=sampler)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
         if b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
             _warn_wide(b, args.accuracy)
+        elif args.selected != 1 and float(b.upper) - float(b.lower) > args.accuracy * float(b.upper):
+            print(f"sgmfast: warning: the certified interval is {(b.upper - b.lower) / b.upper:.3g} wide relative "
+                  f"to its upper end, more than --accuracy {args.accuracy:g} (with --selected > 1 the lower end "
+                  "is a separate statistic, pld.balls_in_bins' notes; both ends hold)", file=sys.stderr)
         print(f"relation: {relation.replace('_', '-')}")
         print(f"sampler: {args.sampler}")
+        if args.selected != 1:
+            print(f"selected: {args.selected}")
     print(f"delta: {args.delta:g}")
     print(f"q: {q:.6g}")
     print(f"steps: {int(steps) if math.isfinite(steps) else steps}")
