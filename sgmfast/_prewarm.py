@@ -99,7 +99,7 @@ def start(name: str):
     except (OSError, ValueError):
         return None
     return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", name], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_compiling_env())
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=compiling_env())
 
 
 def stop(proc) -> None:
@@ -197,11 +197,12 @@ def start_rest():
     held.close()  # (the child takes it; two starting at once: the second one's child stops at once)
     return subprocess.Popen([sys.executable, "-m", "sgmfast._prewarm", "--rest"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env=_compiling_env())
+                            env=compiling_env())
 
 
-def _compiling_env() -> dict:
-    """The environment of a compiling helper: this one without ``SGMFAST_PURE_PYTHON``."""
+def compiling_env() -> dict:
+    """The environment of a compiling process (a helper, or ``cli.plain``'s compiled re-run): this
+    one without ``SGMFAST_PURE_PYTHON``."""
     return {k: v for k, v in os.environ.items() if k != "SGMFAST_PURE_PYTHON"}
 
 

@@ -77,8 +77,9 @@ def _compiled_instead(why: str) -> None:
     """Run the same command again, compiled, in place of this process (never returns)."""
     print(f"sgmfast: {why}: compiling the kernels for this command instead (first run only)",
           file=sys.stderr, flush=True)
-    env = dict(os.environ, **{NO_PLAIN: "0"})
-    env.pop("SGMFAST_PURE_PYTHON", None)
+    from .._prewarm import compiling_env
+
+    env = dict(compiling_env(), **{NO_PLAIN: "0"})
     os.execve(sys.executable, [sys.executable, "-m", "sgmfast", *sys.argv[1:]], env)
 
 

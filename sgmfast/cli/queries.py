@@ -52,10 +52,9 @@ def _cmd_epsilon(args) -> None:
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
         if b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
             _warn_wide(b, args.accuracy)
-        elif args.selected != 1 and float(b.upper) - float(b.lower) > args.accuracy * float(b.upper):
-            print(f"sgmfast: warning: the certified interval is {(b.upper - b.lower) / b.upper:.3g} wide relative "
-                  f"to its upper end, more than --accuracy {args.accuracy:g} (with --selected > 1 the lower end "
-                  "is a separate statistic, pld.balls_in_bins' notes; both ends hold)", file=sys.stderr)
+        elif args.selected != 1 and b.width > args.accuracy:
+            _warn_wide(b, args.accuracy, "with --selected > 1 the lower end is a separate statistic, "
+                                         "pld.balls_in_bins' notes; both ends hold")
         print(f"relation: {relation.replace('_', '-')}")
         print(f"sampler: {args.sampler}")
         if args.selected != 1:
@@ -66,11 +65,11 @@ def _cmd_epsilon(args) -> None:
     print(f"accountant: {args.accountant}")
 
 
-def _warn_wide(b, accuracy: float) -> None:
-    """One line on stderr: the certified interval is wider than the accuracy asked for."""
+def _warn_wide(b, accuracy: float, why: str = "the work budget ran out before the grid was fine enough; both "
+                                               "ends still hold; --accountant rdp gives a Renyi-DP upper bound"):
+    """One line on stderr: the certified interval is wider than the accuracy asked for, and why."""
     print(f"sgmfast: warning: the certified interval is {b.width:.3g} wide relative to its upper end, more than "
-          f"--accuracy {accuracy:g} (the work budget ran out before the grid was fine enough; both ends still "
-          "hold; --accountant rdp gives a Renyi-DP upper bound)", file=sys.stderr)
+          f"--accuracy {accuracy:g} ({why})", file=sys.stderr)
 
 
 def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson", target=None):
