@@ -253,3 +253,28 @@ def test_advantage_near_one_is_resolved_at_once(sigma, q, steps):
     bc = _hellinger_affinity(sigma, q)
     assert b.upper - b.lower <= 1e-6 * b.upper
     assert b.upper >= 1 - bc ** steps and b.lower <= math.sqrt(1 - bc ** (2 * steps)) + 1e-15
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plain_beta_lines_is_the_kernel_bit_for_bit(seed):
+    """A plain first run takes ``_beta_lines_arrays`` for the kernel's loops (``_jit``'s
+    ``plain=``): the same bounds bit for bit, on random lines with ties, zeros, alpha at 0 and 1,
+    and with a NaN input (the loops then run)."""
+    from sgmfast._kernels.pld import tradeoff as kt
+
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        m, n = int(rng.integers(1, 3000)), int(rng.integers(1, 150))
+        eps = np.linspace(-float(rng.uniform(0.5, 50.0)), 50.0, m)
+        d_up = np.sort(rng.uniform(0.0, 1.0, m))[::-1].copy()
+        d_up[rng.integers(0, m, m // 3)] = 0.0 if trial % 2 else d_up[0]
+        d_lo = d_up * rng.uniform(0.9, 1.0, m)
+        d_inf = float(rng.uniform(0.0, 1e-3)) * (trial % 2)
+        alpha = np.sort(np.concatenate(([0.0, 1.0][: trial % 3], rng.uniform(0.0, 1.0, n))))
+        if trial == 39:
+            d_lo[m // 2] = np.nan
+        kernel, plain = [np.empty(alpha.size), np.empty(alpha.size)], [np.empty(alpha.size), np.empty(alpha.size)]
+        kt.beta_lines(alpha, eps, d_lo, d_up, d_inf, *kernel)
+        kt._beta_lines_arrays(alpha, eps, d_lo, d_up, d_inf, *plain)
+        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(kernel, plain)), trial

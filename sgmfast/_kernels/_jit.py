@@ -37,6 +37,11 @@ def _plain(func):
         except Exception as exc:
             raise PlainDiverged(f"{func.__module__}.{func.__qualname__}: {type(exc).__name__}: {exc}") from exc
 
+    return _as_kernel(kernel, func)
+
+
+def _as_kernel(kernel, func):
+    """``kernel`` under ``func``'s names and docstring (``py_func`` stays ``func``)."""
     kernel.__name__, kernel.__qualname__, kernel.__doc__ = func.__name__, func.__qualname__, func.__doc__
     kernel.__module__, kernel.py_func = func.__module__, func
     return kernel
@@ -45,12 +50,19 @@ def _plain(func):
 def jit(func=None, **options):
     """``numba.njit`` with the package's options: on-disk cache, numpy error model.
 
+    ``plain=f`` names the function a plain run (``PURE``) calls instead of the kernel: the same
+    float64 operations in the same order on numpy arrays, where the kernel's loops would take
+    seconds as Python (``tests/test_cli_plain_first_run.py`` compares the two bit for bit).
+
     The numpy error model makes a division by zero give inf/NaN instead of
     raising inside a kernel; fastmath stays off because the +inf atom and NaN
     status values must survive. Kernels release the GIL, so sweeps can run on
     threads (``analysis.figure1_data``).
     """
+    plain = options.pop("plain", None)
     if PURE:
+        if plain is not None:  # (an array form of the same arithmetic, for plain runs: see ``plain``)
+            return lambda f: _as_kernel(_plain(plain), f)
         return _plain(func) if func is not None else _plain
     opts = {"cache": True, "error_model": "numpy", "nogil": True}
     opts.update(options)
