@@ -111,6 +111,7 @@ def test_the_rest_is_every_entry_once_and_compiles_under_the_lock(tmp_path, monk
     _one_entry_manifest(tmp_path, monkeypatch, tmp_path)
     assert [e[1] for e in _prewarm._all_entries()] == ["edge", "no_such_kernel"]
     monkeypatch.setattr(_prewarm, "_missing", lambda entries: entries)
+    monkeypatch.setattr(_prewarm, "_cores", lambda: 1)
     assert _prewarm.compile_rest() == 1  # (the stale entry skipped)
     held = _prewarm._lock()
     assert held is not None and (tmp_path / "prewarm.lock").read_text().split() == [str(os.getpid())]
@@ -136,3 +137,34 @@ def test_start_rest_detaches_once_and_only_when_something_is_missing(tmp_path, m
     assert argv[-3:] == ["-m", "sgmfast._prewarm", "--rest"] and kw["start_new_session"] is True
     monkeypatch.setenv("SGMFAST_PREWARM", "0")
     assert _prewarm.start_rest() is None and len(started) == 1
+
+
+def test_the_rest_goes_first_to_commands_without_a_plain_run_and_splits_over_two_cores(tmp_path, monkeypatch):
+    """The kernels of commands that cannot answer as plain Python come first (their first use
+    waits for them); with two cores a second process compiles every other entry."""
+    import subprocess
+
+    manifest = tmp_path / "first_run.json"
+    plain, other = sorted(_prewarm.PLAIN_FAST)[0], "batch-size/pld/poisson"
+    assert other not in _prewarm.PLAIN_FAST
+    entries = {plain: [["m", "a", []], ["m", "b", []]], other: [["m", "c", []], ["m", "a", []]]}
+    manifest.write_text(json.dumps(entries))
+    monkeypatch.setattr(_prewarm, "MANIFEST", manifest)
+    monkeypatch.setattr(_prewarm, "lock_path", lambda: tmp_path / "prewarm.lock")
+    assert [e[1] for e in _prewarm._all_entries()] == ["c", "a", "b"]
+    monkeypatch.setattr(_prewarm, "_missing", lambda entries: entries)
+    monkeypatch.setattr(_prewarm, "_cores", lambda: 2)
+    compiled, started = [], []
+
+    class Proc:
+        def __init__(self, argv, **kw):
+            started.append(argv)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Proc)
+    monkeypatch.setattr(_prewarm, "_compile", lambda entry: compiled.append(entry[1]) or True)
+    assert _prewarm.compile_rest() == 2
+    assert compiled == ["c", "b"]
+    assert started[0][-3:-1] == ["sgmfast._prewarm", "--part"] and json.loads(started[0][-1]) == [["m", "a", []]]
