@@ -81,7 +81,7 @@ print(json.dumps(out))
 
 #: (command line, its manifest key): what a first run most often is; the README's commands after
 #: the first six.  The background compile after a first run (``_prewarm.start_rest``) compiles
-#: them in this order
+#: them in this order, those without a plain first run (``_prewarm.PLAIN_FAST``) first
 COMMANDS = [
     (["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"], "epsilon/pld/poisson"),
     (["calibrate", "--epsilon", "2", "--delta", "1e-5", "--q", "0.00427", "--steps", "14062"], "calibrate/pld/poisson"),
