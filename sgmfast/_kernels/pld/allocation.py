@@ -376,15 +376,65 @@ def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
 
 
 @jit
-def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out):
+def _bin_mean_w(z1, z2, lm, c, s, toward):
+    """E[W | bin] for log W ~ N(-c, s^2) between z1 and z2 standardised (lm the bin's log-mass):
+    e^{-c + s^2/2} (Phi(z2 - s) - Phi(z1 - s)) / e^{lm}, moved ``toward`` (+1 up, -1 down) by the
+    relative errors of both masses (``_diff_err``) and of the exp and products (16 u (|args| + 4));
+    NaN where the first mass underflows."""
+    lw = log_ndtr_diff(z1 - s, z2 - s)
+    if lw == NEG_INF:
+        return math.nan
+    rel = _diff_err(z1 - s, z2 - s) + _diff_err(z1, z2) + 16.0 * EPS64 * (abs(c) + s * s + abs(lw) + abs(lm) + 4.0)
+    return math.exp(-c + 0.5 * s * s + lw - lm) * (1.0 + toward * rel)
+
+
+@jit
+def _tail_split(z1, z2, lm, c, s, r, lt, ell_a, step, b):
+    """The share of a ``tail_bins`` bin's mass (W <= b) put on the bin's upper point ell_a + step,
+    the rest on ell_a: the connect-the-dots split that keeps the bin's mean of u = e^{-loss} =
+    t / (W + r), rounded up.  (Splitting an atom into two that keep the mean of u is a spread in
+    u, and δ = E_P[(1 - e^{eps} u_1 ... u_k)_+] is convex in each u: δ only grows; more on the
+    upper point, only more.)  The mean of u is at least t / (E[W | bin] + r) (Jensen: 1 / (W + r)
+    is convex), E[W | bin] taken up (``_bin_mean_w``) and to at most b; the loss offset of that
+    mean above ell_a up by 16 u of its terms, within [0, step]."""
+    w_bar = _bin_mean_w(z1, z2, lm, c, s, 1.0)
+    if not 0.0 < w_bar < math.inf:  # (no usable mean: the whole mass on the upper point)
+        return 1.0
+    lu = math.log(min(b, w_bar) + r)
+    off = lu - lt - ell_a + 16.0 * EPS64 * (abs(lu) + abs(lt) + abs(ell_a) + 8.0) + 1e-12 * step
+    off = min(step, max(0.0, off))
+    return min(1.0, -math.expm1(-off) / -math.expm1(-step) * (1.0 + 8.0 * EPS64) + 8.0 * EPS64)
+
+
+@jit
+def _tail_u(z1, z2, lm, c, s, r, lt, ell, a, b):
+    """An upper bound, at most 1, on a lower ``tail_bins`` bin's mean of e^{-(loss - ell)} =
+    t e^{ell} / (W + r) (W in [a, b], every loss >= ell): 1 / (W + r) is convex, so below its
+    chord between a and b, whose value at E[W | bin] (taken down, ``_bin_mean_w``, and to at least
+    a) bounds the mean; rounded up by 32 u of its terms."""
+    w_bar = _bin_mean_w(z1, z2, lm, c, s, -1.0)
+    if not w_bar > a:  # (no usable mean: the chord's value at a, i.e. loss ell)
+        return 1.0
+    w_bar = min(w_bar, b)
+    chord = (a + b + r - w_bar) / ((a + r) * (b + r))
+    return min(1.0, math.exp(lt + ell) * chord * (1.0 + 32.0 * EPS64 * (abs(lt) + abs(ell) + 4.0)))
+
+
+@jit
+def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     """One coordinate's tail on the loss grid ell_j = (j_lo + j) step (j = 0..n-1): the mass of
     W > w_max under log W ~ N(-s^2/2 + shift s^2, s^2) (shift 1: the P-law of the coordinate that
     holds the example; 0: any other), times ``weight``, binned by the loss log((W + r) / t).
 
-    ``upper``: the mass with loss in (ell_{j-1}, ell_j] is added to out[j] (below the grid to
-    out[0]), rounded up; the mass above the top point is returned (the caller's +inf mass).
-    Otherwise the mass with loss in [ell_j, ell_{j+1}) is added to out[j] rounded down (below the
-    grid dropped, above the top onto it: every atom moved down in loss); returns 0.
+    ``upper``: the mass with loss in (ell_{j-1}, ell_j] is split between out[j - 1] and out[j]
+    (``_tail_split``: connect-the-dots; the bin's loss in closed form -- each epoch's δ near eps
+    is this mass where W is heavy-tailed, and a whole step up had cost ~1 step of eps: sigma 0.4,
+    t 10^4, δ 1e-5 at step 0.01) and the mass below the grid goes to out[0], rounded up; the mass
+    above the top point is returned (the caller's +inf mass).
+    Otherwise the mass with loss in [ell_j, ell_{j+1}) is added to out[j] rounded down, and to
+    out_u[j] that mass times an upper bound on its mean of e^{-(loss - ell_j)} (``_tail_u``: the
+    caller puts it at the loss of that mean, a convex-order minorant); below the grid dropped,
+    above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)
 
     Rounding.  A bin's W-boundary b = t e^{ell} - r is computed with a relative error of at most
     ~4u (1 + |ell|) (b + r) / b, and its standardised log z = (log b - s^2/2) / s adds ~4u
@@ -397,6 +447,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out):
     s2 = s * s
     c = (0.5 - shift) * s2
     z_prev = (math.log(w_max) + c) / s
+    b_prev = w_max
     sign = -1.0 if upper else 1.0
     for j in range(-1, n):
         ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
@@ -412,10 +463,19 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out):
             if lm != NEG_INF:
                 m = math.exp(lm) * weight
                 e = _diff_err(z_prev, z) + 4.0 * EPS64 + 1e-12
-                out[j] += m * (1.0 + e) if upper else m * max(0.0, 1.0 - e)
+                if upper and j >= 1:  # (connect-the-dots between ell_{j-1} and ell_j)
+                    fp = _tail_split(z_prev, z, lm, c, s, r, lt, ell - step, step, b)
+                    out[j - 1] += m * (1.0 + e) * (1.0 - fp)
+                    out[j] += m * (1.0 + e) * fp
+                elif upper:
+                    out[j] += m * (1.0 + e)
+                else:
+                    m_lo = m * max(0.0, 1.0 - e)
+                    out[j] += m_lo
+                    out_u[j] += m_lo * _tail_u(z_prev, z, lm, c, s, r, lt, ell - step, b_prev, b)
         elif upper:  # (j = -1: the mass below the grid, onto its first point)
             continue
-        z_prev = z  # (lower, j = -1: the mass below ell_0 is dropped)
+        z_prev, b_prev = z, b  # (lower, j = -1: the mass below ell_0 is dropped)
     lm = log_ndtr_diff(z_prev, math.inf)
     if lm == NEG_INF:
         return 0.0
@@ -424,6 +484,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out):
     if upper:
         return m * (1.0 + e)
     out[n - 1] += m * max(0.0, 1.0 - e)
+    out_u[n - 1] += m * max(0.0, 1.0 - e)
     return 0.0
 
 

@@ -53,6 +53,9 @@ from ..._kernels.pld import allocation as ka
 from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
 
+#: ``tail_bins``' u-mean output, not read by the upper bound
+_UNUSED = np.zeros(0)
+
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
 COARSE = 4096
 
@@ -127,13 +130,13 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
                                      + 2 * epoch.tail_lower_rungs()[0].size))
     beyond = 0.0
     for r, wgt in zip(*epoch.tail_rungs(False)):  # (B: the example's coordinate above W_max)
-        beyond += ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess)
+        beyond += ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess, _UNUSED)
     if t > 1:  # (another coordinate above W_max, the example's not: t - 1 choices, union bound)
         for r, wgt in zip(*epoch.tail_rungs(True)):
             beyond += ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
-                                   j_lo, n, True, pess)
+                                   j_lo, n, True, pess, _UNUSED)
         beyond += _two_above(epoch, step, j_lo, n, pess)
-    low = np.zeros(n)
+    low, low_u = np.zeros(n), np.zeros(n)
     # below: B, and "exactly one other coordinate j above W_max" (disjoint events, and disjoint
     # from the lattice's "all at most W_max"): on the latter the reported others, conditioned on
     # being at most W_max, are stochastically above the lower rungs (the example's, of P-law, more
@@ -143,19 +146,23 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     p_w = math.exp(float(ka.log_sf(w_max, s, 1.0))) * (1.0 + 1e-9)
     others = (t - 1) * max(0.0, 1.0 - p_w - (t - 2) * q_w) * (1.0 - 1e-9)
     for r, wgt in zip(*epoch.tail_lower_rungs()):  # (R at least a rung, ``lower_rungs``)
-        ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low)
+        ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low, low_u)
         if others > 0.0:
-            ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low)
-    # (kept only above the lattice's top or where W_i >= 1000 (t - 1), where the lattice's atoms
-    # lose the far tail to round-off; below, each bin holding it would move its lattice atom down to
-    # the grid point -- a lower bound may, but keeping it only where it outweighs that atom cost
-    # sigma 2, t 1000, delta 1e-12 its lower end: 0.10436 -> 0.104351 -- so it is dropped there)
-    w_cut = min((epoch.up.size - 1) * epoch.h, 1000.0 * (t - 1))
-    cut = max(0, min(n, math.ceil(math.log(w_cut / t) / step) - j_lo + 1))
-    low[:cut] = np.where(low[:cut] > step * amass[:cut], low[:cut], 0.0)
-    hit = low > 0
-    frac[hit] = 0.0
-    amass[hit] += low[hit]
+            ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low, low_u)
+    # (each bin's atom and the tail's mass there become one atom at their mean of u = e^{-loss}:
+    # a convex-order minorant of the two, as the lattice's own bins are -- the tail's mean taken
+    # up by ``tail_bins``, the lattice atom's e^{-offset} and the sums up by 16 u, the mass down by
+    # 4 u, the offset down by 16 u: a larger u-mean, a smaller mass, each only lowers δ.  Formerly
+    # the bin's atom went down to the grid point, which cost more than the tail's mass gave below
+    # the lattice's top, and the tail was dropped there.)
+    hit = low > 0.0
+    if hit.any():
+        a = amass[hit]
+        u_old = np.where(a > 0.0, a * np.exp(-np.maximum(frac[hit], 0.0)), 0.0)
+        mass = (a + low[hit]) * (1.0 - 4 * U)
+        mean_u = (u_old + low_u[hit]) * (1.0 + 16 * U) / mass
+        frac[hit] = np.clip(-np.log(mean_u) - 16 * U, 0.0, step)
+        amass[hit] = mass
     return beyond
 
 
