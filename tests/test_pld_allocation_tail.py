@@ -392,3 +392,64 @@ def test_cap_room_grows_with_the_tail_and_the_budget():
     assert room(0.631, 140, 1e-19) > 1.0
     assert room(2.0, 140, 1e-19) == 1.0
     assert room(0.631, 140, 1e-19) >= room(0.631, 140, 1e-9)
+
+
+@pytest.mark.parametrize("s, shift, t, r, step", [(2.5, 1.0, 1e4, 1.2e4, 0.01), (2.0, 0.0, 3.0, 2.5, 0.05),
+                                                   (1.6, 1.0, 100.0, 90.0, 0.002), (2.2, 1.0, 2.0, 0.0, 0.02)])
+def test_tail_bins_bracket_the_tails_delta_by_quadrature(s, shift, t, r, step):
+    """``tail_bins``' two sides against the δ functional of the mass they bin, by quadrature:
+    E[(1 - e^{eps} t / (W + r))_+; W > w_max] (log W ~ N((shift - 1/2) s^2, s^2), every eps).
+    The upper's connect-the-dots masses (and its +inf mass) give at least that; the lower's atoms
+    (mass out[j] at mean e^{-(loss - ell_j)} = out_u[j] / out[j]) at most that; and the two are
+    a small fraction of a step apart (rounding each bin to a grid point set them a step apart)."""
+    from scipy import integrate
+
+    from sgmfast._kernels.pld import allocation as ka
+
+    w_max = math.exp(0.5 * s * s + 2.0 * s)
+    j_lo = math.floor(math.log((w_max + r) / t) / step) - 3
+    n = int(8.0 * s / step)
+    up, lo, lo_u = np.zeros(n), np.zeros(n), np.zeros(n)
+    p_inf = ka.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up, np.zeros(0))
+    ka.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo, lo_u)
+    ell = (j_lo + np.arange(n)) * step
+    mean_u = np.where(lo > 0, lo_u / np.where(lo > 0, lo, 1.0), 1.0)
+    mu = (shift - 0.5) * s * s
+    z_max = (math.log(w_max) - mu) / s
+    top = ell[-1]
+    for eps in ell[n // 8:3 * n // 4:max(1, n // 12)] + 0.3 * step:  # (below the top, whose +inf mass is its own)
+        def f(z, eps=eps):
+            loss = math.log((math.exp(mu + s * z) + r) / t)
+            return norm.pdf(z) * max(0.0, 1.0 - math.exp(eps - loss))
+
+        z_top = (math.log(t * math.exp(top) - r) - mu) / s
+        exact_in = integrate.quad(f, z_max, z_top, limit=500, epsabs=1e-300, epsrel=1e-11)[0]
+        exact_all = exact_in + integrate.quad(f, z_top, 40.0, limit=500, epsabs=1e-300, epsrel=1e-11)[0]
+        upper = float(np.sum(up * np.maximum(0.0, 1.0 - np.exp(eps - ell)))) + p_inf
+        lower = float(np.sum(lo * np.maximum(0.0, 1.0 - np.exp(eps - ell) * mean_u)))
+        assert upper >= exact_all * (1 - 1e-9), (eps, upper, exact_all)
+        assert lower <= exact_all * (1 + 1e-9), (eps, lower, exact_all)
+        # and close to second order: rounding each bin's loss to a grid point (up for the upper,
+        # down for the lower, as before) leaves them about step x (the functional's derivative in
+        # a shift of every loss, E[e^{eps - loss}; loss > eps]) apart
+        def g(z, eps=eps):
+            loss = math.log((math.exp(mu + s * z) + r) / t)
+            return norm.pdf(z) * (math.exp(eps - loss) if loss > eps else 0.0)
+
+        slope = integrate.quad(g, z_max, 40.0, limit=500, epsabs=1e-300, epsrel=1e-11)[0]
+        assert upper - lower <= 0.1 * step * slope, (eps, lower, upper, step * slope)
+
+
+def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
+    """``tail_bins`` carries ``log_ndtr_pair`` from one boundary to the next: the same values as
+    ``log_ndtr`` at x and -x, and ``log_ndtr_diff_pairs`` as ``log_ndtr_diff``."""
+    from sgmfast._kernels import logmath as lm
+
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([rng.uniform(-45.0, 45.0, 4000), [0.0, -0.0, 30.0, -30.0, 29.9, -29.9, np.inf, -np.inf]])
+    for x in xs:
+        assert lm.log_ndtr_pair(x) == (lm.log_ndtr(x), lm.log_ndtr(-x))
+    for _ in range(4000):
+        a, b = np.sort(rng.uniform(-45.0, 45.0, 2))
+        b = a + abs(b - a) * 1e-3 if rng.random() < 0.3 else b
+        assert lm.log_ndtr_diff_pairs(a, b, lm.log_ndtr_pair(a), lm.log_ndtr_pair(b)) == lm.log_ndtr_diff(a, b)

@@ -97,6 +97,31 @@ def log_ndtr_diff(a, b):
 
 
 @jit
+def log_ndtr_pair(x):
+    """(log Phi(x), log Phi(-x)), each exactly ``log_ndtr``'s, from one erfc where both take the
+    same one (|x| < 30): a sweep over boundaries carries them from one cell to the next."""
+    if 0.0 < x < 30.0:
+        c = 0.5 * math.erfc(x / SQRT2)
+        return math.log1p(-c), math.log(c)
+    if -30.0 < x < 0.0:
+        c = 0.5 * math.erfc(-x / SQRT2)
+        return math.log(c), math.log1p(-c)
+    return log_ndtr(x), log_ndtr(-x)
+
+
+@jit
+def log_ndtr_diff_pairs(a, b, pa, pb):
+    """``log_ndtr_diff(a, b)`` from ``log_ndtr_pair``'s pa of a and pb of b: the same value."""
+    if not a < b:
+        return NEG_INF
+    if b <= 0.0:
+        return log_sub(pb[0], pa[0])
+    if a >= 0.0:
+        return log_sub(pa[1], pb[1])
+    return math.log1p(-(math.exp(pa[0]) + math.exp(pb[1])))
+
+
+@jit
 def log_normal_pdf(x):
     """log phi(x) for the standard normal density."""
     return -0.5 * x * x - LOG_SQRT_2PI

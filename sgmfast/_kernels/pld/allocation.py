@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .._jit import jit
-from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff
+from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff, log_ndtr_diff_pairs, log_ndtr_pair
 
 __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf", "chernoff_sums"]
 
@@ -80,6 +80,24 @@ def _diff_err(a, b):
         la, lb = log_ndtr(-b), log_ndtr(-a)
     else:
         return 32.0 * EPS64
+    return _diff_err_logs(la, lb)
+
+
+@jit
+def _diff_err_pairs(a, b, pa, pb):
+    """``_diff_err(a, b)`` from ``log_ndtr_pair``'s pa of a and pb of b: the same value."""
+    if not a < b:
+        return 0.0
+    if b <= 0.0:
+        return _diff_err_logs(pa[0], pb[0])
+    if a >= 0.0:
+        return _diff_err_logs(pb[1], pa[1])
+    return 32.0 * EPS64
+
+
+@jit
+def _diff_err_logs(la, lb):
+    """``_diff_err`` from the two log-CDFs it differences (la <= lb)."""
     if la == NEG_INF:
         return 8.0 * EPS64 * (abs(lb) + 1.0) + 32.0 * EPS64
     d = lb - la
@@ -376,28 +394,26 @@ def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
 
 
 @jit
-def _bin_mean_w(z1, z2, lm, c, s, toward):
-    """E[W | bin] for log W ~ N(-c, s^2) between z1 and z2 standardised (lm the bin's log-mass):
-    e^{-c + s^2/2} (Phi(z2 - s) - Phi(z1 - s)) / e^{lm}, moved ``toward`` (+1 up, -1 down) by the
-    relative errors of both masses (``_diff_err``) and of the exp and products (16 u (|args| + 4));
-    NaN where the first mass underflows."""
-    lw = log_ndtr_diff(z1 - s, z2 - s)
+def _bin_mean_w(lw, e_w, lm, e_m, c, s, toward):
+    """E[W | bin] for log W ~ N(-c, s^2) between z1 and z2 standardised: e^{-c + s^2/2} (Phi(z2 -
+    s) - Phi(z1 - s)) / e^{lm}, from lw = log(Phi(z2 - s) - Phi(z1 - s)) and lm = log(Phi(z2) -
+    Phi(z1)) with their relative errors e_w and e_m (``_diff_err``), moved ``toward`` (+1 up, -1
+    down) by those and the exp's and products' (16 u (|args| + 4)); NaN where lw underflows."""
     if lw == NEG_INF:
         return math.nan
-    rel = _diff_err(z1 - s, z2 - s) + _diff_err(z1, z2) + 16.0 * EPS64 * (abs(c) + s * s + abs(lw) + abs(lm) + 4.0)
+    rel = e_w + e_m + 16.0 * EPS64 * (abs(c) + s * s + abs(lw) + abs(lm) + 4.0)
     return math.exp(-c + 0.5 * s * s + lw - lm) * (1.0 + toward * rel)
 
 
 @jit
-def _tail_split(z1, z2, lm, c, s, r, lt, ell_a, step, b):
-    """The share of a ``tail_bins`` bin's mass (W <= b) put on the bin's upper point ell_a + step,
-    the rest on ell_a: the connect-the-dots split that keeps the bin's mean of u = e^{-loss} =
-    t / (W + r), rounded up.  (Splitting an atom into two that keep the mean of u is a spread in
-    u, and δ = E_P[(1 - e^{eps} u_1 ... u_k)_+] is convex in each u: δ only grows; more on the
-    upper point, only more.)  The mean of u is at least t / (E[W | bin] + r) (Jensen: 1 / (W + r)
-    is convex), E[W | bin] taken up (``_bin_mean_w``) and to at most b; the loss offset of that
-    mean above ell_a up by 16 u of its terms, within [0, step]."""
-    w_bar = _bin_mean_w(z1, z2, lm, c, s, 1.0)
+def _tail_split(w_bar, r, lt, ell_a, step, b):
+    """The share of a ``tail_bins`` bin's mass (W <= b, E[W | bin] <= w_bar) put on the bin's
+    upper point ell_a + step, the rest on ell_a: the connect-the-dots split that keeps the bin's
+    mean of u = e^{-loss} = t / (W + r), rounded up.  (Splitting an atom into two that keep the
+    mean of u is a spread in u, and δ = E_P[(1 - e^{eps} u_1 ... u_k)_+] is convex in each u: δ
+    only grows; more on the upper point, only more.)  The mean of u is at least t / (E[W | bin] +
+    r) (Jensen: 1 / (W + r) is convex) >= t / (min(b, w_bar) + r); the loss offset of that mean
+    above ell_a is taken up by 16 u of its terms, within [0, step]."""
     if not 0.0 < w_bar < math.inf:  # (no usable mean: the whole mass on the upper point)
         return 1.0
     lu = math.log(min(b, w_bar) + r)
@@ -407,13 +423,12 @@ def _tail_split(z1, z2, lm, c, s, r, lt, ell_a, step, b):
 
 
 @jit
-def _tail_u(z1, z2, lm, c, s, r, lt, ell, a, b):
+def _tail_u(w_bar, r, lt, ell, a, b):
     """An upper bound, at most 1, on a lower ``tail_bins`` bin's mean of e^{-(loss - ell)} =
-    t e^{ell} / (W + r) (W in [a, b], every loss >= ell): 1 / (W + r) is convex, so below its
-    chord between a and b, whose value at E[W | bin] (taken down, ``_bin_mean_w``, and to at least
-    a) bounds the mean; rounded up by 32 u of its terms."""
-    w_bar = _bin_mean_w(z1, z2, lm, c, s, -1.0)
-    if not w_bar > a:  # (no usable mean: the chord's value at a, i.e. loss ell)
+    t e^{ell} / (W + r) (W in [a, b], every loss >= ell; E[W | bin] >= w_bar): 1 / (W + r) is
+    convex, so below its chord between a and b, whose value at min(b, w_bar) bounds the mean
+    (where w_bar <= a, the chord's value at a: 1); rounded up by 32 u of its terms."""
+    if not w_bar > a:
         return 1.0
     w_bar = min(w_bar, b)
     chord = (a + b + r - w_bar) / ((a + r) * (b + r))
@@ -436,6 +451,9 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     caller puts it at the loss of that mean, a convex-order minorant); below the grid dropped,
     above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)
 
+    Each bin's mass and its mean of W difference the normal CDF at its two boundaries z and
+    z - s (standardised log W): ``log_ndtr_pair`` at each boundary, carried to the next bin.
+
     Rounding.  A bin's W-boundary b = t e^{ell} - r is computed with a relative error of at most
     ~4u (1 + |ell|) (b + r) / b, and its standardised log z = (log b - s^2/2) / s adds ~4u
     (|log b| + s^2) absolute in log b; both are covered by moving b by rel = 16 EPS64 (4 + |ell|
@@ -448,6 +466,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     c = (0.5 - shift) * s2
     z_prev = (math.log(w_max) + c) / s
     b_prev = w_max
+    p_prev, q_prev = log_ndtr_pair(z_prev), log_ndtr_pair(z_prev - s)
     sign = -1.0 if upper else 1.0
     for j in range(-1, n):
         ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
@@ -458,13 +477,20 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
         z = (math.log(b) + c) / s
         if not z > z_prev:
             continue
+        if j < 0 and upper:  # (j = -1: the mass below the grid, onto its first point)
+            continue
+        p_z, q_z = log_ndtr_pair(z), log_ndtr_pair(z - s)
         if j >= 0:
-            lm = log_ndtr_diff(z_prev, z)
+            lm = log_ndtr_diff_pairs(z_prev, z, p_prev, p_z)
             if lm != NEG_INF:
                 m = math.exp(lm) * weight
-                e = _diff_err(z_prev, z) + 4.0 * EPS64 + 1e-12
+                e_m = _diff_err_pairs(z_prev, z, p_prev, p_z)
+                e = e_m + 4.0 * EPS64 + 1e-12
+                if j >= 1 or not upper:
+                    lw = log_ndtr_diff_pairs(z_prev - s, z - s, q_prev, q_z)
+                    e_w = _diff_err_pairs(z_prev - s, z - s, q_prev, q_z)
                 if upper and j >= 1:  # (connect-the-dots between ell_{j-1} and ell_j)
-                    fp = _tail_split(z_prev, z, lm, c, s, r, lt, ell - step, step, b)
+                    fp = _tail_split(_bin_mean_w(lw, e_w, lm, e_m, c, s, 1.0), r, lt, ell - step, step, b)
                     out[j - 1] += m * (1.0 + e) * (1.0 - fp)
                     out[j] += m * (1.0 + e) * fp
                 elif upper:
@@ -472,10 +498,8 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
                 else:
                     m_lo = m * max(0.0, 1.0 - e)
                     out[j] += m_lo
-                    out_u[j] += m_lo * _tail_u(z_prev, z, lm, c, s, r, lt, ell - step, b_prev, b)
-        elif upper:  # (j = -1: the mass below the grid, onto its first point)
-            continue
-        z_prev, b_prev = z, b  # (lower, j = -1: the mass below ell_0 is dropped)
+                    out_u[j] += m_lo * _tail_u(_bin_mean_w(lw, e_w, lm, e_m, c, s, -1.0), r, lt, ell - step, b_prev, b)
+        z_prev, b_prev, p_prev, q_prev = z, b, p_z, q_z  # (lower, j = -1: the mass below ell_0 is dropped)
     lm = log_ndtr_diff(z_prev, math.inf)
     if lm == NEG_INF:
         return 0.0
