@@ -410,11 +410,12 @@ def delta_groups(eps: np.ndarray) -> np.ndarray:
     return np.where(eps <= 10.0, np.round(eps, 1), rel)
 
 
-def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0):
+def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0,
+                  stall: float = 0.75):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified
     start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
-    no interval by a quarter (finer grids no longer pay: round-off has caught up with the
+    no interval to ``stall`` of the one before (finer grids no longer pay: round-off has caught up with the
     discretisation), or the next level would end past ``budget`` seconds of work (units of
     ``_work``, counted, never read off a clock: the answer does not depend on the machine's load;
     scaled inside ``shared_budget``).
@@ -447,7 +448,7 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
             # judged on the level's own interval: where the start bounds are already close, the
             # intersected one hides a level's progress (a lower end 2.17 -> 2.35 under a start 2.34)
             new_width = np.asarray(up) - np.asarray(lo)
-            if level and np.all(new_width > 0.75 * width):
+            if level and np.all(new_width > stall * width):
                 break
             width = new_width
     return best_lo, best_up

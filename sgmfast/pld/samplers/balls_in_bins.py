@@ -107,6 +107,10 @@ BUDGET = 6.0
 #: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
 #: limit doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
 LEVEL_GROWTH = 3.0
+#: A level that leaves the interval wider than this fraction of the last one's ends the refinement
+#: (``refine_levels``): with the tail's bins in closed form a level can gain only ~25 % before the
+#: next halves the width (sigma 0.422, t 2, 55 epochs: 1.68e-3, 1.27e-3, then 7.0e-4)
+STALL = 0.8
 
 
 def _full(part, C: int) -> np.ndarray:
@@ -436,7 +440,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
 
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0]), narrow, lo0,
-                           gauss, BUDGET, growth=LEVEL_GROWTH)
+                           gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     up = min(up, *capped) if capped else up
     return Bounds(float(min(lo, up)), float(up))
 
@@ -507,7 +511,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     hint = float(np.min(eps[eps > 0])) if np.any(eps > 0) else math.inf  # (the loss step's scale)
     lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint), narrow, lo0,
-                           gauss, BUDGET, growth=LEVEL_GROWTH)
+                           gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     for c in capped:
         up = np.minimum(up, c)
     return out(lo[:n], up[:n])
