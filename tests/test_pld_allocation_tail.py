@@ -282,11 +282,11 @@ def test_two_above_bins_dominate_the_exact_law(sigma, shift, w):
     unshifted) on the loss grid by log((2 max(X, Y) + r) / t), against scipy's normal laws:
     its survival at every grid point is at least the exact one of that loss (itself at least the
     loss log((X + Y + r) / t) of the event), and the masses sum to P(X > w) P(Y > w)."""
-    from sgmfast._kernels.pld import allocation as ka
+    from sgmfast._kernels.pld import allocation_tail as kt
 
     s, t, r, step, j_lo, n = 1.0 / sigma, 50.0, 60.0, 0.03, 0, 180
     out = np.zeros(n)
-    beyond = ka.two_tail_bins(s, shift, w, t, r, 1.0, step, j_lo, n, out)
+    beyond = kt.two_tail_bins(s, shift, w, t, r, 1.0, step, j_lo, n, out)
 
     def sf(b, sh):  # P(X > b) for log X ~ N(-s^2/2 + sh s^2, s^2)
         return float(norm.sf(math.log(b), -0.5 * s * s + sh * s * s, s))
@@ -404,14 +404,14 @@ def test_tail_bins_bracket_the_tails_delta_by_quadrature(s, shift, t, r, step):
     a small fraction of a step apart (rounding each bin to a grid point set them a step apart)."""
     from scipy import integrate
 
-    from sgmfast._kernels.pld import allocation as ka
+    from sgmfast._kernels.pld import allocation_tail as kt
 
     w_max = math.exp(0.5 * s * s + 2.0 * s)
     j_lo = math.floor(math.log((w_max + r) / t) / step) - 3
     n = int(8.0 * s / step)
     up, lo, lo_u = np.zeros(n), np.zeros(n), np.zeros(n)
-    p_inf = ka.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up, np.zeros(0))
-    ka.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo, lo_u)
+    p_inf = kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up, np.zeros(0))
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo, lo_u)
     ell = (j_lo + np.arange(n)) * step
     mean_u = np.where(lo > 0, lo_u / np.where(lo > 0, lo, 1.0), 1.0)
     mu = (shift - 0.5) * s * s

@@ -11,6 +11,7 @@
 ``spectral``              the same read off a composed spectrum's band (curves)
 ``windows``               Chernoff edges and tail bounds from a log-MGF table
 ``allocation``            balls-in-bins batches: one epoch's likelihood ratio on a linear lattice
+``allocation_tail``       ... and one or two coordinates above the lattice, in closed form
 ========================  ===============================================================
 
 Conventions

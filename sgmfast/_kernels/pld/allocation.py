@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .._jit import jit
-from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff, log_ndtr_diff_pairs, log_ndtr_pair
+from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff
 
 __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf", "chernoff_sums"]
 
@@ -85,7 +85,7 @@ def _diff_err(a, b):
 
 @jit
 def _diff_err_pairs(a, b, pa, pb):
-    """``_diff_err(a, b)`` from ``log_ndtr_pair``'s pa of a and pb of b: the same value."""
+    """``_diff_err(a, b)`` from ``logmath.log_ndtr_pair``'s pa of a and pb of b: the same value."""
     if not a < b:
         return 0.0
     if b <= 0.0:
@@ -393,125 +393,6 @@ def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
             out_b[i] = m * (1.0 - 1e-12 - e)
 
 
-@jit
-def _bin_mean_w(lw, e_w, lm, e_m, c, s, toward):
-    """E[W | bin] for log W ~ N(-c, s^2) between z1 and z2 standardised: e^{-c + s^2/2} (Phi(z2 -
-    s) - Phi(z1 - s)) / e^{lm}, from lw = log(Phi(z2 - s) - Phi(z1 - s)) and lm = log(Phi(z2) -
-    Phi(z1)) with their relative errors e_w and e_m (``_diff_err``), moved ``toward`` (+1 up, -1
-    down) by those and the exp's and products' (16 u (|args| + 4)); NaN where lw underflows."""
-    if lw == NEG_INF:
-        return math.nan
-    rel = e_w + e_m + 16.0 * EPS64 * (abs(c) + s * s + abs(lw) + abs(lm) + 4.0)
-    return math.exp(-c + 0.5 * s * s + lw - lm) * (1.0 + toward * rel)
-
-
-@jit
-def _tail_split(w_bar, r, lt, ell_a, step, b):
-    """The share of a ``tail_bins`` bin's mass (W <= b, E[W | bin] <= w_bar) put on the bin's
-    upper point ell_a + step, the rest on ell_a: the connect-the-dots split that keeps the bin's
-    mean of u = e^{-loss} = t / (W + r), rounded up.  (Splitting an atom into two that keep the
-    mean of u is a spread in u, and δ = E_P[(1 - e^{eps} u_1 ... u_k)_+] is convex in each u: δ
-    only grows; more on the upper point, only more.)  The mean of u is at least t / (E[W | bin] +
-    r) (Jensen: 1 / (W + r) is convex) >= t / (min(b, w_bar) + r); the loss offset of that mean
-    above ell_a is taken up by 16 u of its terms, within [0, step]."""
-    if not 0.0 < w_bar < math.inf:  # (no usable mean: the whole mass on the upper point)
-        return 1.0
-    lu = math.log(min(b, w_bar) + r)
-    off = lu - lt - ell_a + 16.0 * EPS64 * (abs(lu) + abs(lt) + abs(ell_a) + 8.0) + 1e-12 * step
-    off = min(step, max(0.0, off))
-    return min(1.0, -math.expm1(-off) / -math.expm1(-step) * (1.0 + 8.0 * EPS64) + 8.0 * EPS64)
-
-
-@jit
-def _tail_u(w_bar, r, lt, ell, a, b):
-    """An upper bound, at most 1, on a lower ``tail_bins`` bin's mean of e^{-(loss - ell)} =
-    t e^{ell} / (W + r) (W in [a, b], every loss >= ell; E[W | bin] >= w_bar): 1 / (W + r) is
-    convex, so below its chord between a and b, whose value at min(b, w_bar) bounds the mean
-    (where w_bar <= a, the chord's value at a: 1); rounded up by 32 u of its terms."""
-    if not w_bar > a:
-        return 1.0
-    w_bar = min(w_bar, b)
-    chord = (a + b + r - w_bar) / ((a + r) * (b + r))
-    return min(1.0, math.exp(lt + ell) * chord * (1.0 + 32.0 * EPS64 * (abs(lt) + abs(ell) + 4.0)))
-
-
-@jit
-def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
-    """One coordinate's tail on the loss grid ell_j = (j_lo + j) step (j = 0..n-1): the mass of
-    W > w_max under log W ~ N(-s^2/2 + shift s^2, s^2) (shift 1: the P-law of the coordinate that
-    holds the example; 0: any other), times ``weight``, binned by the loss log((W + r) / t).
-
-    ``upper``: the mass with loss in (ell_{j-1}, ell_j] is split between out[j - 1] and out[j]
-    (``_tail_split``: connect-the-dots; the bin's loss in closed form -- each epoch's δ near eps
-    is this mass where W is heavy-tailed, and a whole step up had cost ~1 step of eps: sigma 0.4,
-    t 10^4, δ 1e-5 at step 0.01) and the mass below the grid goes to out[0], rounded up; the mass
-    above the top point is returned (the caller's +inf mass).
-    Otherwise the mass with loss in [ell_j, ell_{j+1}) is added to out[j] rounded down, and to
-    out_u[j] that mass times an upper bound on its mean of e^{-(loss - ell_j)} (``_tail_u``: the
-    caller puts it at the loss of that mean, a convex-order minorant); below the grid dropped,
-    above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)
-
-    Each bin's mass and its mean of W difference the normal CDF at its two boundaries z and
-    z - s (standardised log W): ``log_ndtr_pair`` at each boundary, carried to the next bin.
-
-    Rounding.  A bin's W-boundary b = t e^{ell} - r is computed with a relative error of at most
-    ~4u (1 + |ell|) (b + r) / b, and its standardised log z = (log b - s^2/2) / s adds ~4u
-    (|log b| + s^2) absolute in log b; both are covered by moving b by rel = 16 EPS64 (4 + |ell|
-    + s^2 + |log b| + (r + 1) / b) + 1e-12 against the bound (down for ``upper``: the mass put at
-    ell_j then has loss <= ell_j exactly; up otherwise).  The boundaries telescope, so no mass is
-    lost or counted twice; each bin's mass exp(log_ndtr_diff) is within ``_diff_err`` relative
-    (plus 4u for the exp and the products), rounded out by that and 1e-12."""
-    lt = math.log(t)
-    s2 = s * s
-    c = (0.5 - shift) * s2
-    z_prev = (math.log(w_max) + c) / s
-    b_prev = w_max
-    p_prev, q_prev = log_ndtr_pair(z_prev), log_ndtr_pair(z_prev - s)
-    sign = -1.0 if upper else 1.0
-    for j in range(-1, n):
-        ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
-        b = math.exp(ell + lt) - r
-        if b <= 0.0:
-            continue
-        b *= 1.0 + sign * (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(b)) + (r + 1.0) / b) + 1e-12)
-        z = (math.log(b) + c) / s
-        if not z > z_prev:
-            continue
-        if j < 0 and upper:  # (j = -1: the mass below the grid, onto its first point)
-            continue
-        p_z, q_z = log_ndtr_pair(z), log_ndtr_pair(z - s)
-        if j >= 0:
-            lm = log_ndtr_diff_pairs(z_prev, z, p_prev, p_z)
-            if lm != NEG_INF:
-                m = math.exp(lm) * weight
-                e_m = _diff_err_pairs(z_prev, z, p_prev, p_z)
-                e = e_m + 4.0 * EPS64 + 1e-12
-                if j >= 1 or not upper:
-                    lw = log_ndtr_diff_pairs(z_prev - s, z - s, q_prev, q_z)
-                    e_w = _diff_err_pairs(z_prev - s, z - s, q_prev, q_z)
-                if upper and j >= 1:  # (connect-the-dots between ell_{j-1} and ell_j)
-                    fp = _tail_split(_bin_mean_w(lw, e_w, lm, e_m, c, s, 1.0), r, lt, ell - step, step, b)
-                    out[j - 1] += m * (1.0 + e) * (1.0 - fp)
-                    out[j] += m * (1.0 + e) * fp
-                elif upper:
-                    out[j] += m * (1.0 + e)
-                else:
-                    m_lo = m * max(0.0, 1.0 - e)
-                    out[j] += m_lo
-                    out_u[j] += m_lo * _tail_u(_bin_mean_w(lw, e_w, lm, e_m, c, s, -1.0), r, lt, ell - step, b_prev, b)
-        z_prev, b_prev, p_prev, q_prev = z, b, p_z, q_z  # (lower, j = -1: the mass below ell_0 is dropped)
-    lm = log_ndtr_diff(z_prev, math.inf)
-    if lm == NEG_INF:
-        return 0.0
-    m = math.exp(lm) * weight
-    e = _diff_err(z_prev, math.inf) + 4.0 * EPS64 + 1e-12
-    if upper:
-        return m * (1.0 + e)
-    out[n - 1] += m * max(0.0, 1.0 - e)
-    out_u[n - 1] += m * max(0.0, 1.0 - e)
-    return 0.0
-
-
 #: Terms of ``chernoff_sums`` between two exact exponentials (the others by one product each).
 CHERNOFF_BLOCK = 32
 
@@ -541,61 +422,3 @@ def chernoff_sums(w, h, lams, m, dm):
                 b += w[k] * ((k * h) * e)
         m[i] = a
         dm[i] = b
-
-
-@jit
-def _product(a0, a1, b0, b1):
-    """(mass, relative error) of P(a0 < Z <= a1) P(b0 < Z <= b1), Z standard normal, as the exp
-    of the two ``log_ndtr_diff`` summed: each within ``_diff_err`` relative, the sum's rounding
-    u (|la| + |lb|) absolute in log, 4u for the exp."""
-    if not (a1 > a0 and b1 > b0):
-        return 0.0, 0.0
-    la, lb = log_ndtr_diff(a0, a1), log_ndtr_diff(b0, b1)
-    if la == NEG_INF or lb == NEG_INF:
-        return 0.0, 0.0
-    return math.exp(la + lb), _diff_err(a0, a1) + _diff_err(b0, b1) + EPS64 * (abs(la) + abs(lb) + 4.0)
-
-
-@jit
-def _two_terms(za0, za1, zb0, zb1, zaw, zbw):
-    """(mass, relative error) of F(1) - F(0) for F = A B, A(z) = P(zaw < Z <= z) and B the same
-    with zbw (Z standard normal), as A(1) (B(1) - B(0)) + B(0) (A(1) - A(0)): non-negative
-    terms (``_product``), their sum's rounding 2u more."""
-    m1, e1 = _product(zaw, za1, zb0, zb1)
-    m2, e2 = _product(zbw, zb0, za0, za1)
-    return m1 + m2, max(e1, e2) + 2.0 * EPS64
-
-
-@jit
-def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
-    """Two coordinates' tails on the loss grid ell_j = (j_lo + j) step, upper bound: the mass of
-    {X > w_max, Y > w_max} for independent log X ~ N(-s^2/2 + shift s^2, s^2) and log Y ~
-    N(-s^2/2, s^2), times ``weight``, binned by log((2 M + r) / t), M = max(X, Y) -- at least
-    the loss log((X + Y + r) / t).  The mass with that loss in (ell_{j-1}, ell_j] is added to
-    out[j] (below the grid to out[0]), rounded up; the mass above the top point is returned.
-
-    P(M <= b, both above) = A(b) B(b), A, B the two coordinates' masses in (w_max, b]; a bin's
-    mass is the difference at its M-boundaries b = (t e^{ell} - r) / 2, moved down by
-    ``tail_bins``' relative margin (so the mass put at ell_j has 2M + r <= t e^{ell_j} exactly)
-    (``_two_terms``: each term within its error, rounded out by it and 1e-12)."""
-    lt = math.log(t)
-    s2 = s * s
-    ca, cb = (0.5 - shift) * s2, 0.5 * s2
-    lw = math.log(w_max)
-    zaw, zbw = (lw + ca) / s, (lw + cb) / s
-    za0, zb0 = zaw, zbw
-    for j in range(n):
-        ell = (j_lo + j) * step
-        bb = math.exp(ell + lt) - r
-        if bb <= 0.0:
-            continue
-        bb *= 1.0 - (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(bb)) + (r + 1.0) / bb) + 1e-12)
-        lb = math.log(0.5 * bb)
-        za1, zb1 = (lb + ca) / s, (lb + cb) / s
-        if not za1 > za0:
-            continue
-        m, e = _two_terms(za0, za1, zb0, zb1, zaw, zbw)
-        out[j] += m * weight * (1.0 + e + 1e-12)
-        za0, zb0 = za1, zb1
-    m, e = _two_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
-    return m * weight * (1.0 + e + 1e-12)

@@ -94,22 +94,19 @@ from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upp
 #: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
 #: 2^21 one epoch took 14 s and left no budget to refine, at 2^19 1-2 s and as tight or tighter.
 MAX_LATTICE = 1 << 19
-#: ... doubling with every refinement level, up to this (when the time budget lets a level run)
-MAX_LATTICE_FINE = 1 << 21
+MAX_LATTICE_FINE = 1 << 21  # (... doubling with every refinement level, up to this)
 MAX_GRID = 1 << 21
 #: Most entries of the whole lattice 0 .. cap (the windowed powers are put back on it; 64 MB).
 MAX_FULL = 1 << 23
-#: Work (in seconds of ``_work`` units, counted, not timed) a query may spend refining before it
-#: returns what it has (always certified).  The lattice products are charged one transform each
-#: (``epoch_power._conv``); 6 units let the levels run that the 4 wall-clock seconds of the former
-#: budget let run on a quiet machine (the fuzz-found σ 19.63, t 1446 case needs its second level).
+#: Work (seconds of ``_work`` units, counted, not timed) a query may spend refining before it returns
+#: what it has (certified); lattice products count a transform each (``epoch_power._conv``).  6 units run
+#: the levels the former budget's 4 s did on a quiet machine (σ 19.63, t 1446 needs its second level).
 BUDGET = 6.0
-#: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size
-#: limit doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
+#: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size limit
+#: doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
 LEVEL_GROWTH = 3.0
-#: A level that leaves the interval wider than this fraction of the last one's ends the refinement
-#: (``refine_levels``): with the tail's bins in closed form a level can gain only ~25 % before the
-#: next halves the width (sigma 0.422, t 2, 55 epochs: 1.68e-3, 1.27e-3, then 7.0e-4)
+#: A level whose interval is wider than this fraction of the last one's ends the refinement: one can
+#: gain ~25 % before the next halves it (sigma 0.422, t 2, 55 epochs: 1.68e-3, 1.27e-3, 7.0e-4)
 STALL = 0.8
 
 

@@ -25,7 +25,7 @@ the rungs r_0 < r_1 < ... < r_K = (t - 1) W_max (the largest a cut R can be) wit
 P(R* >= r_k) = T(r_{k-1}), T an upper bound on P(R > r) (Chernoff on a convex-order majorant of
 the cut lattice law, whose MGF is at least the true one: e^{lam x} is convex).  Each rung places
 the P'-mass of W_i > W_max at log((W_i + r_k) / t), rounded up on the grid
-(``_kernels.pld.allocation.tail_bins``).  The loss being pointwise larger (a coupling), the
+(``_kernels.pld.allocation_tail.tail_bins``).  The loss being pointwise larger (a coupling), the
 composed delta only grows: delta = E_P[(1 - e^{eps - sum L})_+] is increasing in each loss.
 
 The rungs' tails take the least of plain Chernoff and, for a heavy-tailed W, Chernoff on the
@@ -50,11 +50,9 @@ import math
 import numpy as np
 
 from ..._kernels.pld import allocation as ka
+from ..._kernels.pld import allocation_tail as kt
 from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
-
-#: ``tail_bins``' u-mean output, not read by the upper bound
-_UNUSED = np.zeros(0)
 
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
 COARSE = 4096
@@ -121,20 +119,19 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
 
 def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.ndarray, amass: np.ndarray) -> float:
     """Adds B's P'-mass to the remove direction's upper masses ``pess`` (per rung) and lower
-    atoms (frac, amass: an atom at a grid point has offset 0; a bin holding lattice mass too
-    has it moved down to its point, which a lower bound may do); returns the upper mass above
-    the grid (the caller's +inf mass)."""
+    atoms (frac, amass: one atom a bin, merged with the lattice's); returns the upper mass
+    above the grid (the caller's +inf mass)."""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     # (its work on the one meter: a pass over the grid per rung, the lower one, the rungs' MGFs)
     charge(PER_BIN_DISCRETISE * n * (epoch.tail_rungs(False)[0].size + epoch.tail_rungs(True)[0].size
                                      + 2 * epoch.tail_lower_rungs()[0].size))
     beyond = 0.0
     for r, wgt in zip(*epoch.tail_rungs(False)):  # (B: the example's coordinate above W_max)
-        beyond += ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess, _UNUSED)
+        beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess, np.empty(0))
     if t > 1:  # (another coordinate above W_max, the example's not: t - 1 choices, union bound)
         for r, wgt in zip(*epoch.tail_rungs(True)):
-            beyond += ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
-                                   j_lo, n, True, pess, _UNUSED)
+            beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
+                                   j_lo, n, True, pess, np.empty(0))
         beyond += _two_above(epoch, step, j_lo, n, pess)
     low, low_u = np.zeros(n), np.zeros(n)
     # below: B, and "exactly one other coordinate j above W_max" (disjoint events, and disjoint
@@ -146,15 +143,12 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     p_w = math.exp(float(ka.log_sf(w_max, s, 1.0))) * (1.0 + 1e-9)
     others = (t - 1) * max(0.0, 1.0 - p_w - (t - 2) * q_w) * (1.0 - 1e-9)
     for r, wgt in zip(*epoch.tail_lower_rungs()):  # (R at least a rung, ``lower_rungs``)
-        ka.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low, low_u)
+        kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low, low_u)
         if others > 0.0:
-            ka.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low, low_u)
-    # (each bin's atom and the tail's mass there become one atom at their mean of u = e^{-loss}:
-    # a convex-order minorant of the two, as the lattice's own bins are -- the tail's mean taken
-    # up by ``tail_bins``, the lattice atom's e^{-offset} and the sums up by 16 u, the mass down by
-    # 4 u, the offset down by 16 u: a larger u-mean, a smaller mass, each only lowers δ.  Formerly
-    # the bin's atom went down to the grid point, which cost more than the tail's mass gave below
-    # the lattice's top, and the tail was dropped there.)
+            kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low, low_u)
+    # (each bin's atom and the tail's mass there become one atom at their mean of u = e^{-loss}, a
+    # convex-order minorant; u-means and sums rounded up, masses and offsets down: each only lowers
+    # δ.  The atom used to go down to its grid point, and below the lattice's top the tail was dropped)
     hit = low > 0.0
     if hit.any():
         a = amass[hit]
@@ -181,7 +175,7 @@ def _two_above(epoch, step: float, j_lo: int, n: int, pess: np.ndarray) -> float
         r_all, w_all = epoch.tail_rungs(shifted)
         charge(PER_BIN_DISCRETISE * n * r_all.size)
         for r, wgt in zip(r_all, w_all):
-            beyond += ka.two_tail_bins(s, 0.0 if shifted else 1.0, w_max, float(t), float(r),
+            beyond += kt.two_tail_bins(s, 0.0 if shifted else 1.0, w_max, float(t), float(r),
                                        float(wgt) * choices * (1.0 + 1e-12), step, j_lo, n, pess)
     return beyond
 
