@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .._jit import jit
-from ..logmath import EPS64, NEG_INF, log_ndtr, log_ndtr_diff
+from ..logmath import EPS64, LOG_SQRT_2PI, NEG_INF, log_ndtr, log_ndtr_diff
 
 __all__ = ["lognormal_cells", "w_upper", "w_lower", "lattice_bins", "log_sf", "chernoff_sums"]
 
@@ -120,8 +120,15 @@ def lognormal_cells_from(s, h, k0, k1, mass, mean_off, err):
     f_k = E[W - x_k; cell] / (h m_k): with m, E[W; cell] within em, ew relatively
     (``_diff_err``), E[W; cell] <= (k + 1) h m and the subtraction's rounding u (2k + 1) h m,
     |f - f_exact| <= (k + 1) ew + k em + em + (2k + 1) u <= (k + 2) (ew + em + 2u).
+    Where the cell is narrow against its position (far up the lattice: the CDF differences then
+    lose digits, and the (k + 2) factor more) ``_mid_cell``'s expansion is taken instead, when its
+    bound is below 1e-9 or the CDF differences' (the two bounds are exact in their own terms).
     Cells k0..k1-1 only (each cell is computed on its own: the split halves are the same floats)."""
     for k in range(k0, k1):
+        m_mid, off_mid, err_mid = _mid_cell(s, k * h, h) if k > 0 else (0.0, 0.0, math.inf)
+        if err_mid <= MID_ERR:
+            mass[k], mean_off[k], err[k] = m_mid, off_mid, err_mid
+            continue
         a = _beta(k * h, s)
         b = _beta((k + 1) * h, s)
         lm = log_ndtr_diff(a, b)
@@ -145,6 +152,53 @@ def lognormal_cells_from(s, h, k0, k1, mass, mean_off, err):
             lt = log_ndtr_diff(a, math.inf)
             mass[k] = math.exp(lt) * (1.0 + _diff_err(a, math.inf) + 4.0 * EPS64) if lt != NEG_INF else 0.0
             err[k] = 1.0
+        if err_mid < err[k]:
+            mass[k], mean_off[k], err[k] = m_mid, off_mid, err_mid
+
+
+#: ``_mid_cell``'s bound below which ``lognormal_cells`` takes it without the CDF differences
+MID_ERR = 1e-9
+
+
+@jit
+def _mid_cell(s, x, h):
+    """(mass, E[W - x; cell], err) of the cell [x, x + h] (x > 0) as ``lognormal_cells_from``
+    defines them, from the log-density's expansion about the midpoint: with g(u) = h p(x + u h)
+    (p W's density, u in [0, 1]), l = log g has l'' = h^2 (1 + z/s - 1/s^2) / w^2 (z the
+    standardised log w), so |l''| <= c = h^2 (1 + max|z| / s + 1/s^2) / x^2 on the cell and
+    l(u) = l(1/2) + kappa (u - 1/2) + r(u), |r| <= c / 8.  With r = 0: mass g(1/2) sinh(kappa/2) /
+    (kappa/2) and split fraction f0 = 1 / (1 - e^-kappa) - 1/kappa; e^r in [e^-c/8, e^c/8] moves
+    the mass by a factor within e^{+-c/8} and f (a ratio of integrals of positive functions) by
+    a factor within e^{+-c/4}, so by at most e^{c/4} - 1 (f <= 1).  Rounding: log g(1/2) within
+    16 u of its terms, the series (|kappa| < 1e-3) within kappa^4 / 1000, f0's cancellation
+    within 8 u / |kappa|.  err = the larger of the mass's and the fraction's bounds (inf where c
+    > 1e-3, not narrow, or where the mass would be subnormal)."""
+    wm = x + 0.5 * h
+    lw = math.log(wm)
+    zm = (lw + 0.5 * s * s) / s
+    z_top = max(abs(_beta(x, s)), abs(_beta(x + h, s)))
+    c = h * h * (1.0 + z_top / s + 1.0 / (s * s)) / (x * x)
+    if not c <= 1e-3:
+        return 0.0, 0.0, math.inf
+    kap = -h * (s + zm) / (s * wm)
+    lh, ls = math.log(h), math.log(s)
+    lg = lh - 0.5 * zm * zm - LOG_SQRT_2PI - lw - ls
+    if lg < -700.0:  # (a subnormal mass has no relative precision: the CDF differences decide)
+        return 0.0, 0.0, math.inf
+    e_l = 16.0 * EPS64 * (zm * zm + abs(zm) * (abs(lw) + s * s) / s + abs(lw) + abs(lh) + abs(ls) + 4.0)
+    if abs(kap) < 1e-3:
+        i0 = 1.0 + kap * kap / 24.0
+        f0 = 0.5 + kap / 12.0 - kap * kap * kap / 720.0
+        e_s, e_f0 = kap ** 4 / 1000.0, kap ** 4 / 1000.0 + 8.0 * EPS64
+    else:
+        i0 = math.sinh(0.5 * kap) / (0.5 * kap)
+        f0 = 1.0 / -math.expm1(-kap) - 1.0 / kap
+        e_s, e_f0 = 8.0 * EPS64, 8.0 * EPS64 / abs(kap) + 8.0 * EPS64
+    f0 = min(1.0, max(0.0, f0))
+    m = math.exp(lg) * i0
+    e_m = math.expm1(0.125 * c) + e_l + e_s + 8.0 * EPS64
+    e_f = math.expm1(0.25 * c) + e_f0 + 4.0 * EPS64
+    return m, f0 * h * m, min(1.0, max(e_m, e_f) * (1.0 + 1e-9))
 
 
 @jit
