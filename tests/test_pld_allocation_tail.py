@@ -453,3 +453,15 @@ def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
         a, b = np.sort(rng.uniform(-45.0, 45.0, 2))
         b = a + abs(b - a) * 1e-3 if rng.random() < 0.3 else b
         assert lm.log_ndtr_diff_pairs(a, b, lm.log_ndtr_pair(a), lm.log_ndtr_pair(b)) == lm.log_ndtr_diff(a, b)
+
+
+@pytest.mark.parametrize("sigma, delta", [(1.2, 1e-12), (1.0, 1e-12), (1.0, 1e-9)])
+def test_few_steps_tiny_delta_take_the_lower_top(sigma, delta):
+    """One epoch of t = 3 at sigma 1-1.2 and δ down to 1e-12: the lattice topped at 1000 t cannot
+    resolve the masses that set δ ([4.288, 5.676] at sigma 1.2, δ 1e-12); level 0 also evaluates
+    the lattice topped at ``LOW_TOP`` t, above which the tail is in closed form.  Against the
+    quadrature: bracketed, and within 2e-3."""
+    b = allocation.epsilon(sigma, 3, 3, delta)
+    assert _delta_remove_t3(sigma, b.lower) >= delta * (1 - 1e-4)
+    assert _delta_remove_t3(sigma, b.upper) <= delta * (1 + 1e-4)
+    assert b.upper - b.lower <= 2e-3 * b.upper

@@ -34,6 +34,7 @@ floor  module                          what it holds
 6      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
 6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
+6      ``samplers.epoch_grid``         one balls-in-bins epoch's grids: lattice spacing, top, cap; loss step
 6      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
 6      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
 6      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0

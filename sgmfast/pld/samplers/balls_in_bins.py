@@ -74,34 +74,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import ndtri
 
 from ..._kernels.pld import allocation as ka
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, budget_share, cache_put, refine_levels, resolved
+from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, cache_put, refine_levels, resolved
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail, selected_lower
 from .epoch_gauss import (_gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless,
                           poisson_delta_guess, poisson_guess)
-from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upper_power, epoch_cost, window_low
+from .epoch_grid import BUDGET, MAX_GRID, TILTED_LOWER_TAIL, _lattice, _loss_step
+from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Windows, _lower_power, _upper_power
 
-#: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
-#: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
-#: 2^21 one epoch took 14 s and left no budget to refine, at 2^19 1-2 s and as tight or tighter.
-MAX_LATTICE = 1 << 19
-MAX_LATTICE_FINE = 1 << 21  # (... doubling with every refinement level, up to this)
-MAX_GRID = 1 << 21
-#: Most entries of the whole lattice 0 .. cap (the windowed powers are put back on it; 64 MB).
-MAX_FULL = 1 << 23
-#: Work (seconds of ``_work`` units, counted, not timed) a query may spend refining before it returns
-#: what it has (certified); lattice products count a transform each (``epoch_power._conv``).  6 units run
-#: the levels the former budget's 4 s did on a quiet machine (σ 19.63, t 1446 needs its second level).
-BUDGET = 6.0
 #: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size limit
 #: doubles and the loss step halves (``refine_levels`` stops when the next would overrun).
 LEVEL_GROWTH = 3.0
@@ -245,12 +233,6 @@ class Epoch:
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)
 
 
-#: Truncation budgets below this (δ below ~1e-8 at the default accuracy) take the four tilts of
-#: ``epoch_power`` for both bounds; above, the lower bound takes two, and only where the untilted
-#: power's flat round-off floor could hold more than the budget (``_lower_power``).
-TILTED_LOWER_TAIL = 1e-15
-
-
 def epoch(sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0) -> Epoch:
     """The ``Epoch`` of these parameters for truncation budget ``tail``, from the one-step cache
     when it is there."""
@@ -260,82 +242,6 @@ def epoch(sigma: float, t: int, h: float, w_max: float, cap: float, tail: float 
         hit = Epoch(sigma, t, h, w_max, cap, tail)
         cache_put(key, hit)
     return hit
-
-
-# --- parameters --------------------------------------------------------------------------------
-def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, budget: float = BUDGET):
-    """(h, W_max, cap): lattice spacing from the variance of W (the spread adds <= h^2/4 of
-    Var W = e^{1/sigma^2} - 1), top where the shifted coordinate's tail is ``tail``, cap above
-    t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
-    level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
-    ``common.budget_share``): a later level only runs where the budget has room for it."""
-    s = 1.0 / sigma
-    var = math.expm1(s * s)
-    h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
-    z = float(-ndtri(max(tail, 1e-300)))
-    w_max = math.exp(min(0.5 * s * s + s * z, 700.0))
-    # (above 1000 t the example's coordinate is in closed form to ~1e-3 of its loss, ``epoch_tail``;
-    # the lattice's far tail only loses its lower bound to round-off: sigma 0.6, t 3, delta 1e-6
-    # gave [7.16, 7.76] with the lattice to 1.4e4); the cap then leaves room for a second large
-    # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
-    cut = w_max > 1000.0 * t
-    w_max = min(w_max, max(1000.0 * t, epoch_tail.least_top(s, t, tail)))
-    room = 2.0 if cut else epoch_tail.cap_room(s, t, w_max, var, tail)  # (room above W_max: see there)
-    cap = t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0
-    w_max = min(w_max, cap)
-    most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
-    afford = budget * budget_share()
-    while True:
-        got = _fit(s, t, var, tail, cut, h, w_max, cap, most)
-        if refine or most <= MIN_LATTICE or epoch_cost(*got, t, var, tail < TILTED_LOWER_TAIL) <= afford:
-            return got
-        most >>= 1
-
-
-def _fit(s, t, var, tail, cut, h, w_max, cap, most):
-    """``_lattice``'s (h, W_max, cap) with at most ``most`` lattice points in the windows."""
-    # (the transforms only cover the partial sums' windows, ``epoch_power``: S from about
-    # t - 17 sd(S) up, where a light-tailed S at large t has all its mass -- sigma 19.6, t 1446:
-    # 1419 .. 1470 of a lattice from 0)
-    low = window_low(t, var)
-    if max(cap - low, w_max) / h > most:
-        # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
-        # (never below what three coordinates above it need, ``epoch_tail.least_top``; cut, with few steps the
-        # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
-        # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
-        w_max = min(w_max, max(0.5 * most * h, epoch_tail.least_top(s, t, tail)))
-        few = cut and t <= 16
-        room = 2.0 if few else epoch_tail.cap_room(s, t, w_max, var, tail)
-        if not few and (t + room * w_max - low) / most > ROOM_H_MAX:
-            room = 1.0  # (ROOM_H_MAX)
-        cap = min(cap, t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0)
-        h = max(h, max(cap - low, w_max) / most)
-    return max(h, cap / MAX_FULL), w_max, cap
-
-
-#: Coarsest spacing (E[W] = 1) at which the cap takes room above W_max (``epoch_tail.cap_room``):
-#: at sigma 0.45, t 1065 the room made h 3, where the lower law was 0 everywhere.
-ROOM_H_MAX = 0.25
-#: Fewest lattice points ``_lattice`` goes down to for the budget.
-MIN_LATTICE = 1 << 16
-
-
-def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
-    """The loss grid's spacing: the certified gap of connect-the-dots grows like
-    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``).  Where
-    that passes 0.05 (a large variance) the step is 0.05 or STEP_PER_EPS accuracy of the answer
-    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2,
-    δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
-    s = 1.0 / sigma
-    var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
-    step = 0.8 * math.sqrt(3.0 * accuracy * var)
-    if step >= 0.05:  # (capped: a heavy tail, whose loss is far from Gaussian)
-        step = min(0.05, max(STEP_PER_EPS * accuracy * eps, 1e-3))
-    return max(1e-7, step * 0.5 ** refine)
-
-
-#: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
-STEP_PER_EPS = 0.8
 
 
 def _check(sigma, steps_per_epoch, steps, accuracy):
@@ -436,7 +342,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         return up - lo <= accuracy * up
 
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0]), narrow, lo0,
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0], e_hi), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     up = min(up, *capped) if capped else up
     return Bounds(float(min(lo, up)), float(up))
@@ -507,7 +413,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
 
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     hint = float(np.min(eps[eps > 0])) if np.any(eps > 0) else math.inf  # (the loss step's scale)
-    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint), narrow, lo0,
+    lo, up = refine_levels(_levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint, e_hi), narrow, lo0,
                            gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     for c in capped:
         up = np.minimum(up, c)
@@ -583,15 +489,42 @@ def _tilted_twice(run, centre, narrow, epochs):
     return lo, up
 
 
-def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf):
+def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
-    ``eps()`` guessed at the moment."""
+    ``eps()`` guessed at the moment; up to LOW_TOP_EPOCHS epochs, level 0 on both tops."""
+    tops = [1000.0, LOW_TOP] if epochs <= LOW_TOP_EPOCHS else [1000.0]
+
     def attempt(level):
-        h, w_max, cap = _lattice(sigma, t, accuracy, tail(), level, BUDGET)
-        return evaluate(epoch(sigma, t, h, w_max, cap, tail()), _loss_step(sigma, t, accuracy, level, eps()))
+        step = _loss_step(sigma, t, accuracy, level, eps())
+        runs = []
+        for top in tops:
+            grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
+            if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
+                break
+            runs.append((grid, evaluate(epoch(sigma, t, *grid, tail()), step)))
+        if len(runs) > 1:  # (keep the top of the narrower interval for the levels after)
+            widths = [float(np.max(np.asarray(up) - np.asarray(lo))) for _, (lo, up) in runs]
+            tops[:] = [tops[int(np.argmin(widths))]]
+        lo, up = runs[0][1]
+        for _, (lo2, up2) in runs[1:]:
+            lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
+        return lo, up
 
     return attempt
+
+
+#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: above the top,
+#: one coordinate's tail is in closed form, below it the lattice's FFT floors can hide the masses
+#: that set a tiny δ (σ 1.2, t 3, 1 epoch, δ 1e-12: [4.288, 5.676] topped at 1000 t, [4.847,
+#: 4.857] at 100 t); but the closed form bounds the other coordinates' sum only by rungs, looser
+#: where many steps or epochs add up (σ 0.422, t 2, 55 epochs: 6.5e-4 wide at 1000 t, 4.7e-3 at
+#: 300 t) -- so level 0 evaluates both and keeps the narrower ends, and later levels refine the
+#: lattice of the narrower interval (bench/allocation_corners.py).
+LOW_TOP = 100.0
+#: ... where at most this many epochs compose (over more, the rungs' slack adds up and the second
+#: evaluation's work takes the next level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
+LOW_TOP_EPOCHS = 8
 
 
 def _tail_decade(scale: float) -> float:

@@ -1,0 +1,107 @@
+"""One balls-in-bins epoch's grids (``balls_in_bins``' module notes): the lattice of S -- its
+spacing h from W's variance, its top W_max where the closed-form tail takes over, its cap above
+t + W_max -- and the loss grid's spacing, for each refinement level and the work budget."""
+
+from __future__ import annotations
+
+import math
+
+from scipy.special import ndtri
+
+from ..common import budget_share
+from . import epoch_tail
+from .epoch_power import epoch_cost, window_low
+
+#: Largest lattice (entries of S) and loss grid one epoch may use.  A coarser lattice is certified
+#: too; 2^19 was measured against 2^17 .. 2^21 on small-sigma runs (sigma 0.55-0.85, t 4-659): at
+#: 2^21 one epoch took 14 s and left no budget to refine, at 2^19 1-2 s and as tight or tighter.
+MAX_LATTICE = 1 << 19
+MAX_LATTICE_FINE = 1 << 21  # (... doubling with every refinement level, up to this)
+MAX_GRID = 1 << 21
+#: Most entries of the whole lattice 0 .. cap (the windowed powers are put back on it; 64 MB).
+MAX_FULL = 1 << 23
+#: Work (seconds of ``_work`` units, counted, not timed) a query may spend refining before it returns
+#: what it has (certified); lattice products count a transform each (``epoch_power._conv``).  6 units run
+#: the levels the former budget's 4 s did on a quiet machine (σ 19.63, t 1446 needs its second level).
+BUDGET = 6.0
+#: Truncation budgets below this (δ below ~1e-8 at the default accuracy) take the four tilts of
+#: ``epoch_power`` for both bounds; above, the lower bound takes two, and only where the untilted
+#: power's flat round-off floor could hold more than the budget (``_lower_power``).
+TILTED_LOWER_TAIL = 1e-15
+
+
+def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, budget: float = BUDGET,
+             top: float = 1000.0):
+    """(h, W_max, cap): lattice spacing from the variance of W (the spread adds <= h^2/4 of
+    Var W = e^{1/sigma^2} - 1), top where the shifted coordinate's tail is ``tail``, cap above
+    t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
+    level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
+    ``common.budget_share``): a later level only runs where the budget has room for it.  W_max is
+    at most ``top`` t (or what three coordinates above it need; ``balls_in_bins.LOW_TOP``)."""
+    s = 1.0 / sigma
+    var = math.expm1(s * s)
+    h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
+    z = float(-ndtri(max(tail, 1e-300)))
+    w_max = math.exp(min(0.5 * s * s + s * z, 700.0))
+    # (above 1000 t the example's coordinate is in closed form to ~1e-3 of its loss, ``epoch_tail``;
+    # the lattice's far tail only loses its lower bound to round-off: sigma 0.6, t 3, delta 1e-6
+    # gave [7.16, 7.76] with the lattice to 1.4e4); the cap then leaves room for a second large
+    # coordinate (with cap = t + W_max + ..., S > cap took 1.6e-6 of P-mass to +inf there)
+    cut = w_max > top * t
+    w_max = min(w_max, max(top * t, epoch_tail.least_top(s, t, tail)))
+    room = 2.0 if cut else epoch_tail.cap_room(s, t, w_max, var, tail)  # (room above W_max: see there)
+    cap = t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0
+    w_max = min(w_max, cap)
+    most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
+    afford = budget * budget_share()
+    while True:
+        got = _fit(s, t, var, tail, cut, h, w_max, cap, most)
+        if refine or most <= MIN_LATTICE or epoch_cost(*got, t, var, tail < TILTED_LOWER_TAIL) <= afford:
+            return got
+        most >>= 1
+
+
+def _fit(s, t, var, tail, cut, h, w_max, cap, most):
+    """``_lattice``'s (h, W_max, cap) with at most ``most`` lattice points in the windows."""
+    # (the transforms only cover the partial sums' windows, ``epoch_power``: S from about
+    # t - 17 sd(S) up, where a light-tailed S at large t has all its mass -- sigma 19.6, t 1446:
+    # 1419 .. 1470 of a lattice from 0)
+    low = window_low(t, var)
+    if max(cap - low, w_max) / h > most:
+        # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
+        # (never below what three coordinates above it need, ``epoch_tail.least_top``; cut, with few steps the
+        # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
+        # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
+        w_max = min(w_max, max(0.5 * most * h, epoch_tail.least_top(s, t, tail)))
+        few = cut and t <= 16
+        room = 2.0 if few else epoch_tail.cap_room(s, t, w_max, var, tail)
+        if not few and (t + room * w_max - low) / most > ROOM_H_MAX:
+            room = 1.0  # (ROOM_H_MAX)
+        cap = min(cap, t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0)
+        h = max(h, max(cap - low, w_max) / most)
+    return max(h, cap / MAX_FULL), w_max, cap
+
+
+#: Coarsest spacing (E[W] = 1) at which the cap takes room above W_max (``epoch_tail.cap_room``):
+#: at sigma 0.45, t 1065 the room made h 3, where the lower law was 0 everywhere.
+ROOM_H_MAX = 0.25
+#: Fewest lattice points ``_lattice`` goes down to for the budget.
+MIN_LATTICE = 1 << 16
+
+
+def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
+    """The loss grid's spacing: the certified gap of connect-the-dots grows like
+    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``).  Where
+    that passes 0.05 (a large variance) the step is 0.05 or STEP_PER_EPS accuracy of the answer
+    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2,
+    δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
+    s = 1.0 / sigma
+    var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
+    step = 0.8 * math.sqrt(3.0 * accuracy * var)
+    if step >= 0.05:  # (capped: a heavy tail, whose loss is far from Gaussian)
+        step = min(0.05, max(STEP_PER_EPS * accuracy * eps, 1e-3))
+    return max(1e-7, step * 0.5 ** refine)
+
+
+#: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
+STEP_PER_EPS = 0.8
