@@ -502,7 +502,12 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
             grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
             if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
                 break
-            runs.append((grid, evaluate(epoch(sigma, t, *grid, tail()), step)))
+            try:
+                runs.append((grid, evaluate(epoch(sigma, t, *grid, tail()), step)))
+            except (GridFailure, ArithmeticError, MemoryError):
+                if not runs:  # (the second top's failure leaves the first's answer)
+                    raise
+                break
         if len(runs) > 1:  # (keep the top of the narrower interval for the levels after)
             widths = [float(np.max(np.asarray(up) - np.asarray(lo))) for _, (lo, up) in runs]
             tops[:] = [tops[int(np.argmin(widths))]]
