@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from ._work import usable_cores as _cores
+
 MANIFEST = pathlib.Path(__file__).parent / "_kernels" / "first_run.json"
 #: The commands (manifest keys) whose first run answers with the kernels as plain Python while
 #: ``start_rest`` compiles them (``cli.plain``): at its usual sizes each takes a few
@@ -206,13 +208,6 @@ def compiling_env() -> dict:
     """The environment of a compiling process (a helper, or ``cli.plain``'s compiled re-run): this
     one without ``SGMFAST_PURE_PYTHON``."""
     return {k: v for k, v in os.environ.items() if k != "SGMFAST_PURE_PYTHON"}
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - no affinity on this platform
-        return os.cpu_count() or 1
 
 
 def compile_rest() -> int:

@@ -16,6 +16,17 @@ from contextvars import ContextVar
 
 from ._failures import WorkLimit  # noqa: F401  (past a meter's hard limit: callers keep what they had)
 
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (``taskset -c 0``: one), or
+    ``os.cpu_count`` where there is none."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (no affinity on this platform)
+        return os.cpu_count() or 1
+
 #: work units per CPU second of the composition pipeline on the reference machine (2 cores,
 #: bench/README): budgets are stated in seconds there and kept in units everywhere.
 UNITS_PER_SECOND = 2.5e8

@@ -45,7 +45,7 @@ def bins_limit(n: int):
 
 # work, the measure of a query's cost (time limits in machine-independent units)
 from .._failures import GridFailure, GridTooLarge, StepUnderflow  # noqa: E402,F401
-from .._work import UNITS_PER_SECOND, Meter, apart, charge, charge_fft, metered  # noqa: E402,F401
+from .._work import UNITS_PER_SECOND, Meter, apart, charge, charge_fft, metered, usable_cores  # noqa: E402,F401
 
 
 U = np.finfo(np.float64).eps / 2  # unit round-off
@@ -337,7 +337,7 @@ def two_cores() -> bool:
     one thread there, 8-25 % slower on an idle machine, paired A/B -- but a switch on the machine's
     recent load would put the clock behind a decision: none is.)"""
     if not _CORES:
-        _CORES.append(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+        _CORES.append(usable_cores())
     return _CORES[0] >= 2
 
 
