@@ -6,7 +6,6 @@ from __future__ import annotations
 import bisect
 import contextvars
 import math
-import os
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
