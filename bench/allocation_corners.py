@@ -6,11 +6,12 @@ cached).
 
     python bench/allocation_corners.py
 
-Output in ``allocation_corners.out`` (stop 46, after ``balls_in_bins.LOW_TOP``).  Before it, at
-σ 1-1.5 with one epoch and t <= 10, up to 25 % wide (σ 1.2, t 3, δ 1e-12: [4.288, 5.676]; the
-lattice, topped at 1000 t, cannot resolve the masses that set so small a δ); 26 of the 96 rows
-with t <= 10 were over 1e-3, 11 after.  Still far off: σ 1-1.2, t 30-300, one epoch, δ 1e-12
-(9-15 % wide), where the lattice's top is below 100 t already.
+Output in ``allocation_corners.out`` (stop 47, after ``epoch_sums`` and the second lattice top
+from the answer: 4 of the 168 rows over 1e-3, 1.6e-3 to 2.5e-3).  Before, stop 46: 34 rows over
+1e-3, up to 22 % wide at σ 1-1.2, t 30-300, δ 1e-12 (σ 1.2, t 100, 5 epochs: [1.88, 2.26]), where
+the lattice's FFT floors hid the masses that set δ and the others' sum in the closed-form tail was
+bounded by Chernoff rungs, loose by a few sd; at stop 45, 25 % at t <= 10 (σ 1.2, t 3, δ 1e-12:
+[4.288, 5.676]).
 """
 
 from __future__ import annotations

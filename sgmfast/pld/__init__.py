@@ -33,6 +33,7 @@ floor  module                          what it holds
                                        sandwich of engines
 6      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
 6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
+6      ``samplers.epoch_sums``         the tail's other coordinates' sum, from the epoch's lattice
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
 6      ``samplers.epoch_grid``         one balls-in-bins epoch's grids: lattice spacing, top, cap; loss step
 6      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)

@@ -112,7 +112,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max", "_steps", "s", "_wu", "_wl", "_rungs")
+                 "w_max", "_steps", "s", "_wu", "_rungs")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -154,7 +154,7 @@ class Epoch:
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut
-        self.w_max, self.s, self._wu, self._wl, self._rungs = w_max, s, wu, wl, {}
+        self.w_max, self.s, self._wu, self._rungs = w_max, s, wu, {}
         self._steps = {}
 
     def tail_rungs(self, shifted: bool):
@@ -162,12 +162,6 @@ class Epoch:
         if shifted not in self._rungs:
             self._rungs[shifted] = epoch_tail.rungs(self._wu, self.h, self.t - 1, self.w_max, shifted, self.s)
         return self._rungs[shifted]
-
-    def tail_lower_rungs(self):
-        """The rungs of ``epoch_tail``'s lower bound on the other coordinates' sum (kept)."""
-        if "lower" not in self._rungs:
-            self._rungs["lower"] = epoch_tail.lower_rungs(self._wl, self.h, self.t - 1, self.eta, self.rho, self.lo)
-        return self._rungs["lower"]
 
     def one_step(self, add: bool, step: float, tail: float) -> OneStep:
         """One direction on the loss grid of spacing ``step`` (module notes, step 4), kept."""
@@ -492,8 +486,9 @@ def _tilted_twice(run, centre, narrow, epochs):
 def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
-    ``eps()`` guessed at the moment; up to LOW_TOP_EPOCHS epochs, level 0 on both tops."""
-    tops = [1000.0, LOW_TOP] if epochs <= LOW_TOP_EPOCHS else [1000.0]
+    ``eps()`` guessed at the moment; up to LOW_TOP_EPOCHS epochs, level 0 on two tops (LOW_TOP)."""
+    low = min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * math.exp(min(eps(), 700.0))))
+    tops = [1000.0, low] if epochs <= LOW_TOP_EPOCHS else [1000.0]
 
     def attempt(level):
         step = _loss_step(sigma, t, accuracy, level, eps())
@@ -519,16 +514,18 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
     return attempt
 
 
-#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: above the top,
-#: one coordinate's tail is in closed form, below it the lattice's FFT floors can hide the masses
-#: that set a tiny δ (σ 1.2, t 3, 1 epoch, δ 1e-12: [4.288, 5.676] topped at 1000 t, [4.847,
-#: 4.857] at 100 t); but the closed form bounds the other coordinates' sum only by rungs, looser
-#: where many steps or epochs add up (σ 0.422, t 2, 55 epochs: 6.5e-4 wide at 1000 t, 4.7e-3 at
-#: 300 t) -- so level 0 evaluates both and keeps the narrower ends, and later levels refine the
-#: lattice of the narrower interval (bench/allocation_corners.py).
-LOW_TOP = 100.0
-#: ... where at most this many epochs compose (over more, the rungs' slack adds up and the second
-#: evaluation's work takes the next level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
+#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: TOP_PER_EXP e^eps of
+#: the answer guessed (the top at about half the W of one coordinate that alone makes the loss eps),
+#: at most LOW_TOP and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form
+#: (``epoch_tail``; the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT
+#: floors can hide the masses that set a tiny δ (σ 1.2, t 3, 1 epoch, δ 1e-12: [4.288, 5.676]
+#: topped at 1000 t, [4.849, 4.851] at 100 t; σ 1.2, t 100: [1.466, 1.710] at 26 t, [1.5716,
+#: 1.5718] at 2.4 t).  Some points are narrower on the first top (σ 0.422, t 2, 55 epochs), so level
+#: 0 evaluates both and keeps the narrower ends, and later levels refine the lattice of the narrower
+#: interval (bench/allocation_corners.py: 0.5 e^eps against 0.25 and 1 on 13 points).
+LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 0.5, 2.0
+#: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
+#: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
 LOW_TOP_EPOCHS = 8
 
 

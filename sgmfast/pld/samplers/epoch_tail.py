@@ -5,41 +5,33 @@ Under P (remove direction) the example's step is the coordinate i whose W_i = e^
 the sum of the t - 1 others (unshifted, independent of W_i).  The lattice of ``balls_in_bins``
 carries the event "every W_j <= W_max"; what it cuts is
 
-* B = {W_i > W_max}: the loss is log((W_i + R) / t) with W_i's law known in closed form.  This
-  module puts it on the loss grid instead of charging its whole P-mass P'(W > W_max) at +inf
-  (which, for sigma below ~0.6, was above delta and left the upper bound +inf);
-* "some other W_j > W_max, the example's W_i not": the same with W_j's unshifted law, R'
-  the example's coordinate (cut) and t - 2 others, t - 1 choices of j (a union bound).
-
+* exactly one coordinate above W_max, the others cut: the example's own (B = {W_i > W_max}, the
+  loss log((W_i + R) / t) with W_i's shifted law in closed form) or another's (W_j's unshifted
+  law, the example's coordinate among the others).  Both are put on the loss grid from one law of
+  the others' sum (``epoch_sums``: taken from the epoch's own lattice of S, in increasing convex
+  order, which the composed δ respects on this event) instead of charging the P-mass at +inf
+  (for sigma below ~0.6 that was above delta and left the upper bound +inf);
 * two coordinates above W_max, the others cut (the example's and one of the t - 1 others, or two
   of the others): S <= 2 M + R for M the larger of the two, whose law is closed form too
-  (``_two_above``; their P-mass, P'(W > W_max) (t - 1) P(W > W_max) + C(t - 1, 2) P(W > W_max)^2,
-  was charged at +inf, and its budget kept W_max -- and the lattice's spacing -- high).
+  (``_two_above``, with R below the stochastic rungs below; their P-mass was charged at +inf,
+  and its budget kept W_max -- and the lattice's spacing -- high).
 
-Three coordinates above W_max are charged at +inf by the caller (``three_above``): the rungs
-bound sums of cut coordinates only.
+Three coordinates above W_max are charged at +inf by the caller (``three_above``).
 
-Upper bound: on B the loss is increasing in R, and R is cut at W_max too (the event's other
-half is the second bullet), so any R* >= R in the usual stochastic order bounds it: R* takes
-the rungs r_0 < r_1 < ... < r_K = (t - 1) W_max (the largest a cut R can be) with
-P(R* >= r_k) = T(r_{k-1}), T an upper bound on P(R > r) (Chernoff on a convex-order majorant of
-the cut lattice law, whose MGF is at least the true one: e^{lam x} is convex).  Each rung places
-the P'-mass of W_i > W_max at log((W_i + r_k) / t), rounded up on the grid
-(``_kernels.pld.allocation_tail.tail_bins``).  The loss being pointwise larger (a coupling), the
-composed delta only grows: delta = E_P[(1 - e^{eps - sum L})_+] is increasing in each loss.
-
-The rungs' tails take the least of plain Chernoff and, for a heavy-tailed W, Chernoff on the
-coordinates truncated at M plus the union bound on one above M (``_truncated_tails``).
+Upper bound: at each point r of ``epoch_sums.upper_sums`` the P'-mass of W_i > W_max goes to
+log((W_i + r) / t) and the Q-mass of W_j > W_max, times r, the same way, rounded up on the grid
+(``_kernels.pld.allocation_tail.tail_bins``).
 
 Lower bound: the mechanism that reports each coordinate's lattice cell for W <= W_max (the
 lattice's lower law, ``w_lower``) and W itself above: post-processing, so its δ is at most the
-true one.  On B its loss is log((W_i + R') / t), R' the other coordinates' reported means, and
-R' is stochastically above the lower rungs (``lower_rungs``: Chernoff below its mean, the
-lattice of S around and above it), so B's P'-mass goes to log((W_i + r) / t) at each rung r,
-rounded down.  "Exactly one other coordinate above W_max" (disjoint from B and from the lattice's
-event) is added the same way with W_j's law and t - 1 choices, times a lower bound on the chance
-that no third coordinate is above W_max.  Only the part above the lattice's top loss or W_i >= 1000
-(t - 1) is kept (a sub-measure of the truth: the rest is dropped).
+true one; the others' reported sum from ``epoch_sums.lower_sums``, each point's masses rounded
+down and merged with the lattice's atoms (``_merge``).
+
+The rungs (``rungs``, for two above W_max): a law R* >= R in the usual stochastic order, rungs
+r_0 < .. < r_K = (t - 1) W_max with P(R* >= r_k) = T(r_{k-1}), T an upper bound on P(R > r) --
+the least of Chernoff on a convex-order majorant of the cut lattice law (whose MGF is at least the
+true one) and, for a heavy-tailed W, Chernoff on the coordinates truncated at M plus the union
+bound on one above M (``_truncated_tails``).
 """
 
 from __future__ import annotations
@@ -53,6 +45,7 @@ from ..._kernels.pld import allocation as ka
 from ..._kernels.pld import allocation_tail as kt
 from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
+from . import epoch_sums
 
 #: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
 COARSE = 4096
@@ -118,34 +111,37 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
 
 
 def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.ndarray, amass: np.ndarray) -> float:
-    """Adds B's P'-mass to the remove direction's upper masses ``pess`` (per rung) and lower
-    atoms (frac, amass: one atom a bin, merged with the lattice's); returns the upper mass
-    above the grid (the caller's +inf mass)."""
+    """Adds "exactly one coordinate above W_max" to the remove direction's upper masses ``pess``
+    and lower atoms (frac, amass: one atom a bin, merged with the lattice's), and two above to the
+    upper; returns the upper mass above the grid (the caller's +inf mass).  (The others' sum R from
+    the epoch's lattice, ``epoch_sums``: at each of its points r of Q-mass m, the example's own
+    coordinate above W_max with P'-mass m and another's with Q-mass r m.)"""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
-    # (its work on the one meter: a pass over the grid per rung, the lower one, the rungs' MGFs)
-    charge(PER_BIN_DISCRETISE * n * (epoch.tail_rungs(False)[0].size + epoch.tail_rungs(True)[0].size
-                                     + 2 * epoch.tail_lower_rungs()[0].size))
-    beyond = 0.0
-    for r, wgt in zip(*epoch.tail_rungs(False)):  # (B: the example's coordinate above W_max)
-        beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, True, pess, np.empty(0))
-    if t > 1:  # (another coordinate above W_max, the example's not: t - 1 choices, union bound)
-        for r, wgt in zip(*epoch.tail_rungs(True)):
-            beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * (t - 1) * (1.0 + 1e-12), step,
-                                   j_lo, n, True, pess, np.empty(0))
+    rel = epoch_sums.spacing(s, w_max, step)
+    r_up, m_up = epoch_sums.upper_sums(epoch.up, epoch._wu, epoch.h, t, w_max, epoch.q_cut + epoch.q_over, rel)
+    r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.h, t, epoch.eta, epoch.rho, w_max, rel)
+    # (its work on the one meter: two passes per point over the bins above log((W_max + r) / t))
+    first = (np.log(w_max + np.concatenate((r_up, r_lo))) - math.log(t)) / step - j_lo
+    charge(PER_BIN_DISCRETISE * 2 * float(np.sum(n - np.clip(first, 0.0, n))))
+    beyond, none = 0.0, np.empty(0)
+    for r, m in zip(r_up, m_up):
+        beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, True, pess, none)
+        beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(r * m) * (1.0 + 4 * U), step, j_lo, n, True,
+                               pess, none)
+    if t > 1:
         beyond += _two_above(epoch, step, j_lo, n, pess)
     low, low_u = np.zeros(n), np.zeros(n)
-    # below: B, and "exactly one other coordinate j above W_max" (disjoint events, and disjoint
-    # from the lattice's "all at most W_max"): on the latter the reported others, conditioned on
-    # being at most W_max, are stochastically above the lower rungs (the example's, of P-law, more
-    # so: its likelihood ratio W is increasing), with probability at least 1 - P'(W > W_max) -
-    # (t - 2) P(W > W_max) -- at sigma 0.4, t 10^4 this event's P-mass is ~half of delta 1e-5
-    q_w = math.exp(float(ka.log_sf(w_max, s, 0.0))) * (1.0 + 1e-9)
-    p_w = math.exp(float(ka.log_sf(w_max, s, 1.0))) * (1.0 + 1e-9)
-    others = (t - 1) * max(0.0, 1.0 - p_w - (t - 2) * q_w) * (1.0 - 1e-9)
-    for r, wgt in zip(*epoch.tail_lower_rungs()):  # (R at least a rung, ``lower_rungs``)
-        kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(wgt), step, j_lo, n, False, low, low_u)
-        if others > 0.0:
-            kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(wgt) * others, step, j_lo, n, False, low, low_u)
+    for r, m in zip(r_lo, m_lo):
+        kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, False, low, low_u)
+        kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(r * m) * (1.0 - 4 * U), step, j_lo, n, False, low, low_u)
+    _merge(low, low_u, frac, amass, step)
+    return beyond
+
+
+
+
+def _merge(low, low_u, frac, amass, step):
+    """Each bin's lower tail mass merged with the lattice's atom there."""
     # (each bin's atom and the tail's mass there become one atom at their mean of u = e^{-loss}, a
     # convex-order minorant; u-means and sums rounded up, masses and offsets down: each only lowers
     # δ.  The atom used to go down to its grid point, and below the lattice's top the tail was dropped)
@@ -157,7 +153,6 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
         mean_u = (u_old + low_u[hit]) * (1.0 + 16 * U) / mass
         frac[hit] = np.clip(-np.log(mean_u) - 16 * U, 0.0, step)
         amass[hit] = mass
-    return beyond
 
 
 def _two_above(epoch, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:
@@ -383,67 +378,6 @@ def _sum_tails(wc, H, t1, rs, m1, s, w_top):
         one = t1 * np.einsum("ij,j->i", tail, mass) * (1.0 + (GIVEN_BINS + 4) * U)
         two = 0.5 * t1 * (t1 - 1) * q_m * q_m
         best = np.minimum(best, (two + one + q_all) * (1.0 + 1e-12))
-    return best
-
-
-def lower_rungs(wl: np.ndarray, h: float, t1: int, eta: float, rho: float, lo: np.ndarray | None = None):
-    """(r, weight): a law R_** of at most unit mass, stochastically below R' = the sum of t1 of
-    the lower bound's reported cell means (``w_lower``: lattice points x with masses wl, every
-    mean at least x (1 - rho) - eta, the cells' missing mass at mean >= 0).  On B the reported
-    mechanism's loss is log((W_i + R') / t), increasing in R'; with P(R_** >= r) <= P(R' >= r)
-    for every r, putting B's P'-mass at log((W_i + R_**) / t) gives a lower δ (module notes:
-    the former R >= 0 is the rung r = 0 alone).  Two lower bounds on P(R' >= r), the larger kept:
-
-    * Chernoff: P(R' < r) <= e^{lam (r + t1 eta)} M(-lam)^t1 (lam > 0) with M the MGF of the
-      points scaled by 1 - rho and the missing mass at 0 -- at least the true one, as is the
-      convex-order majorant's (``coarse_majorant``: e^{-lam x} is convex);
-    * the lattice ``lo`` (entry-wise lower bounds on the law of the sum X_1 + ... + X_{t1+1} of
-      the points, ``balls_in_bins.Epoch``): X_1 + ... + X_t1 > y - c where the t1 + 1 sum is at
-      least y and X_{t1+1} < c, so P(X_1 + .. + X_t1 > y - c) >= P(sum >= y) - P(X >= c), and
-      P(X >= c) <= 1 - (the points' masses below c); with y - c >= (r + t1 eta) / (1 - rho)
-      that event has R' > r.  This one also resolves R' above its mean (its heavy upper tail)."""
-    hl = h * (1.0 - rho - 4 * U)
-    w = np.array(wl, dtype=np.float64)
-    w[0] += max(0.0, 1.0 - float(np.sum(w)) * (1.0 - (w.size + 2) * U))  # (the missing mass, at 0)
-    wc, H = coarse_majorant(w, hl)
-    x = np.arange(wc.size) * H
-    m1 = dot(wc, x)
-    mu = t1 * m1
-    sd = math.sqrt(max(t1 * (dot(wc, x * x) - m1 * m1), 0.0))
-    r = ({mu * (1.0 - 0.5 ** j) for j in range(1, 24)} | {mu - 0.25 * k * sd for k in range(1, 33)}
-         | ({mu * (1.0 + 0.5 ** j) for j in range(0, 14)} | {mu + 0.25 * k * sd for k in range(0, 33)} if lo is not None else set()))
-    r = np.array(sorted(v for v in r if v > 0.0 and (lo is not None or v < mu)))
-    if not r.size:
-        return np.zeros(1), np.ones(1)
-    lams = np.exp(np.linspace(math.log(1e-4 / max(mu, H)), math.log(1e4 / H), FEW_LAMS))
-    lq = _chernoff_logs(wc, H, t1, r + t1 * eta * (1.0 + 1e-9), -lams)[1]
-    bound = np.minimum(1.0, np.exp(np.minimum(lq.min(axis=1), 0.0)) * (1.0 + 1e-12))
-    at_least = 1.0 - bound
-    if lo is not None:
-        at_least = np.maximum(at_least, _lattice_at_least(lo, wl, h, r, t1, eta, rho))
-    at_least = np.maximum.accumulate(at_least[::-1])[::-1]  # (P(R' >= r_k) >= that of any r_j >= r_k)
-    nxt = np.concatenate((at_least[1:], [0.0]))
-    weight = np.concatenate(([1.0 - at_least[0]], at_least - nxt)) * (1.0 - 1e-12)
-    rr = np.concatenate(([0.0], r))
-    keep = weight > 0
-    return rr[keep], weight[keep]
-
-
-def _lattice_at_least(lo: np.ndarray, wl: np.ndarray, h: float, r: np.ndarray, t1: int, eta: float,
-                      rho: float) -> np.ndarray:
-    """``lower_rungs``' second bound on P(R' >= r) at each r, the best over c = h 2^j."""
-    # (sums of non-negative terms, rounded down by their n u; the masses below c rounded down too)
-    tail = np.cumsum(lo[::-1])[::-1] * (1.0 - (lo.size + 2) * U)
-    below = np.concatenate(([0.0], np.cumsum(wl) * (1.0 - (wl.size + 2) * U)))  # below[k]: points < k h
-    base = (r + t1 * eta * (1.0 + 1e-9)) / (1.0 - rho - 4 * U)
-    best = np.zeros(r.size)
-    for j in range(int(math.log2(max(wl.size, 2))) + 1):
-        kc = min(1 << j, wl.size)
-        p_c = max(0.0, 1.0 - float(below[kc]))  # P(X >= kc h) at most
-        k = np.ceil((base + kc * h) / h * (1.0 + 4 * U)).astype(np.int64)
-        ok = k < tail.size
-        got = np.where(ok, tail[np.minimum(k, tail.size - 1)], 0.0) - p_c
-        best = np.maximum(best, got)
     return best
 
 
