@@ -318,17 +318,17 @@ def compose_repeated(one, count: int, step: float, eps_c: float, tail: float, pe
     return compose_copies([(one, count)], step, eps_c, tail, pess, eps_lo, theta)
 
 
-def recentred(run, centre: list, good=None, tries: int = 3):
+def recentred(run, centre: list, good=None, tries: int = 3, close: float = 0.05):
     """(lo, up) = run(eps_c) for the tilt target eps_c = centre[0], composed again at the
-    interval's midpoint (kept in ``centre`` for the next grid) while that lies more than 5 %
-    from eps_c and ``good(lo, up)`` (if given) does not hold yet: a tilt far from the answer
-    leaves both bounds at the tilted transform's round-off floor, however fine the grid.  (Any
-    tilt gives certified bounds.)"""
+    interval's midpoint (kept in ``centre`` for the next grid) while that lies more than ``close``
+    (relative) from eps_c and ``good(lo, up)`` (if given) does not hold yet: a tilt far from the
+    answer leaves both bounds at the tilted transform's round-off floor, however fine the grid.
+    (Any tilt gives certified bounds.)"""
     for _ in range(tries):
         eps_c = centre[0]
         lo, up = run(eps_c)
         mid = 0.5 * (lo + up)
-        if not (math.isfinite(mid) and mid > 0) or abs(mid - eps_c) <= 0.05 * mid:
+        if not (math.isfinite(mid) and mid > 0) or abs(mid - eps_c) <= close * mid:
             break
         centre[0] = mid
         if good is not None and good(lo, up):

@@ -471,12 +471,18 @@ def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None
     return lo, max(up, up_add)
 
 
+#: How close (relative) the tilt target must be to the interval's midpoint before the answer is kept
+#: (``recentred``; 5 % elsewhere): sigma 1.2, t 300, 5 epochs, δ 1e-12 read [1.04431, 1.04720] at
+#: the Poisson guess 1.079 (3 % off), [1.04431, 1.04579] at 1.045.
+RECENTRE = 0.01
+
+
 def _tilted_twice(run, centre, narrow, epochs):
     """``recentred(run, centre, narrow)`` and, where that is not narrow, ``run`` again towards
     twice its upper end, each end the better (any tilt is sound): a heavy tail's δ is set far
     above its eps, and a tilt centred there charged the mass above its window -- sigma 0.641,
     t 912, 2 epochs, δ 1.1e-5: [1.1989, 1.2234] at 1.21, [1.1989, 1.1995] at 2.4."""
-    lo, up = recentred(run, centre, narrow)
+    lo, up = recentred(run, centre, narrow, close=RECENTRE)
     if not narrow(lo, up) and epochs > 1 and 0.0 < up < math.inf:
         lo2, up2 = run(2.0 * up)
         lo, up = max(lo, lo2), min(up, up2)
@@ -487,13 +493,14 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
     ``eps()`` guessed at the moment; up to LOW_TOP_EPOCHS epochs, level 0 on two tops (LOW_TOP)."""
-    low = min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * math.exp(min(eps(), 700.0))))
-    tops = [1000.0, low] if epochs <= LOW_TOP_EPOCHS else [1000.0]
+    tops = [1000.0, None] if epochs <= LOW_TOP_EPOCHS else [1000.0]
 
     def attempt(level):
         step = _loss_step(sigma, t, accuracy, level, eps())
         runs = []
-        for top in tops:
+        for k, top in enumerate(tops):
+            if top is None:  # (the second top, from the answer as the first evaluation left it)
+                top = tops[k] = min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps(), 700.0)) + 1.0 / t)))
             grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
             if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
                 break
@@ -514,16 +521,19 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
     return attempt
 
 
-#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: TOP_PER_EXP e^eps of
-#: the answer guessed (the top at about half the W of one coordinate that alone makes the loss eps),
-#: at most LOW_TOP and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form
-#: (``epoch_tail``; the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT
-#: floors can hide the masses that set a tiny δ (σ 1.2, t 3, 1 epoch, δ 1e-12: [4.288, 5.676]
-#: topped at 1000 t, [4.849, 4.851] at 100 t; σ 1.2, t 100: [1.466, 1.710] at 26 t, [1.5716,
-#: 1.5718] at 2.4 t).  Some points are narrower on the first top (σ 0.422, t 2, 55 epochs), so level
-#: 0 evaluates both and keeps the narrower ends, and later levels refine the lattice of the narrower
-#: interval (bench/allocation_corners.py: 0.5 e^eps against 0.25 and 1 on 13 points).
-LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 0.5, 2.0
+#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: TOP_PER_EXP times
+#: e^eps - 1 + 1/t for the answer eps as the first top's evaluation left it -- the W of one
+#: coordinate that alone makes the epoch's loss eps (the others at their mean) --, at most LOW_TOP
+#: and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form (``epoch_tail``;
+#: the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT floors can hide the
+#: masses that set a tiny δ (σ 1.2, t 100, 1 epoch, δ 1e-12: [1.466, 1.710] topped at 26 t,
+#: [1.5715, 1.5717] at 3.8 t; σ 1.2, t 3: [4.288, 5.676] at 1000 t).  Much lower, two coordinates
+#: above the top (``epoch_tail._two_above``, loose) start to count.  Some points are narrower on the
+#: first top (σ 0.422, t 2, 55 epochs), so level 0 evaluates both and keeps the narrower ends, and
+#: later levels refine the lattice of the narrower interval.  (bench/allocation_corners.py; 0.6 and
+#: 0.8 times that W, and the guess before the first evaluation, were each wider at some of 20
+#: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1.)
+LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
 #: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
 #: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
 LOW_TOP_EPOCHS = 8
