@@ -43,8 +43,8 @@ def test_upper_points_are_above_the_sum_in_convex_order(seed, t, heavy):
     w_max = (wu.size - 1) * h
     exact = _power(wu, t - 1)  # R's sub-law on k h
     x_exact = np.arange(exact.size) * h
-    extra = float(rng.choice([0.0, 1e-6]))
-    r, m = epoch_sums.upper_sums(_power(wu, t), wu, h, t, w_max, extra, float(rng.uniform(0.005, 0.2)))
+    r, m, scale = epoch_sums.upper_sums(_power(wu, t), wu, h, t, w_max, float(rng.uniform(0.005, 0.2)))
+    assert scale >= 1.0 / wu.sum()
     assert np.all(np.diff(r) > 0) and np.all(m > 0)
     assert r[-1] <= t * w_max * (1 + 1e-12)
     assert m.sum() >= exact.sum() * (1 - 1e-12)

@@ -112,7 +112,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max", "_steps", "s", "_wu", "_rungs")
+                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -150,6 +150,7 @@ class Epoch:
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
         p_out = epoch_tail.three_above(s, t, w_max)  # (two above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
+        self.p_out = min(1.0, (p_over + p_cut) * (1 + 1e-9))  # (P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
         p_over = 0.0 if self.ladder is not None else p_over
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))

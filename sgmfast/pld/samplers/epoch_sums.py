@@ -66,10 +66,12 @@ def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) 
     return np.unique(np.concatenate((np.clip(pts, x_lo, top), [top])))
 
 
-def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, extra: float, rel: float):
-    """(r, m): Q-masses m at points r, above R's sub-law in increasing convex order (module
-    notes); ``up`` the epoch's upper lattice of S (entries at k h), ``wu`` W's spread law (at k h),
-    ``extra`` the Q-mass the lattice of S does not hold (windows, cap), ``rel`` the points' spacing (``spacing``)."""
+def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, rel: float):
+    """(r, m, scale): Q-masses m at points r, with what the lattice of S does not hold (the
+    windows' cuts, above the cap) above R's sub-law in increasing convex order (module notes);
+    ``up`` the epoch's upper lattice of S (entries at k h), ``wu`` W's spread law (at k h), ``rel``
+    the points' spacing (``spacing``).  ``scale`` (>= 1 / wu's mass) is what the masses outside
+    the lattice are to be multiplied by: the caller charges them (at +inf)."""
     k = np.arange(wu.size, dtype=np.float64)
     n = wu.size + 4
     mass_w = float(np.sum(wu)) * (1.0 - n * U)  # (rounded down: the masses divided by it grow)
@@ -80,7 +82,7 @@ def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, e
     keep = m > 0.0
     x, m = x[keep], m[keep]
     if not x.size:
-        return np.array([top]), np.array([extra * (1.0 + 1e-12)])
+        return np.zeros(0), np.zeros(0), 1.0 / mass_w
     pts = _points(x, m, w_max, rel, top)
     if pts.size < 2:
         pts = np.array([pts[0], top + 1.0])
@@ -89,9 +91,8 @@ def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, e
     frac = np.clip((x - a) / (b - a) * (1.0 + 4 * U) + U, 0.0, 1.0)  # (the upper point's share, rounded up)
     w = np.bincount(i, m * (1.0 - frac), pts.size) + np.bincount(i + 1, m * frac, pts.size)
     w = w * (1.0 + (m.size + 4) * U)
-    w[-1] += extra * (1.0 + 1e-12)
     keep = w > 0.0
-    return pts[keep], w[keep]
+    return pts[keep], w[keep], 1.0 / mass_w * (1.0 + 4 * U)
 
 
 def lower_sums(lo: np.ndarray, h: float, t: int, eta: float, rho: float, w_max: float, rel: float):

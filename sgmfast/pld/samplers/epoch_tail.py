@@ -118,12 +118,18 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     coordinate above W_max with P'-mass m and another's with Q-mass r m.)"""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     rel = epoch_sums.spacing(s, w_max, step)
-    r_up, m_up = epoch_sums.upper_sums(epoch.up, epoch._wu, epoch.h, t, w_max, epoch.q_cut + epoch.q_over, rel)
+    r_up, m_up, scale = epoch_sums.upper_sums(epoch.up, epoch._wu, epoch.h, t, w_max, rel)
     r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.h, t, epoch.eta, epoch.rho, w_max, rel)
     # (its work on the one meter: two passes per point over the bins above log((W_max + r) / t))
     first = (np.log(w_max + np.concatenate((r_up, r_lo))) - math.log(t)) / step - j_lo
     charge(PER_BIN_DISCRETISE * 2 * float(np.sum(n - np.clip(first, 0.0, n))))
-    beyond, none = 0.0, np.empty(0)
+    # (the others' sum outside the lattice's kept entries -- Q-mass at most q_cut + q_over, and
+    # E_Q[R; there] at most E_Q[S; there] = t (p_cut + p_over) -- at +inf: the example's coordinate
+    # above W_max with that Q-mass, another's with that weight; at most t P(W > W_max) of the P-mass
+    # p_out the caller charges for the lattice's own cuts)
+    q_w = math.exp(float(ka.log_sf(w_max, s, 0.0))) * (1.0 + 1e-9)
+    p_w = math.exp(float(ka.log_sf(w_max, s, 1.0))) * (1.0 + 1e-9)
+    beyond, none = ((epoch.q_cut + epoch.q_over) * p_w + t * epoch.p_out * q_w) * scale * (1.0 + 1e-9), np.empty(0)
     for r, m in zip(r_up, m_up):
         beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, True, pess, none)
         beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(r * m) * (1.0 + 4 * U), step, j_lo, n, True,
