@@ -55,14 +55,14 @@ def _tail_u(w_bar, r, lt, ell, a, b):
 
 
 @jit
-def _first_bin(b_min, r, lt, step, j_lo, first):
-    """The first bin a tail loop visits: a few below the one where t e^{ell} - r passes b_min
-    (below it every bin is skipped: its W-boundary is at most w_max, within the loops' margins of
-    ~1e-12 relative), and not below ``first``."""
+def _first_bin(b_min, r, lt, step, j_lo):
+    """The first bin a tail loop needs to visit: a few below the one where t e^{ell} - r passes
+    b_min (below it every bin is skipped: its W-boundary is at most w_max, within the loops'
+    margins of ~1e-12 relative); -1 where that is not a finite index."""
     x = (math.log(b_min + r) - lt) / step - j_lo
     if not -1e18 < x < 1e18:
-        return first
-    return max(first, int(math.floor(x)) - 4)
+        return -1
+    return int(math.floor(x)) - 4
 
 
 @jit
@@ -98,7 +98,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     b_prev = w_max
     p_prev, q_prev = log_ndtr_pair(z_prev), log_ndtr_pair(z_prev - s)
     sign = -1.0 if upper else 1.0
-    for j in range(_first_bin(w_max, r, lt, step, j_lo, -1), n):
+    for j in range(max(-1, _first_bin(w_max, r, lt, step, j_lo)), n):
         ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
         b = math.exp(ell + lt) - r
         if b <= 0.0:
@@ -183,7 +183,7 @@ def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
     lw = math.log(w_max)
     zaw, zbw = (lw + ca) / s, (lw + cb) / s
     za0, zb0 = zaw, zbw
-    for j in range(_first_bin(2.0 * w_max, r, lt, step, j_lo, 0), n):
+    for j in range(max(0, _first_bin(2.0 * w_max, r, lt, step, j_lo)), n):
         ell = (j_lo + j) * step
         bb = math.exp(ell + lt) - r
         if bb <= 0.0:

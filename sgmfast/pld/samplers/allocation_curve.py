@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ..._failures import GridFailure
 from ..._types import Bounds
 from ..common import refine_levels, resolved
 from ..grid.composition import eps_groups, recentred
@@ -73,10 +74,21 @@ def _with_capped(c_up: np.ndarray, capped: dict) -> np.ndarray:
     return out
 
 
-def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i):
+def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
     """refine_levels' attempts over the counts: level r's epoch (one lattice), then
-    ``per_count(epoch, step, i)`` for each count still wide (the others keep their bounds)."""
-    state = {}
+    ``per_count(epoch, step, i)`` for each count still wide (the others keep their bounds).  As a
+    single query's (``balls_in_bins._levels``), level 0 also evaluates a second lattice top, from
+    the answer ``eps()`` after the first, where at most ``LOW_TOP_EPOCHS`` epochs compose; each
+    count keeps the narrower ends, and the levels after refine the top of the narrower total."""
+    state = {"tops": [1000.0, None] if epochs <= bb.LOW_TOP_EPOCHS else [1000.0]}
+
+    def on_top(top, level, step, todo, lo, up):
+        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET, top=top)
+        epoch = bb.epoch(sigma, t, h, w_max, cap, tail())
+        lo, up = lo.copy(), up.copy()
+        for i in np.flatnonzero(todo)[::-1]:  # (largest count first)
+            lo[i], up[i] = per_count(epoch, step, int(i))
+        return w_max, lo, up
 
     def attempt(level):
         lo, up = state["lo"].copy(), state["up"].copy()  # (the counts done keep theirs)
@@ -85,11 +97,26 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i):
                  | _settled(lo, up, hi_i, lo_i))
         if not todo.any():  # (nothing to refine: no lattice built, and no progress ends the levels)
             return lo, up
-        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET)
-        epoch = bb.epoch(sigma, t, h, w_max, cap, tail())
         step = bb._loss_step(sigma, t, accuracy, level)
-        for i in np.flatnonzero(todo)[::-1]:  # (largest count first)
-            lo[i], up[i] = per_count(epoch, step, int(i))
+        tops, runs = state["tops"], []
+        for k, top in enumerate(tops):
+            if top is None:
+                top = tops[k] = bb.second_top(eps(), t)
+            try:
+                w_max, lo_k, up_k = on_top(top, level, step, todo, lo, up)
+            except (GridFailure, ArithmeticError, MemoryError):
+                if not runs:  # (the second top's failure leaves the first's answer)
+                    raise
+                break
+            if runs and w_max >= runs[0][0]:  # (the same top: nothing more to try)
+                break
+            runs.append((w_max, lo_k, up_k))
+        if len(runs) > 1:  # (keep the top of the narrower total for the levels after)
+            tops[:] = [tops[int(np.argmin([float(np.sum((u - l)[todo])) for _, l, u in runs]))]]
+        lo, up = runs[0][1], runs[0][2]
+        for _, l2, u2 in runs[1:]:
+            lo, up = np.maximum(lo, l2), np.minimum(up, u2)
+        for i in np.flatnonzero(todo):
             # a count that a level narrowed by less than a quarter is done, as a single query
             # is (``refine_levels``: finer grids no longer pay there)
             if level and up[i] - lo[i] > 0.75 * width[i]:
@@ -130,7 +157,8 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
                                                      capped.setdefault(i, [])),
                          centres[i], lambda a, b: b - a <= accuracy * b)
 
-    attempt, state = _levels(sigma, t, accuracy, lambda: tail, per_count, hi, lo_i)
+    attempt, state = _levels(sigma, t, accuracy, lambda: tail, per_count, hi, lo_i,
+                             lambda: centres[len(counts) - 1][0], big)
     state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
     c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
     c_up = _with_capped(c_up, capped)
@@ -170,7 +198,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
             tail[0] = max(1e-300, min(tail[0], 1e-4 * accuracy * float(pos.min()) / big))
         return tail[0]
 
-    attempt, state = _levels(sigma, t, accuracy, tail_now, per_count, hi, lo_i)
+    attempt, state = _levels(sigma, t, accuracy, tail_now, per_count, hi, lo_i, lambda: float(epsilon), big)
     state.update(lo=lo0.copy(), up=gauss.copy(), narrow=narrow)
     c_lo, c_up = refine_levels(attempt, narrow, lo0, gauss, CURVE_BUDGET, growth=bb.LEVEL_GROWTH)
     c_up = _with_capped(c_up, capped)

@@ -501,7 +501,7 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
         runs = []
         for k, top in enumerate(tops):
             if top is None:  # (the second top, from the answer as the first evaluation left it)
-                top = tops[k] = min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps(), 700.0)) + 1.0 / t)))
+                top = tops[k] = second_top(eps(), t)
             grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
             if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
                 break
@@ -538,6 +538,11 @@ LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
 #: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
 #: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
 LOW_TOP_EPOCHS = 8
+
+
+def second_top(eps: float, t: int) -> float:
+    """The second lattice top (x t) for the answer ``eps`` (LOW_TOP, TOP_PER_EXP, TOP_MIN)."""
+    return min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps, 700.0)) + 1.0 / t)))
 
 
 def _tail_decade(scale: float) -> float:
