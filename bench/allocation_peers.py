@@ -21,6 +21,10 @@ CASES = [
     (1.1, 234, 60, 1e-5),
     (0.6, 5, 50, 1e-8),  # (the add direction's smallest sums, stop 41)
     (0.631, 140, 41, 4.9e-11),  # (the cap's room above W_max, stop 41)
+    (1.2, 100, 1, 1e-12),  # (the corner of few steps per epoch at tiny δ, stop 47: ``epoch_sums``)
+    (1.2, 300, 5, 1e-12),
+    (1.0, 30, 1, 1e-12),
+    (1.5, 300, 1, 1e-12),
 ]
 
 if __name__ == "__main__":
