@@ -101,7 +101,7 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
         tops, runs = state["tops"], []
         for k, top in enumerate(tops):
             if top is None:
-                top = tops[k] = bb.second_top(eps(), t)
+                top = tops[k] = bb.second_top(eps(), t, epochs)
             try:
                 w_max, lo_k, up_k = on_top(top, level, step, todo, lo, up)
             except (GridFailure, ArithmeticError, MemoryError):

@@ -501,7 +501,7 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
         runs = []
         for k, top in enumerate(tops):
             if top is None:  # (the second top, from the answer as the first evaluation left it)
-                top = tops[k] = second_top(eps(), t)
+                top = tops[k] = second_top(eps(), t, epochs)
             grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
             if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
                 break
@@ -523,26 +523,30 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
 
 
 #: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: TOP_PER_EXP times
-#: e^eps - 1 + 1/t for the answer eps as the first top's evaluation left it -- the W of one
-#: coordinate that alone makes the epoch's loss eps (the others at their mean) --, at most LOW_TOP
+#: e^{eps / sqrt E} - 1 + 1/t for the answer eps of E epochs as the first top's evaluation left it
+#: -- for one epoch the W of one coordinate that alone makes the loss eps (the others at their mean);
+#: over E epochs one epoch's share of a heavy-tailed eps is taken as eps / sqrt E --, at most LOW_TOP
 #: and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form (``epoch_tail``;
 #: the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT floors can hide the
 #: masses that set a tiny δ (σ 1.2, t 100, 1 epoch, δ 1e-12: [1.466, 1.710] topped at 26 t,
-#: [1.5715, 1.5717] at 3.8 t; σ 1.2, t 3: [4.288, 5.676] at 1000 t).  Much lower, two coordinates
-#: above the top (``epoch_tail._two_above``, loose) start to count.  Some points are narrower on the
-#: first top (σ 0.422, t 2, 55 epochs), so level 0 evaluates both and keeps the narrower ends, and
-#: later levels refine the lattice of the narrower interval.  (bench/allocation_corners.py; 0.6 and
-#: 0.8 times that W, and the guess before the first evaluation, were each wider at some of 20
-#: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1.)
+#: [1.5715, 1.5717] at 3.8 t; σ 1.2, t 3: [4.288, 5.676] at 1000 t; σ 1, t 100, 8 epochs: [3.5249,
+#: 3.5345] at 32 t (eps undivided), [3.5304, 3.5311] at 2.5 t).  Much lower, two coordinates above
+#: the top (``epoch_tail._two_above``, loose) start to count.  Some points are narrower on the first
+#: top (σ 0.422, t 2, 55 epochs), so level 0 evaluates both and keeps the narrower ends, and later
+#: levels refine the lattice of the narrower interval.  (bench/allocation_corners.py; 0.6 and 0.8
+#: times that W, eps / E, and the guess before the first evaluation were each wider at some of 20
+#: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1; σ 1, t 30, 5 epochs 1.05e-3 with
+#: eps undivided, 2.4e-4 over sqrt E.)
 LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
 #: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
 #: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
 LOW_TOP_EPOCHS = 8
 
 
-def second_top(eps: float, t: int) -> float:
-    """The second lattice top (x t) for the answer ``eps`` (LOW_TOP, TOP_PER_EXP, TOP_MIN)."""
-    return min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps, 700.0)) + 1.0 / t)))
+def second_top(eps: float, t: int, epochs: int) -> float:
+    """The second lattice top (x t) for the answer ``eps`` of ``epochs`` epochs (LOW_TOP,
+    TOP_PER_EXP, TOP_MIN)."""
+    return min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps / math.sqrt(epochs), 700.0)) + 1.0 / t)))
 
 
 def _tail_decade(scale: float) -> float:
