@@ -167,8 +167,8 @@ def test_lower_power_skips_its_tilts_only_where_the_floor_is_small():
 
 def test_three_steps_small_sigma_meet_the_accuracy():
     """The coordinate that holds the example above the lattice, with the others' sum bounded from
-    both sides (``epoch_tail.rungs``, ``lower_rungs``): sigma 0.5 and 0.7 at t = 3 were 1.7e-3 wide
-    when the lower end took the others' sum as 0."""
+    both sides (``epoch_sums``; Chernoff rungs before it): sigma 0.5 and 0.7 at t = 3 were 1.7e-3
+    wide when the lower end took the others' sum as 0."""
     for sigma, delta in ((0.5, 1e-5), (0.7, 1e-10)):
         b = allocation.epsilon(sigma, 3, 3, delta)
         assert b.upper - b.lower <= 1e-3 * b.upper
@@ -462,7 +462,7 @@ def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
 def test_few_steps_tiny_delta_take_the_lower_top(sigma, delta):
     """One epoch of t = 3 at sigma 1-1.2 and δ down to 1e-12: the lattice topped at 1000 t cannot
     resolve the masses that set δ ([4.288, 5.676] at sigma 1.2, δ 1e-12); level 0 also evaluates
-    the lattice topped at ``LOW_TOP`` t, above which the tail is in closed form.  Against the
+    the lattice topped lower (``balls_in_bins.second_top``), above which the tail is in closed form.  Against the
     quadrature: bracketed, and within 2e-3."""
     b = allocation.epsilon(sigma, 3, 3, delta)
     assert _delta_remove_t3(sigma, b.lower) >= delta * (1 - 1e-4)

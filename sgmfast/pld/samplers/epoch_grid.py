@@ -37,7 +37,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
     level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
     ``common.budget_share``): a later level only runs where the budget has room for it.  W_max is
-    at most ``top`` t (or what three coordinates above it need; ``balls_in_bins.LOW_TOP``)."""
+    at most ``top`` t (or what three coordinates above it need; ``balls_in_bins.second_top``)."""
     s = 1.0 / sigma
     var = math.expm1(s * s)
     h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)

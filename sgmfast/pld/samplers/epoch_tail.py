@@ -189,7 +189,7 @@ def three_above(s: float, t: int, w_max: float) -> float:
 
 
 #: Truncation points of ``_truncated_tails`` (geometric from 8 E[W] to the lattice's top), and the
-#: lam values of its tables and of ``lower_rungs``' (spacing ~0.1 in log lam: any lam is a bound).
+#: lam values of its tables and of the other Chernoff sweeps (spacing ~0.1 in log lam: any lam is a bound).
 TRUNCATIONS, FEW_LAMS = 8, 201
 
 
