@@ -152,7 +152,8 @@ def lognormal_cells_from(s, h, k0, k1, mass, mean_off, err):
             lt = log_ndtr_diff(a, math.inf)
             mass[k] = math.exp(lt) * (1.0 + _diff_err(a, math.inf) + 4.0 * EPS64) if lt != NEG_INF else 0.0
             err[k] = 1.0
-        if err[k] > GL_ERR and m > 0.0:  # (the split fraction without the cancellation: ``_gl_off``)
+        if GL_ERR < err[k] <= 0.5 and m > 0.0:  # (the split fraction without the cancellation: ``_gl_off``;
+            # not where the mass above became a tail bound: w_upper reads f against that mass)
             d, e_d = _gl_off(s, k, h, a)
             e_g = (e_d + em + 8.0 * EPS64) * (1.0 + 1e-9)
             if e_g < err[k]:
