@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from ..._failures import GridFailure
 from ..._types import Bounds
 from ..common import refine_levels, resolved
 from ..grid.composition import eps_groups, recentred
@@ -82,13 +81,12 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
     count keeps the narrower ends, and the levels after refine the top of the narrower total."""
     state = {"tops": [1000.0, None] if epochs <= bb.LOW_TOP_EPOCHS else [1000.0]}
 
-    def on_top(top, level, step, todo, lo, up):
-        h, w_max, cap = bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET, top=top)
-        epoch = bb.epoch(sigma, t, h, w_max, cap, tail())
+    def on_lattice(grid, step, todo, lo, up):
+        epoch = bb.epoch(sigma, t, *grid, tail())
         lo, up = lo.copy(), up.copy()
         for i in np.flatnonzero(todo)[::-1]:  # (largest count first)
             lo[i], up[i] = per_count(epoch, step, int(i))
-        return w_max, lo, up
+        return lo, up
 
     def attempt(level):
         lo, up = state["lo"].copy(), state["up"].copy()  # (the counts done keep theirs)
@@ -98,24 +96,10 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
         if not todo.any():  # (nothing to refine: no lattice built, and no progress ends the levels)
             return lo, up
         step = bb._loss_step(sigma, t, accuracy, level)
-        tops, runs = state["tops"], []
-        for k, top in enumerate(tops):
-            if top is None:
-                top = tops[k] = bb.second_top(eps(), t, epochs)
-            try:
-                w_max, lo_k, up_k = on_top(top, level, step, todo, lo, up)
-            except (GridFailure, ArithmeticError, MemoryError):
-                if not runs:  # (the second top's failure leaves the first's answer)
-                    raise
-                break
-            if runs and w_max >= runs[0][0]:  # (the same top: nothing more to try)
-                break
-            runs.append((w_max, lo_k, up_k))
-        if len(runs) > 1:  # (keep the top of the narrower total for the levels after)
-            tops[:] = [tops[int(np.argmin([float(np.sum((u - l)[todo])) for _, l, u in runs]))]]
-        lo, up = runs[0][1], runs[0][2]
-        for _, l2, u2 in runs[1:]:
-            lo, up = np.maximum(lo, l2), np.minimum(up, u2)
+        lo, up = bb.on_tops(state["tops"],
+                            lambda top: bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET, top=top),
+                            lambda grid: on_lattice(grid, step, todo, lo, up),
+                            lambda l, u: float(np.sum((u - l)[todo])), lambda: bb.second_top(eps(), t, epochs))
         for i in np.flatnonzero(todo):
             # a count that a level narrowed by less than a quarter is done, as a single query
             # is (``refine_levels``: finer grids no longer pay there)

@@ -150,7 +150,8 @@ class Epoch:
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
         p_out = epoch_tail.three_above(s, t, w_max)  # (two above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
-        self.p_out = min(1.0, (p_over + p_cut) * (1 + 1e-9))  # (P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
+        # (the P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
+        self.p_out = min(1.0, (p_over + p_cut) * (1 + 1e-9))
         p_over = 0.0 if self.ladder is not None else p_over
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
@@ -330,7 +331,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     capped = []  # (the upper ends with the add direction capped: intersected at the end)
 
     def evaluate(epoch, step):
-        return _tilted_twice(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped),
+        return _tilted(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped),
                              centre, narrow, e_hi)
 
     def narrow(lo, up):
@@ -478,7 +479,7 @@ def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None
 RECENTRE = 0.01
 
 
-def _tilted_twice(run, centre, narrow, epochs):
+def _tilted(run, centre, narrow, epochs):
     """``recentred(run, centre, narrow)`` and, where that is not narrow, ``run`` again towards
     twice its upper end, each end the better (any tilt is sound): a heavy tail's δ is set far
     above its eps, and a tilt centred there charged the mass above its window -- sigma 0.641,
@@ -494,7 +495,7 @@ def _tilted_twice(run, centre, narrow, epochs):
     return lo, up
 
 
-#: The third tilt's target in the lower end (``_tilted_twice``): sigma 1.2, t 300, 5 epochs, δ 1e-12
+#: The third tilt's target in the lower end (``_tilted``): sigma 1.2, t 300, 5 epochs, δ 1e-12
 #: read [1.04429, 1.04575] tilted at the answer, [1.04429, 1.04516] at 0.9 of it (1.0: 1.04548).
 LOW_TILT = 0.9
 
@@ -507,26 +508,10 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1):
 
     def attempt(level):
         step = _loss_step(sigma, t, accuracy, level, eps())
-        runs = []
-        for k, top in enumerate(tops):
-            if top is None:  # (the second top, from the answer as the first evaluation left it)
-                top = tops[k] = second_top(eps(), t, epochs)
-            grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
-            if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
-                break
-            try:
-                runs.append((grid, evaluate(epoch(sigma, t, *grid, tail()), step)))
-            except (GridFailure, ArithmeticError, MemoryError):
-                if not runs:  # (the second top's failure leaves the first's answer)
-                    raise
-                break
-        if len(runs) > 1:  # (keep the top of the narrower interval for the levels after)
-            widths = [float(np.max(np.asarray(up) - np.asarray(lo))) for _, (lo, up) in runs]
-            tops[:] = [tops[int(np.argmin(widths))]]
-        lo, up = runs[0][1]
-        for _, (lo2, up2) in runs[1:]:
-            lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
-        return lo, up
+        return on_tops(tops, lambda top: _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top),
+                       lambda grid: evaluate(epoch(sigma, t, *grid, tail()), step),
+                       lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
+                       lambda: second_top(eps(), t, epochs))
 
     return attempt
 
@@ -550,6 +535,33 @@ LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
 #: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
 #: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
 LOW_TOP_EPOCHS = 8
+
+
+def on_tops(tops: list, grid_of, evaluate, width, second):
+    """One level on each lattice top of ``tops`` (None: ``second()``, asked once the first top's
+    evaluation has moved the answer): ``grid_of(top)`` its (h, W_max, cap), ``evaluate(grid)`` its
+    (lo, up).  A top whose W_max is no lower than the first's is not evaluated; a failure after the
+    first evaluation leaves the first's answer.  With two evaluated, ``tops`` keeps the one of the
+    smaller ``width(lo, up)`` for the levels after.  Returns the intersection (both certified)."""
+    runs = []
+    for k, top in enumerate(tops):
+        if top is None:  # (the second top, from the answer as the first evaluation left it)
+            top = tops[k] = second()
+        grid = grid_of(top)
+        if runs and grid[1] >= runs[0][0][1]:  # (the same top: nothing more to try)
+            break
+        try:
+            runs.append((grid, evaluate(grid)))
+        except (GridFailure, ArithmeticError, MemoryError):
+            if not runs:  # (the second top's failure leaves the first's answer)
+                raise
+            break
+    if len(runs) > 1:  # (keep the top of the narrower interval for the levels after)
+        tops[:] = [tops[int(np.argmin([width(lo, up) for _, (lo, up) in runs]))]]
+    lo, up = runs[0][1]
+    for _, (lo2, up2) in runs[1:]:
+        lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
+    return lo, up
 
 
 def second_top(eps: float, t: int, epochs: int) -> float:
