@@ -72,18 +72,24 @@ def _mpf(fr):
 
 # --- _kernels.pld.allocation.w_lower: eta + rho x, ETA_MAX h and RHO_MAX -----------------------------------
 
-def _w_lower_cells(s, h, K, b, ncell=None, rel=0.0):
-    """``w_lower``'s loop with the kernel's float operations, from the boundary b: (eta, out,
-    cells), cells [(b, c, j, d, m, kept)] (checked against the kernel bit for bit below)."""
+def _next_j(b, c0, h, rel, top):
+    """``w_lower``'s next lattice index after the boundary b (the first cell's is 0)."""
+    return max(int(math.floor((b - c0) / h + 0.5)) + 1, int(math.ceil((b + min(b * rel, ka.TOP_SHARE * (top - b)) - c0) / h)))
+
+
+def _w_lower_cells(s, h, K, b, ncell=None, rel=0.0, c0=None):
+    """``w_lower``'s loop with the kernel's float operations on the lattice c0 + j h, from the
+    boundary b: (eta, out, cells), cells [(b, c, j, d, m, kept)] (checked against the kernel bit
+    for bit below)."""
     out = np.zeros(K + 1)
     top = K * h
     eta = rho = 0.0
     cells = []
+    j = 0 if b == 0.0 else _next_j(b, c0, h, rel, top)
     while ncell is None or len(cells) < ncell:
-        j = max(int(math.floor(b / h + 0.5)) + 1, int(math.ceil(b * (1.0 + rel) / h)))
         if j > K:
             break
-        x = j * h
+        x = c0 + j * h
         m_top, e_top = ka._cell(s, b, top)
         if m_top == 0.0 or e_top - x * m_top <= 0.0:
             break
@@ -110,7 +116,7 @@ def _w_lower_cells(s, h, K, b, ncell=None, rel=0.0):
         kept, d = False, math.nan
         if m > 0.0:
             em, ew = ka._cell_err(s, b, c)
-            r = (em + ew + 2.0 * EPS64) * (1.0 + 1e-9)
+            r = (em + ew + 6.0 * EPS64) * (1.0 + 1e-9)
             d0 = abs(e / m - x) * (1.0 + r)
             if em < 0.5 and d0 <= ka.ETA_MAX * h and r <= ka.RHO_MAX:
                 kept, d = True, d0 + r * x  # (this cell's claim: within eta + rho x)
@@ -122,6 +128,7 @@ def _w_lower_cells(s, h, K, b, ncell=None, rel=0.0):
                 out[j] += m * (1.0 - ka.SLACK - em)
         cells.append((b, c, j, d, m, kept))
         b = c
+        j = _next_j(b, c0, h, rel, top)
     return (eta, rho), out, cells
 
 
@@ -149,58 +156,63 @@ W_LOWER_LONG = [(1.0, 10, 1e-3, 1e-12, 0), (0.5, 100, 1e-4, 1e-14, 2), (2.0, 100
 
 def test_w_lower_eta_bounds_the_cell_means():
     """``w_lower``: the returned (eta, rho) must bound |exact conditional mean of a kept cell - its
-    lattice point x = j h| by eta + rho x (the callers move S by t eta (1 + 1e-9) and scale it by
-    1 -+ (rho + 4u) against the bound).  Per cell, with r = (em + ew + 2u)(1 + 1e-9) the computed
-    mean's relative rounding bound (``_cell_err``, measured in tests/test_rounding_constants_more.py)
-    and d0 = |e / m - x| (1 + r): the exact mean is within d0 + r x of x; a cell is kept with
+    lattice point (m / t + j) h| by eta + rho x (the callers move S by t eta (1 + 1e-9) and scale it
+    by 1 -+ (rho + 4u) against the bound; m from ``epoch_power.lower_shift``, the kernel's offset
+    c0 = m h / t).  Per cell, with r = (em + ew + 6u)(1 + 1e-9) the computed mean's relative
+    rounding bound (``_cell_err``, measured in tests/test_rounding_constants_more.py) and
+    d0 = |e / m - x| (1 + r): the exact mean is within d0 + r x of x; a cell is kept with
     d0 <= ETA_MAX h (d0 into eta, r into rho) or, far up the tail where the rounding of e / m
-    alone keeps d0 above ETA_MAX h, with d0 / x + r <= RHO_MAX (all into rho).  x = j h is rounded
-    by u x, far inside r (em, ew >= 32 EPS64 each).  The thresholds are acceptance rules, not
-    rounding margins: a dropped cell only makes a sub-measure, which a lower bound may use.
-    (Before 2026-11-26 the relative part was a flat 1e-10 x inside the absolute threshold, which
-    dropped every tail cell of sigma <= 0.8 lattices above W ~ 200: tightness, not soundness.)
+    alone keeps d0 above ETA_MAX h, with d0 / x + r <= RHO_MAX (all into rho).  x = c0 + j h is
+    the exact point within 3u x (c0 within 2u), inside r's 6u.  The thresholds are acceptance
+    rules, not rounding margins: a dropped cell only makes a sub-measure, which a lower bound may
+    use.  (Before 2026-11-26 the relative part was a flat 1e-10 x inside the absolute threshold,
+    which dropped every tail cell of sigma <= 0.8 lattices above W ~ 200: tightness, not soundness.)
 
     Measured here: a copy of the loop (bit for bit the kernel's eta, rho and masses on three short
     lattices) gives every cell's (b, c); for kept cells of those lattices (the 25 with the largest
     d / x, the first and last, 25 at random) and of windows near the middle and the top of six
-    full ones (K to 2^20), against mpmath: |mean - j h| <= this cell's claim d (<= eta + rho x).
+    full ones (K to 2^20), against mpmath: |mean - (m / t + j) h| <= this cell's claim d
+    (<= eta + rho x).
     """
     from sgmfast.pld.samplers.balls_in_bins import LOWER_CELL_REL, _lattice
+    from sgmfast.pld.samplers.epoch_power import lower_shift
     worst = 0.0
     with mpmath.workdps(60):
         for sigma, t, acc, tail, lev, K in W_LOWER_SHORT:
             h = _lattice(sigma, t, acc, tail, lev)[0]
             s = 1.0 / sigma
+            m_t, c0 = lower_shift(s, h, t)
             out_k = np.empty(K + 1)
-            eta_k = ka.w_lower(s, h, K, LOWER_CELL_REL * h, out_k)[:2]
-            (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0, None, LOWER_CELL_REL * h)
+            eta_k = ka.w_lower(s, h, K, LOWER_CELL_REL * h, c0, out_k)[:2]
+            (eta, rho), out, cells = _w_lower_cells(s, h, K, 0.0, None, LOWER_CELL_REL * h, c0)
             assert (eta, rho) == eta_k and np.array_equal(out, out_k), (sigma, eta, eta_k)  # the copy is the kernel
             assert eta <= ka.ETA_MAX * h and rho <= ka.RHO_MAX * (1 + 1e-9)
             kept_m = sum(c[4] for c in cells if c[5])
             drop_m = sum(c[4] for c in cells if not c[5] and c[4] > 0)
-            print(f"\n(sigma {sigma}, K {K}: {sum(not c[5] for c in cells)} of {len(cells)} cells dropped, "
-                  f"mass {drop_m / (kept_m + drop_m):.2g})")
-            hm = mpmath.mpf(h)
+            print(f"\n(sigma {sigma}, K {K}, m {m_t} of t {t}: {sum(not c[5] for c in cells)} of {len(cells)} cells "
+                  f"dropped, mass {drop_m / (kept_m + drop_m):.2g})")
+            hm, c0m = mpmath.mpf(h), mpmath.mpf(m_t) / t * mpmath.mpf(h)
             kept = [cell for cell in cells if cell[5]]
-            by_d = sorted(range(len(kept)), key=lambda i: kept[i][3] / (kept[i][2] * h))
+            by_d = sorted(range(len(kept)), key=lambda i: kept[i][3] / (c0 + kept[i][2] * h))
             pick = set(by_d[-25:]) | set(range(10)) | set(range(len(kept) - 15, len(kept)))
             pick |= set(np.random.default_rng(310).integers(0, len(kept), 25).tolist())
             for i in sorted(pick):
                 b, c, j, d, m, _ = kept[i]
-                err = abs(_mp_cell_mean(s, b, c) - j * hm)
-                assert err <= eta + rho * j * h, (sigma, j, float(err), eta, rho)
+                err = abs(_mp_cell_mean(s, b, c) - (c0m + j * hm))
+                assert err <= eta + rho * (c0 + j * h), (sigma, j, float(err), eta, rho)
                 worst = max(worst, float(err) / d)
         for sigma, t, acc, tail, lev in W_LOWER_LONG:
             h, w_max, _ = _lattice(sigma, t, acc, tail, lev)
             K = max(2, int(math.ceil(w_max / h)))
             s = 1.0 / sigma
-            hm = mpmath.mpf(h)
+            m_t, c0 = lower_shift(s, h, t)
+            hm, c0m = mpmath.mpf(h), mpmath.mpf(m_t) / t * mpmath.mpf(h)
             for j0 in (K // 3, K - 40):
-                _, _, cells = _w_lower_cells(s, h, K, (j0 - 0.5) * h, 8, LOWER_CELL_REL * h)
+                _, _, cells = _w_lower_cells(s, h, K, (j0 - 0.5) * h, 8, LOWER_CELL_REL * h, c0)
                 for b, c, j, d, m, kept in cells:
                     if kept:
-                        worst = max(worst, float(abs(_mp_cell_mean(s, b, c) - j * hm)) / d)
-    _check("w_lower |cell mean - j h| / d", worst, 1.0)
+                        worst = max(worst, float(abs(_mp_cell_mean(s, b, c) - (c0m + j * hm))) / d)
+    _check("w_lower |cell mean - (m / t + j) h| / d", worst, 1.0)
 
 
 # --- _kernels.pld.allocation.lattice_bins: the bins' sums ---------------------------------------------

@@ -95,6 +95,30 @@ class Windows:
         return 2 * CUT * products, 2 * CUT * products
 
 
+class Shifted:
+    """The windows of ``Windows`` for the lower law on the offset lattice c0 + j h (``w_lower``,
+    c0 = m h / t): a partial sum of n terms sits n c0 / h lattice steps below its index in S's
+    frame, so its window moves down by as much (any window is sound for the lower bound, which
+    drops what it cuts; moved, it keeps what the windows of S keep)."""
+
+    def __init__(self, wins, m: int, t: int):
+        self._wins, self._m, self._t = wins, m, t
+
+    def __call__(self, n: int):
+        lo, hi = self._wins(n)
+        d = (n * self._m) // self._t
+        return max(0, lo - d - 1), max(hi - d, 1)
+
+
+def lower_shift(s: float, h: float, t: int):
+    """(m, c0): the lower law's offset c0 = m h / t (``w_lower``'s first cell mean, m in 1..t
+    nearest t ``lower_offset`` / h), so that a sum of t of its points, m h + J h, is on S's lattice:
+    entry J of the lower power is S = (J + m) h."""
+    c = float(ka.lower_offset(s, h))
+    m = min(t, max(1, int(round(t * c / h))))
+    return m, m * h / t
+
+
 def _conv(a, ea, b, eb, cap, same=False):
     """Linear convolution of non-negative arrays a, b (entry-wise error bounds ea, eb) cut to
     ``cap`` entries, and its entry-wise error bound.
@@ -227,13 +251,14 @@ def _upper_power(w, t, C, h, s, strong=False, wins=None):
     return _tilted_power(w, t, C, h, s, True, strong, wins)
 
 
-def _lower_power(w, t, C, h, s, strong=False, wins=None, lost=0.0):
+def _lower_power(w, t, C, h, s, strong=False, wins=None, lost=0.0, m=0):
     """Entry-wise lower bounds on the t-fold power of w, and 0.0 (the error is already taken
     off): as ``_upper_power``, each entry the largest of the three certified lower values --
     the untilted power minus its flat round-off bound is 0 in the far tails, where the tilted
     powers still resolve the masses that set a small δ.  With ``lost`` > 0 the tilts are skipped
-    where the flat bound takes at most ``lost`` of P- and Q-mass in all (``_floor_mass``)."""
-    return _tilted_power(w, t, C, h, s, False, strong, wins, lost)
+    where the flat bound takes at most ``lost`` of P- and Q-mass in all (``_floor_mass``).  ``m``:
+    entry J of the power is S = (J + m) h (``lower_shift``)."""
+    return _tilted_power(w, t, C, h, s, False, strong, wins, lost, m)
 
 
 def _floor_mass(o, size, e, h, t):
@@ -243,7 +268,7 @@ def _floor_mass(o, size, e, h, t):
     return e * size * max(1.0, top)
 
 
-def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
+def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0, m=0):
     """(offset, entry-wise bounds) of the t-fold power, each entry the least (upper) or largest
     (lower) of the untilted power's and the tilted ones' certified values.  All of them are cut
     to the same windows: the tilt of a law restricted to an event of the partial sums is the
@@ -253,7 +278,7 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0):
     o, y, e = _any_power(w, t, C, h, wins, upper)
     sign = 1.0 if upper else -1.0
     out = y + e if upper else np.maximum(y - e, 0.0)
-    if not upper and _floor_mass(o, out.size, e, h, t) <= lost:
+    if not upper and _floor_mass(o + m, out.size, e, h, t) <= lost:
         # (the round-off floor cannot move δ by more than ``lost``: the tilts would not pay.  One
         # tilt fewer is not a lower bound's risk -- each entry is the largest of certified values)
         return o, out
