@@ -98,10 +98,11 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
     step = 0.8 * math.sqrt(3.0 * accuracy * var)
-    if step >= 0.05:  # (capped: a heavy tail, whose loss is far from Gaussian)
-        step = min(0.05, max(STEP_PER_EPS * accuracy * eps, 1e-3))
+    if step >= STEP_CAP:  # (capped: a heavy tail, whose loss is far from Gaussian)
+        step = min(STEP_CAP, max(STEP_PER_EPS * accuracy * eps, 1e-3))
     return max(1e-7, step * 0.5 ** refine)
 
 
 #: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
-STEP_PER_EPS = 0.8
+STEP_PER_EPS = 0.4
+STEP_CAP = 0.025
