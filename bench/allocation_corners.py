@@ -6,8 +6,9 @@ cached).
 
     python bench/allocation_corners.py
 
-Output in ``allocation_corners.out`` (stop 47, after ``epoch_sums`` and the second lattice top
-from the answer, and a third tilt: all 168 rows within 1e-3, the widest 9.6e-4, the slowest 1.25 s).  Before, stop 46: 34 rows over
+Output in ``allocation_corners.out`` (stop 48, on one core with a neighbour busy: all 168 rows
+within 1e-3, the widest 9.8e-4, the slowest 1.59 s; stop 47, after ``epoch_sums``, the second
+lattice top from the answer and a third tilt, quiet: the widest 9.6e-4, the slowest 1.25 s).  Before, stop 46: 34 rows over
 1e-3, up to 22 % wide at σ 1-1.2, t 30-300, δ 1e-12 (σ 1.2, t 100, 5 epochs: [1.88, 2.26]), where
 the lattice's FFT floors hid the masses that set δ and the others' sum in the closed-form tail was
 bounded by Chernoff rungs, loose by a few sd; at stop 45, 25 % at t <= 10 (σ 1.2, t 3, δ 1e-12:

@@ -5,7 +5,7 @@ the widths.
 
     python bench/allocation_peers_random.py [seed] [count]
 
-Needs ``pip install pld-accounting`` (2.0); a few seconds a point.  Output (stop 47) in
+Needs ``pip install pld-accounting`` (2.0); a few seconds a point.  Output (stop 48) in
 ``allocation_peers_random.out``.
 """
 

@@ -8,7 +8,7 @@ The quadrature: under Q each W_i = e^{(2 y_i - 1) / (2 σ^2)} is lognormal (log 
 s = 1/σ); remove δ = E_Q[(S/t - e^ε)_+], add δ = E_Q[(1 - e^ε S/t)_+], S = W_1 + .. + W_t; the
 last coordinate in closed form (a call or a put on a lognormal), the others by scipy's adaptive
 quad split at the kink; ε by a root of the larger δ on ε.  Output (seeds 1 and 2, 40 points each, stop
-47) in ``allocation_quadrature.out``: none outside.
+48) in ``allocation_quadrature.out``: none outside.
 """
 
 from __future__ import annotations

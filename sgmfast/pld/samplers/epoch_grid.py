@@ -97,7 +97,7 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
     δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
-    step = 0.8 * math.sqrt(3.0 * accuracy * var)
+    step = STEP_VAR * math.sqrt(3.0 * accuracy * var)
     if step >= STEP_CAP:  # (capped: a heavy tail, whose loss is far from Gaussian)
         step = min(STEP_CAP, max(STEP_PER_EPS * accuracy * eps, 1e-3))
     return max(1e-7, step * 0.5 ** refine)
@@ -106,3 +106,4 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
 #: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
 STEP_PER_EPS = 0.4
 STEP_CAP = 0.025
+STEP_VAR = 0.65
