@@ -64,7 +64,7 @@ which leaves Q unchanged, so by joint convexity every hockey-stick divergence of
 pair is at most the block pair's, and the block pair is k independent 1-of-(t/k) allocations
 (for adaptive steps the reduction is Feldman & Shenfeld's, as for k = 1 the dominating pair).
 The lower bound is the larger of ``selected_lower`` (a statistic of each epoch: its steps'
-likelihood ratios summed on a lattice; MNIST, k = 2: [5.1248, 5.1582]) and ``_sum_statistic_eps``
+likelihood ratios summed on a lattice; MNIST, k = 2: [5.1248, 5.1579]) and ``_sum_statistic_eps``
 (the epoch's output sum, N(k, t sigma^2) against N(0, t sigma^2)); ``accuracy`` applies to the
 decomposition's own interval.
 """
