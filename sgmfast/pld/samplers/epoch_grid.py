@@ -91,10 +91,10 @@ MIN_LATTICE = 1 << 16
 
 def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
     """The loss grid's spacing: the certified gap of connect-the-dots grows like
-    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``).  Where
-    that passes 0.05 (a large variance) the step is 0.05 or STEP_PER_EPS accuracy of the answer
-    ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4, t 2,
-    δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
+    step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``; STEP_VAR).
+    Where that passes STEP_CAP (a large variance) the step is STEP_CAP or STEP_PER_EPS accuracy of
+    the answer ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4,
+    t 2, δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
     step = STEP_VAR * math.sqrt(3.0 * accuracy * var)
@@ -103,7 +103,11 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
     return max(1e-7, step * 0.5 ** refine)
 
 
-#: The loss step's cap as a fraction of the accuracy of the answer (``_loss_step``).
+#: The loss step (``_loss_step``): its cap as a fraction of the accuracy of the answer, its cap, and
+#: the factor of its variance rule.  Once the lower lattice law no longer set the width (stop 48,
+#: ``w_lower``'s offset) the step did, at the same work: sigma 0.434, t 201, 145 epochs, δ 6.5e-9
+#: read 1.51e-3 at level 0 with (0.8, 0.05, 0.8), 5.7e-4 with the step halved, 1.50 units both; over
+#: bench/allocation_random.py's 80 points (0.4, 0.025, 0.65) left none over 1e-3 for 3 % more time.
 STEP_PER_EPS = 0.4
 STEP_CAP = 0.025
 STEP_VAR = 0.65
