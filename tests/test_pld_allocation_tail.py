@@ -118,6 +118,17 @@ def test_heavy_tail_mass_above_the_cap_is_on_finite_losses():
     assert d.lower <= 5.9e-9 and d.upper <= 5.9e-9 * (1 + 1e-3)
 
 
+def test_others_sum_beyond_the_lattice_is_at_finite_losses():
+    """sigma 0.42, t 10^4, 200 epochs, δ 1e-12 (inside issue #31's range; no bench row reached it):
+    "one coordinate above W_max with the others' sum beyond the lattice" was charged at +inf,
+    3.6e-14 of P-mass an epoch, 7e-12 over 200 -- above δ, so the upper end was the Gaussian's
+    802.8 for a lower end of 25.24.  The others are at most W_max on that event, so their sum is at
+    most (t - 1) W_max: placed there, with the example's coordinate in closed form, the interval is
+    [25.243, 25.417]."""
+    b = allocation.epsilon(0.42, 10000, 200 * 10000, 1e-12)
+    assert 25.0 < b.lower <= b.upper < 1.01 * b.lower
+
+
 def test_a_lower_law_of_zeros_leaves_the_upper_end():
     """A lattice coarser than E[W] = 1 could have a lower law of zeros (every cell's minorant
     atom lost; since the lower law's offset lattice, ``w_lower``, that lattice keeps its cells, so
