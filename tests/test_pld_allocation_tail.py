@@ -122,9 +122,9 @@ def test_others_sum_beyond_the_lattice_is_at_finite_losses():
     """sigma 0.42, t 10^4, 200 epochs, δ 1e-12 (inside issue #31's range; no bench row reached it):
     "one coordinate above W_max with the others' sum beyond the lattice" was charged at +inf,
     3.6e-14 of P-mass an epoch, 7e-12 over 200 -- above δ, so the upper end was the Gaussian's
-    802.8 for a lower end of 25.24.  The others are at most W_max on that event, so their sum is at
-    most (t - 1) W_max: placed there, with the example's coordinate in closed form, the interval is
-    [25.243, 25.417]."""
+    802.8 for a lower end of 25.24.  The stand-in for the others' sum there (the lattice sum of t
+    coordinates, each at most W_max) is at most t W_max: placed there, with the example's coordinate
+    in closed form, the interval is [25.243, 25.417]."""
     b = allocation.epsilon(0.42, 10000, 200 * 10000, 1e-12)
     assert 25.0 < b.lower <= b.upper < 1.01 * b.lower
 

@@ -125,13 +125,14 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     charge(PER_BIN_DISCRETISE * 2 * float(np.sum(n - np.clip(first, 0.0, n))))
     # (the others' sum outside the lattice's kept entries -- Q-mass at most q_cut + q_over, and
     # E_Q[R; there] at most E_Q[S; there] = t (p_cut + p_over): the example's coordinate above W_max
-    # with that Q-mass at R's largest value (t - 1) W_max (the others are at most W_max here: an
-    # upper bound in increasing order; at +inf, 3.6e-14 an epoch held sigma 0.42, t 10^4, 200
-    # epochs, δ 1e-12 at eps = +inf), another's above W_max with that weight at +inf; at most
-    # t P(W > W_max) of the P-mass p_out the caller charges for the lattice's own cuts)
+    # with that Q-mass at t W_max, the most ``upper_sums``' stand-in for R (the lattice sum of t
+    # coordinates, each at most W_max, shifted down by a mean) can be there -- moving its mass up
+    # keeps it above R in increasing convex order; at +inf, 3.6e-14 an epoch held sigma 0.42,
+    # t 10^4, 200 epochs, δ 1e-12 at eps = +inf --, another's above W_max with that weight at
+    # +inf; at most t P(W > W_max) of the P-mass p_out the caller charges for the lattice's cuts)
     q_w = math.exp(float(ka.log_sf(w_max, s, 0.0))) * (1.0 + 1e-9)
     beyond, none = t * epoch.p_out * q_w * scale * (1.0 + 1e-9), np.empty(0)
-    beyond += kt.tail_bins(s, 1.0, w_max, float(t), float((t - 1) * w_max) * (1.0 + 4 * U),
+    beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(t * w_max) * (1.0 + 4 * U),
                            float((epoch.q_cut + epoch.q_over) * scale) * (1.0 + 1e-9), step, j_lo, n, True, pess, none)
     for r, m in zip(r_up, m_up):
         beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, True, pess, none)
