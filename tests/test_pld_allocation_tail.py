@@ -225,11 +225,11 @@ def test_rungs_bound_the_others_sum_from_above(sigma):
 
 @pytest.mark.parametrize("t", [3, 10, 30])
 def test_chernoff_over_bounds_the_exact_masses_above_the_cap(t):
-    """``epoch_tail._chernoff_over``: (E_Q[S / t; S > cap], Q(S > cap)) for S the sum of t iid
+    """``epoch_chernoff._chernoff_over``: (E_Q[S / t; S > cap], Q(S > cap)) for S the sum of t iid
     lattice variables, against the exact t-fold convolution.  The P-bound was M' M^(t-1) e^{-lam
     cap} / t -- t times too small (E[S e^{lam S}] = t M' M^(t-1)): below the exact P-mass at t =
     10, cap 18 (1.7e-2 for 2.0e-2), which left an epoch's mass above the lattice under-charged."""
-    from sgmfast.pld.samplers.epoch_tail import _chernoff_over
+    from sgmfast.pld.samplers.epoch_chernoff import _chernoff_over
 
     w = np.array([0.35, 0.4, 0.15, 0.07, 0.03])
     c = np.array([1.0])
@@ -268,7 +268,7 @@ def _lattice_law(sigma, h, K):
 def _exact_sums(sigma, h, K, t):
     """(wu, c, x, wc, H, m1): the lattice law wu (K cells of h), the exact law c of the sum of t
     of them at the points x, and the coarse majorant (wc, H) with its mean m1."""
-    from sgmfast.pld.samplers.epoch_tail import coarse_majorant
+    from sgmfast.pld.samplers.epoch_chernoff import coarse_majorant
 
     wu = _lattice_law(sigma, h, K)
     c = np.array([1.0])

@@ -605,9 +605,10 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
     if np.finfo(np.longdouble).nmant < 60:
         pytest.skip("needs an extended-precision long double for the reference")
     from sgmfast._kernels.pld import allocation as ka
-    from sgmfast.pld.samplers import epoch_tail as alloc
+    from sgmfast._kernels.pld import chernoff as kc
+    from sgmfast.pld.samplers import epoch_chernoff as alloc
     from sgmfast.pld.samplers.balls_in_bins import _lattice
-    from sgmfast.pld.samplers.epoch_tail import _chernoff_over
+    from sgmfast.pld.samplers.epoch_chernoff import _chernoff_over
     h, w_max, cap = _lattice(sigma, t, acc, tail, lev)
     K = max(2, int(math.ceil(w_max / h)))
     C = max(K + 1, int(math.ceil(cap / h)) + 1)
@@ -638,7 +639,7 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
         xl = np.arange(w.size).astype(np.longdouble) * np.longdouble(h)
         wl = w.astype(np.longdouble)
         sums = np.empty(1), np.empty(1)  # (the kernel's own sums: its exponentials are products)
-        ka.chernoff_sums(w, h, np.array([lam]), *sums)
+        kc.chernoff_sums(w, h, np.array([lam]), *sums)
         m, dm = float(sums[0][0]), float(sums[1][0])
         with np.errstate(over="ignore", invalid="ignore"):
             el = np.exp(np.longdouble(lam) * xl)
@@ -652,7 +653,7 @@ def test_chernoff_over_rounding(sigma, t, acc, tail, lev):
         lp_ex = (t - 1) * np.log(ml) + np.log(dml) - lcl
         assert lq_up >= lq_ex and lp_up >= lp_ex  # each lam's bound is rounded up past the exact one
         ex_q, ex_p = min(ex_q, np.exp(min(lq_ex, 0))), min(ex_p, np.exp(min(lp_ex, 0)))
-        r = (w.size + 2.0 * lam * x[-1] + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
+        r = (w.size + 2.0 * lam * x[-1] + 3.0 * kc.CHERNOFF_BLOCK + 4.0) * U
         for plain, exact, rnd in ((t * lm - lc, lq_ex, 2 * U * (t * abs(lm) + abs(lc) + 2.0)),
                                   ((t - 1) * lm + math.log(dm) - lc, lp_ex,
                                    2 * U * ((t - 1) * abs(lm) + abs(math.log(dm)) + math.log(t) + abs(lc) + 3.0))):

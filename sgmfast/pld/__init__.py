@@ -32,6 +32,7 @@ floor  module                          what it holds
 5      ``schedules``                   many distinct (sigma, q): the lattice mixtures, or a certified
                                        sandwich of engines
 6      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
+6      ``samplers.epoch_chernoff``     Chernoff bounds on an epoch's sums: majorants, truncated MGF tables
 6      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
 6      ``samplers.epoch_sums``         the tail's other coordinates' sum, from the epoch's lattice
 6      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers

@@ -12,6 +12,7 @@
 ``windows``               Chernoff edges and tail bounds from a log-MGF table
 ``allocation``            balls-in-bins batches: one epoch's likelihood ratio on a linear lattice
 ``allocation_tail``       ... and one or two coordinates above the lattice, in closed form
+``chernoff``              ... and Chernoff bounds on sums of lattice variables (the tails' masses)
 ========================  ===============================================================
 
 Conventions

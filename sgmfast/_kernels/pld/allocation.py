@@ -37,7 +37,7 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64, LOG_SQRT_2PI, NEG_INF, log_ndtr, log_ndtr_diff
 
-__all__ = ["lognormal_cells", "w_upper", "w_lower", "lower_offset", "lattice_bins", "log_sf", "chernoff_sums"]
+__all__ = ["lognormal_cells", "w_upper", "w_lower", "lower_offset", "lattice_bins", "log_sf"]
 
 #: Relative slack on every lattice mass and split fraction, on top of each cell's own rounding
 #: bound err_k (``lognormal_cells``, from ``_diff_err``: a flat constant cannot cover it -- a cell
@@ -536,34 +536,3 @@ def _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b):
             pos = -_log_offset(ell_i, second[i], m, step) - err_r
             out_a[i] = pos if pos > 0.0 else 0.0
             out_b[i] = m * (1.0 - 1e-12 - e)
-
-
-#: Terms of ``chernoff_sums`` between two exact exponentials (the others by one product each).
-CHERNOFF_BLOCK = 32
-
-
-@jit
-def chernoff_sums(w, h, lams, m, dm):
-    """M(lam) = sum_k w_k e^{lam x_k} and M'(lam) = sum_k w_k x_k e^{lam x_k} (x_k = k h) for
-    each lam of ``lams``: the lattice law's MGF and its derivative, for Chernoff bounds
-    (``pld.samplers.epoch_tail``).  e^{lam x_k} is exp(lam x_k) at every CHERNOFF_BLOCK-th k and
-    the one before times e^{lam h} in between: within (2 lam x_k + 2 + 3 j) u for the j-th
-    product after an exact one (each product adds the ratio's (2 lam h + 2) u and its own u).
-    Plain recursive sums of non-negative terms: each within (w.size - 1) u of its value; so both
-    within (w.size + 2 lam x_max + 3 CHERNOFF_BLOCK + 2) u relative.  +inf where a term overflows."""
-    for i in range(lams.size):
-        lam = lams[i]
-        ratio = math.exp(lam * h)
-        a = 0.0
-        b = 0.0
-        e = 1.0
-        for k in range(w.size):
-            if k % CHERNOFF_BLOCK == 0:
-                e = math.exp(lam * (k * h))
-            else:
-                e = e * ratio
-            if w[k] > 0.0:
-                a += w[k] * e
-                b += w[k] * ((k * h) * e)
-        m[i] = a
-        dm[i] = b

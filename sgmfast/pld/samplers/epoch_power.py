@@ -26,10 +26,11 @@ import math
 import numpy as np
 
 from ..._kernels.pld import allocation as ka
+from ..._kernels.pld import chernoff as kc
 from ..._work import UNITS_PER_SECOND
 from ..common import U, charge_fft, dot, irfft, next_fast_len, rfft
 from ..grid.composition import _power_product, entry_error, fft_const, spectrum_of
-from .epoch_tail import FEW_LAMS, _chernoff_over_many, coarse_majorant
+from .epoch_chernoff import chernoff_above, coarse_majorant
 
 #: Mass each window's two sides may cut (Chernoff bounds; charged, module notes).
 CUT = 1e-60
@@ -49,11 +50,11 @@ class Windows:
         sd = math.sqrt(max(dot(wc, x * x) - mean * mean, 1e-300))
         lams = np.exp(np.linspace(math.log(1e-3 / (sd * math.sqrt(t))), math.log(1e3 / max(sd, H)), WIN_LAMS))
         m_pos, d_pos, m_neg, d_neg = (np.empty(WIN_LAMS) for _ in range(4))
-        ka.chernoff_sums(wc, H, lams, m_pos, d_pos)
-        ka.chernoff_sums(wc, H, -lams, m_neg, d_neg)
+        kc.chernoff_sums(wc, H, lams, m_pos, d_pos)
+        kc.chernoff_sums(wc, H, -lams, m_neg, d_neg)
         # each log within (size + 2 |lam| x_max + 3 B + 4) u relative (``chernoff_sums``); over n
         # <= t terms that is far below the e^{-1} slack taken off CUT
-        r = (wc.size + 2.0 * lams * x[-1] + 3.0 * ka.CHERNOFF_BLOCK + 4.0) * U
+        r = (wc.size + 2.0 * lams * x[-1] + 3.0 * kc.CHERNOFF_BLOCK + 4.0) * U
         fine = t * r < 0.5  # (where it is not, that lam is not used)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # (a sum near the underflow range has lost terms to it -- an M(-lam) too small, an
@@ -216,12 +217,12 @@ LOWER_LENGTHS, WRAP_SHARE = (2, 3, 4, 6, 8), 0.01
 
 def _lower_length(w, t, C, h):
     """(n, Q(S >= n)) for the lower path: the shortest of LOWER_LENGTHS x C whose wrapped mass
-    (Chernoff, ``epoch_tail._chernoff_over_many`` on a convex-order majorant of w) is at most
+    (Chernoff, ``epoch_chernoff.chernoff_above`` on a convex-order majorant of w) is at most
     WRAP_SHARE of the round-off bound's leading term t c_n |w|_2 (a heavy-tailed law tilted up
     wraps 1e-11 at 2C where its round-off is 1e-13: sigma 0.7, t 20), else the longest."""
     wc, H = coarse_majorant(w, h)  # (COARSE points: a few hundred thousand terms a table)
     ns = [next_fast_len(m * C) for m in LOWER_LENGTHS]
-    wraps = _chernoff_over_many(wc, H, t, [(n - 1) * h for n in ns], 0.0, FEW_LAMS)[1]  # (Q(S >= n h))
+    wraps = chernoff_above(wc, H, t, [(n - 1) * h for n in ns])[1]  # (Q(S >= n h))
     lead = t * math.sqrt(dot(w, w))
     for n, wrap in zip(ns, wraps):
         if wrap <= WRAP_SHARE * fft_const(n) * lead:

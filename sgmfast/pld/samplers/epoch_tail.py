@@ -46,35 +46,7 @@ from ..._kernels.pld import allocation_tail as kt
 from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
 from . import epoch_sums
-
-#: Points of the coarse majorant the rungs' Chernoff bounds are computed on.
-COARSE = 4096
-
-
-#: the last few (w, h, most, result) of ``coarse_majorant`` (same array object: asked at every ladder rung)
-_MAJORANTS: list = []
-
-
-def coarse_majorant(w: np.ndarray, h: float, most: int = COARSE):
-    """(masses, spacing H): w (masses at k h) spread onto a lattice of at most ``most`` + 2 points
-    of spacing H, each mass split between its two neighbouring points keeping its mean -- larger
-    in convex order; rounded up by 1e-12 (the splits' rounding is ~3u of each mass)."""
-    for hit in list(_MAJORANTS):
-        if hit[0] is w and hit[1] == h and hit[2] == most:
-            return hit[3]
-    out = _majorant(w, h, most)
-    _MAJORANTS[:] = _MAJORANTS[-3:] + [(w, h, most, out)]
-    return out
-
-
-def _majorant(w, h, most):
-    f = max(1, -(-w.size // most))
-    k = np.arange(w.size)
-    lo, frac = k // f, (k % f) / f
-    n = w.size // f + 2
-    out = np.bincount(lo, w * (1.0 - frac), n) + np.bincount(lo + 1, w * frac, n)
-    return out * (1.0 + 1e-12), f * h
-
+from .epoch_chernoff import GIVEN_TRUNCATIONS, TRUNCATIONS, _chernoff_over, _table, _truncation_points, coarse_majorant
 
 def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False, s: float | None = None):
     """(r, weight): the stochastic upper bound R* of the sum of t1 cut lattice variables (masses
@@ -99,10 +71,13 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
         r.append(mu + g)
         g *= 2.0
     r = sorted({v for v in r if v < top}) + [top]
-    p_b, q_b = _chernoff_over_many(wc, H, t1, r[:-1]) if len(r) > 1 else (np.zeros(0), np.zeros(0))
+    if len(r) < 2:
+        return np.asarray(r), np.ones(1)
+    tab = _table(wc, H, t1 + 1)
+    p_b, q_b = tab.bounds(wc.size - 1, 0.0, 0.0, t1, r[:-1])
     tails = p_b if shifted else q_b
-    if s is not None and len(r) > 1:
-        tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, w_max, shifted))
+    if s is not None:
+        tails = np.minimum(tails, _truncated_tails(wc, H, t1, np.asarray(r[:-1]), m1, s, w_max, shifted, tab=tab))
     tails = np.minimum.accumulate(np.concatenate((tails, [0.0])))
     prev = np.concatenate(([1.0], tails[:-1]))
     weight = (prev - tails) * (1.0 + 1e-12)
@@ -192,13 +167,8 @@ def three_above(s: float, t: int, w_max: float) -> float:
     return (0.5 * (t - 1) * (t - 2) * p_w * q_w * q_w + (t - 1) * (t - 2) * (t - 3) / 6.0 * q_w ** 3) * (1.0 + 1e-9)
 
 
-#: Truncation points of ``_truncated_tails`` (geometric from 8 E[W] to the lattice's top), and the
-#: lam values of its tables and of the other Chernoff sweeps (spacing ~0.1 in log lam: any lam is a bound).
-TRUNCATIONS, FEW_LAMS = 8, 201
-
-
 def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: float, s: float, w_top: float,
-                     shifted: bool = False, count: int = TRUNCATIONS) -> np.ndarray:
+                     shifted: bool = False, count: int = TRUNCATIONS, tab=None) -> np.ndarray:
     """Upper bounds on P(R > cap) for R the sum of t1 cut variables of the convex-order majorant wc
     (spacing H; with ``shifted`` one of them of P-law), each the least over truncation points M
     of P(some W_j > M) + Chernoff for the sum of the W_j 1{W_j <= M}: R > cap needs one or the
@@ -208,32 +178,31 @@ def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: fl
     W <= M] + P'(W > M), likewise.  A heavy-tailed W makes the plain Chernoff bound loose by orders
     (sigma 0.4, t 10^4: P(R > 4.5 E R) <= 0.15 plain)."""
     best = np.ones(caps.size)
-    for q_m, p_m, wm in _truncations(wc, H, t1, m1, s, w_top, count):
+    tab = _table(wc, H, t1 + 1) if tab is None else tab
+    for q_m, p_m, k in _truncations(wc, H, t1, m1, s, w_top, count):
         union = ((t1 - 1) * q_m + p_m) if shifted else t1 * q_m
-        p_b, q_b = _chernoff_over_many(wm, H, t1, caps, p_m, FEW_LAMS)
+        p_b, q_b = tab.bounds(k, q_m, p_m, t1, caps)
         chern = p_b if shifted else q_b
         best = np.minimum(best, chern + union * (1.0 + 1e-12))
     return best
 
 
 def _truncations(wc, H, t, m1, s, w_top: float, count: int = TRUNCATIONS):
-    """(q_M, p_M, wm) at ``count`` points M from 8 E[W] to the top where t q_M < 1: P(M < W < w_top)
+    """(q_M, p_M, k) at ``count`` points M = k H from 8 E[W] to the top where t q_M < 1: P(M < W < w_top)
     and P'(M < W < w_top) for W cut at w_top (closed forms, rounded up; they also bound the
     lattice variables' P(X > M) and E[X; X > M]: X > M only comes from the cells at and above M,
-    M being a lattice point, and on such a cell E[X; X > M] <= E[W]), and the truncated majorant
-    wm (wc's terms at points <= M, q_M added at 0: at least the MGF of W 1{W <= M},
-    ``_truncated_tails``).  (Without the cut, t P(W > w_top) stayed in every bound: sigma 0.4,
-    t 10^4, P(R > r) >= 5.2e-6 at any r.)"""
+    M being a lattice point, and on such a cell E[X; X > M] <= E[W]); the truncated majorant is
+    wc's terms at points <= M with q_M added at 0 (at least the MGF of W 1{W <= M},
+    ``_truncated_tails``; ``_Table.bounds(k, q_M, ..)``).  (Without the cut, t P(W > w_top)
+    stayed in every bound: sigma 0.4, t 10^4, P(R > r) >= 5.2e-6 at any r.)"""
     q_top = math.exp(float(ka.log_sf(w_top, s, 0.0))) * (1.0 - 1e-9)
     p_top = math.exp(float(ka.log_sf(w_top, s, 1.0))) * (1.0 - 1e-9)
-    for k in np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, count).astype(np.int64)):
+    for k in _truncation_points(wc, H, m1, count):
         q_m = min(1.0, max(0.0, math.exp(float(ka.log_sf(k * H, s, 0.0))) * (1.0 + 1e-9) - q_top) * (1.0 + 4 * U))
         p_m = min(1.0, max(0.0, math.exp(float(ka.log_sf(k * H, s, 1.0))) * (1.0 + 1e-9) - p_top) * (1.0 + 4 * U))
         if t * q_m >= 1.0:
             continue
-        wm = wc[:k + 1].copy()
-        wm[0] += q_m
-        yield q_m, p_m, wm
+        yield q_m, p_m, int(k)
 
 
 def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, need: float = math.inf):
@@ -252,19 +221,20 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
     wc, H = coarse_majorant(w, h)
     m1 = dot(wc, np.arange(wc.size) * H)
     x0 = float(cap) - w_max
-    for q_m, p_m, wm in _truncations(wc, H, t, m1, s, w_max):
-        p_all, q_all = (float(v[0]) for v in _chernoff_over_many(wm, H, t, [float(cap)], p_m, FEW_LAMS))
+    tab = _table(wc, H, t)
+    for q_m, p_m, k in _truncations(wc, H, t, m1, s, w_max):
+        p_all, q_all = (float(v[0]) for v in tab.bounds(k, q_m, p_m, t, [float(cap)]))
         p = min(p, (p_all + (t - 1) * q_m + p_m) * (1.0 + 1e-12))
         q = min(q, (q_all + t * q_m) * (1.0 + 1e-12))
         if x0 <= 0.0 or t < 2:
             continue
-        p_oth, q_oth = (float(v[0]) for v in _chernoff_over_many(wm, H, t - 1, [x0], p_m, FEW_LAMS))
+        p_oth, q_oth = (float(v[0]) for v in tab.bounds(k, q_m, p_m, t - 1, [x0]))
         two_q = 0.5 * t * (t - 1) * q_m * q_m
         two_p = p_m * (t - 1) * q_m + 0.5 * (t - 1) * (t - 2) * q_m * q_m
         q = min(q, (two_q + t * q_m * q_oth + q_all) * (1.0 + 1e-12))
         p = min(p, (two_p + p_m * q_oth + (t - 1) * q_m * p_oth + p_all) * (1.0 + 1e-12))
     if p > need and t >= 2:
-        p_one, q_one = _given_one(w, h, t, cap, wc, H, m1, s)
+        p_one, q_one = _given_one(w, h, t, cap, wc, H, m1, s, tab)
         p, q = min(p, p_one), min(q, q_one)
     return min(p, 1.0), min(q, 1.0)
 
@@ -285,6 +255,7 @@ def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: fl
     Stops where B_k <= ``need``, the rest at the top."""
     top = t * (w.size - 1) * h
     xs, masses, left = [], [], p_cap
+    _table(*coarse_majorant(w, h), t, charged=False)  # (built here, not twice on two threads: each use charges it)
     rungs = [cap * f for f in LADDER if cap * f < top]
     # the rungs' bounds two at a time, the second on a helper thread (two cores), each one's work
     bounds = []  # counted apart, charged as the loop reads it: the same sums in the same order on one core
@@ -324,14 +295,13 @@ def place_ladder(ladder, t: int, step: float, j_lo: int, pess: np.ndarray) -> fl
 
 
 #: Points r of ``_given_one``'s tail bounds on the others' sum (twice this many: geometric in r and
-#: in cap - r), and its truncation points (``_truncations``): a heavy tail's bound on P(R > r) is
-#: set by the one above M ~ r / 2.
-GIVEN_RS, GIVEN_TRUNCATIONS = 32, 24
+#: in cap - r; its truncation points: ``epoch_chernoff.GIVEN_TRUNCATIONS``).
+GIVEN_RS = 32
 #: Bins of the one coordinate above M in ``_sum_tails``.
 GIVEN_BINS = 16
 
 
-def _given_one(w, h, t, cap, wc, H, m1, s):
+def _given_one(w, h, t, cap, wc, H, m1, s, tab=None):
     """(P, Q) bounds of ``over_cap`` by conditioning on the first coordinate X (masses w at k h):
     S > cap is R > cap - X for R the sum of the t - 1 others, independent of X, so
     Q(S > cap) = sum_x w(x) P(R > cap - x) and the P-mass E[X; S > cap] = sum_x x w(x) P(R > cap - x)
@@ -351,7 +321,7 @@ def _given_one(w, h, t, cap, wc, H, m1, s):
     # P(R > cap - x) falls fast -- sigma 0.5, t 100: 1.1e-8 on r alone, 3.5e-9 with both)
     rs = np.concatenate((np.geomspace(r0, float(cap), GIVEN_RS), float(cap) - np.geomspace(h, x_max, GIVEN_RS)))
     rs = np.unique(rs[(rs >= r0) & (rs <= top)])
-    tails = np.minimum.accumulate(_sum_tails(wc, H, t1, rs, m1, s, x_max))
+    tails = np.minimum.accumulate(_sum_tails(wc, H, t1, rs, m1, s, x_max, _table(wc, H, t) if tab is None else tab))
     y = float(cap) - x
     j = np.searchsorted(rs, y, side="right") - 1
     bound = np.where(j >= 0, tails[np.maximum(j, 0)], 1.0)
@@ -360,28 +330,30 @@ def _given_one(w, h, t, cap, wc, H, m1, s):
     return min(1.0, float(np.sum(x * w * bound)) * up), min(1.0, float(np.sum(w * bound)) * up)
 
 
-def _sum_tails(wc, H, t1, rs, m1, s, w_top):
+def _sum_tails(wc, H, t1, rs, m1, s, w_top, tab=None):
     """Upper bounds on P(R > r) at each r of ``rs`` for R the sum of t1 variables cut at w_top
     (majorant wc): the least of plain Chernoff and, at each truncation point M, of "two above M
     (union), or exactly one, X_i, above M with the others -- all at most M -- summing past
     r - X_i, or none, with the truncated sum above r" (``over_cap``'s split for the others' sum,
     X_i's range M .. w_top cut into GIVEN_BINS geometric bins, each taken at its top: the bins'
-    masses P(e_k < W < e_k+1) times Chernoff on the t1 - 1 others' truncated sum at r - e_k+1)."""
-    best = _chernoff_over_many(wc, H, t1, rs)[1]
+    masses P(e_k < W < e_k+1) times Chernoff on the t1 - 1 others' truncated sum at r - e_k+1).
+    The Chernoff bounds are ``tab``'s (default ``_table(wc, H, t1 + 1)``)."""
+    tab = _table(wc, H, t1 + 1) if tab is None else tab
+    best = tab.bounds(wc.size - 1, 0.0, 0.0, t1, rs)[1]
 
     def sf(x, up):  # (P(W > x), rounded up or down)
         return math.exp(float(ka.log_sf(x, s, 0.0))) * ((1.0 + 1e-9) if up else (1.0 - 1e-9))
 
-    for q_m, _, wm in _truncations(wc, H, t1, m1, s, w_top, GIVEN_TRUNCATIONS):
-        q_all = _chernoff_over_many(wm, H, t1, rs, 0.0, FEW_LAMS)[1]
+    for q_m, _, k in _truncations(wc, H, t1, m1, s, w_top, GIVEN_TRUNCATIONS):
+        q_all = tab.bounds(k, q_m, 0.0, t1, rs)[1]
         best = np.minimum(best, (q_all + t1 * q_m) * (1.0 + 1e-12))
-        m = (wm.size - 1) * H
+        m = k * H
         if t1 < 2 or m >= w_top or q_m <= 0.0:
             continue
         edges = np.geomspace(m, w_top, GIVEN_BINS + 1)
         mass = np.array([max(0.0, sf(a, True) - sf(b, False)) for a, b in zip(edges[:-1], edges[1:])])
         ys = np.geomspace(H, max(float(rs.max()), 2.0 * H), 2 * GIVEN_RS)  # (the others' tail, a step function)
-        q_oth = np.minimum.accumulate(_chernoff_over_many(wm, H, t1 - 1, ys, 0.0, FEW_LAMS)[1])
+        q_oth = np.minimum.accumulate(tab.bounds(k, q_m, 0.0, t1 - 1, ys)[1])
         y = rs[:, None] - edges[None, 1:]
         k = np.searchsorted(ys, y, side="right") - 1
         tail = np.where(k >= 0, q_oth[np.maximum(k, 0)], 1.0)
@@ -452,93 +424,3 @@ def cap_room(s: float, t: int, w_max: float, var: float, tail: float) -> float:
         if over_cap(wu, h, t, cap, ROOM_POINTS * h, s, 0.0)[0] <= 1e3 * tail:
             return r
     return CAP_ROOMS[-1]
-
-# --- Chernoff above the lattice cap (``balls_in_bins.Epoch``) and for the rungs ---------------------
-#: Points of the majorant the cap's bound is computed on (``_chernoff_over``): its spacing is at
-#: most 8 h on the longest lattices, which adds <= 16 h^2 to Var W (a 1e-5 fraction at the
-#: default spacing), while the sums cost 8 times less than on the lattice itself.
-COARSE_CAP = 1 << 16
-#: Points of the coarse log-lam grid (then three finer grids around each least value, STAGE
-#: points each over the two neighbouring cells: the search's spacing ends ~ 0.01 in log lam, where
-#: a lam off the best loosens a bound of e^-40 by ~ 0.1 %; any lam > 0 gives a valid bound).
-GRID, STAGE, STAGES = 25, 17, 3
-#: The rungs' lam grid (many caps, one table): spacing ~ 0.03 in log lam.
-RUNG_LAMS = 801
-
-
-def _lam_range(w, x, t, cap_lo, cap_hi):
-    """(lo, hi) of log lam: on the scale of 1/cap, and of 1/sd(S) (a light-tailed S, large
-    sigma: the best lam is about (cap - E S) / Var S, far above 1/cap)."""
-    h = x[1] - x[0] if x.size > 1 else 1.0
-    sd = math.sqrt(max(t * (dot(w, x * x) - dot(w, x) ** 2), 1e-300))
-    return (math.log(min(1e-6 / max(cap_hi, 1e-12), 1e-2 / max(sd, h))),
-            math.log(max(1e3 / max(cap_lo, 1e-12), 1e3 / max(sd, h))))
-
-
-def _chernoff_over(w, h, t, cap):
-    """Upper bounds on the P-mass E_Q[S/t; S > cap] and the Q-mass Q(S > cap) of the sum of t
-    iid lattice variables with masses w (sub-probability): for every lam > 0,
-    Q(S > cap) <= e^{-lam cap} M(lam)^t and E_Q[S/t; S > cap] <= e^{-lam cap} M'(lam) M(lam)^(t-1),
-    M the lattice MGF; the least over a grid of lam (``_chernoff_logs``: each rounded up by its
-    rounding).  Lattices longer than COARSE_CAP are first spread onto a coarser one
-    (``coarse_majorant``: larger in convex order, and e^{lam x}, x e^{lam x} are convex for
-    x, lam >= 0, so both bounds only grow).  Both logs are convex in lam, so a coarse grid finds
-    each one's basin and finer grids around its least point narrow it."""
-    if w.size > COARSE_CAP:
-        w, h = coarse_majorant(w, h, COARSE_CAP)
-    x = np.arange(w.size) * h
-    lo_l, hi_l = _lam_range(w, x, t, cap, cap)
-    caps = np.array([float(cap)])
-    best = [1.0, 1.0]  # (P-mass, Q-mass)
-    grid = np.linspace(lo_l, hi_l, GRID)
-    first = _chernoff_logs(w, h, t, caps, np.exp(grid))
-    for which in (0, 1):
-        ll, vals = grid, first[which][0]
-        v = float(vals.min())
-        for _ in range(STAGES):
-            i = int(np.argmin(vals))
-            ll = np.linspace(ll[max(i - 1, 0)], ll[min(i + 1, ll.size - 1)], STAGE)
-            vals = _chernoff_logs(w, h, t, caps, np.exp(ll))[which][0]
-            v = min(v, float(vals.min()))
-        best[which] = min(1.0, math.exp(min(v, 0.0)) * (1 + 1e-12))
-    return best[0], best[1]
-
-
-def _chernoff_over_many(w, h, t, caps, dm0: float = 0.0, lams: int = RUNG_LAMS):
-    """``_chernoff_over`` at each cap of ``caps`` (arrays (P-bounds, Q-bounds)), on one table of
-    RUNG_LAMS values of lam spanning all of them (w is short here: ``coarse_majorant``); ``dm0``
-    is added to M' (``_chernoff_logs``)."""
-    caps = np.asarray(caps, dtype=np.float64)
-    x = np.arange(w.size) * h
-    lo_l, hi_l = _lam_range(w, x, t, float(caps.min()), float(caps.max()))
-    lp, lq = _chernoff_logs(w, h, t, caps, np.exp(np.linspace(lo_l, hi_l, lams)), dm0)
-    out = []
-    for lg in (lp, lq):
-        out.append(np.minimum(1.0, np.exp(np.minimum(lg.min(axis=1), 0.0)) * (1 + 1e-12)))
-    return out[0], out[1]
-
-
-def _chernoff_logs(w, h, t, caps, lams, dm0: float = 0.0):
-    """(log P-bounds, log Q-bounds) of ``_chernoff_over``, arrays (caps x lams), rounded up:
-    M and M' within r = (w.size + 2 |lam| x_max + 3 CHERNOFF_BLOCK + 6) u relative
-    (``chernoff_sums``: its exponentials and sums; ``dm0`` added to M'), raised to
-    the power t; the logs and the sum 2u of their magnitudes; plus 1e-12 by the caller (+inf
-    where the MGF overflows: no bound at that lam).  (A flat 1e-12 relative was exceeded: 2.0e-12
-    at sigma 2, t 1000, 6894 lattice points, tests/test_rounding_constants_more.py.)"""
-    m, dm = np.empty(lams.size), np.empty(lams.size)
-    charge(w.size * lams.size)  # (on the one meter: a product and two multiply-adds a term, ~ a unit)
-    ka.chernoff_sums(np.ascontiguousarray(w, dtype=np.float64), float(h), lams, m, dm)
-    dm += dm0  # (a non-negative term more: its rounding is the 2u added to r below)
-    ok = np.isfinite(m) & np.isfinite(dm) & (m > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lm = np.where(ok, np.log(np.where(ok, m, 1.0)), 0.0)
-        pos = ok & (dm > 0)
-        ldm = np.where(pos, np.log(np.where(pos, dm, 1.0)), 0.0)
-    r = (w.size + 2.0 * np.abs(lams) * ((w.size - 1) * h) + 3.0 * ka.CHERNOFF_BLOCK + 6.0) * U
-    lc = caps[:, None] * lams[None, :]
-    lq = t * lm - lc + t * r + 2 * U * (t * np.abs(lm) + np.abs(lc) + 2.0)
-    lp = ((t - 1) * lm + ldm - lc + t * r
-          + 2 * U * ((t - 1) * np.abs(lm) + np.abs(ldm) + math.log(t) + np.abs(lc) + 3.0))
-    lp = np.where(pos, lp, -np.inf)
-    bad = ~ok
-    return np.where(bad, np.inf, lp), np.where(bad, np.inf, lq)
