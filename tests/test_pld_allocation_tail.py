@@ -124,7 +124,8 @@ def test_others_sum_beyond_the_lattice_is_at_finite_losses():
     3.6e-14 of P-mass an epoch, 7e-12 over 200 -- above δ, so the upper end was the Gaussian's
     802.8 for a lower end of 25.24.  The stand-in for the others' sum there (the lattice sum of t
     coordinates, each at most W_max) is at most t W_max: placed there, with the example's coordinate
-    in closed form, the interval is [25.243, 25.417]."""
+    in closed form, the interval was [25.243, 25.417]; with three coordinates above the top on the
+    grid too (and so a lower top), [25.2934, 25.3110]."""
     b = allocation.epsilon(0.42, 10000, 200 * 10000, 1e-12)
     assert 25.0 < b.lower <= b.upper < 1.01 * b.lower
 
@@ -320,6 +321,32 @@ def test_two_above_bins_dominate_the_exact_law(sigma, shift, w):
         # P(X > w, Y > w, max > b) = P(X > b) P(Y > w) + P(X > w) P(Y > b) - P(X > b) P(Y > b)
         exact = sf(b, shift) * pb + pa * sf(b, 0.0) - sf(b, shift) * sf(b, 0.0)
         assert float(out[j:].sum()) + beyond >= exact * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("sigma,shift,w", [(0.4, 1.0, 300.0), (0.45, 0.0, 2e3), (0.6, 1.0, 50.0), (1.0, 0.0, 20.0)])
+def test_three_above_bins_dominate_the_exact_law(sigma, shift, w):
+    """``three_tail_bins``: the mass of {X > w, Y > w, Y' > w} (log X ~ N(-s^2/2 + shift s^2, s^2),
+    log Y, log Y' unshifted) on the loss grid by log((3 max + r) / t), against scipy's normal laws:
+    its survival at every grid point is at least the exact one of that loss (itself at least the
+    loss log((X + Y + Y' + r) / t) of the event), and the masses sum to P(X > w) P(Y > w)^2."""
+    from sgmfast._kernels.pld import allocation_tail as kt
+
+    s, t, r, step, j_lo, n = 1.0 / sigma, 50.0, 60.0, 0.03, 0, 250
+    out = np.zeros(n)
+    beyond = kt.three_tail_bins(s, shift, w, t, r, 1.0, step, j_lo, n, out)
+
+    def sf(b, sh):  # P(X > b) for log X ~ N(-s^2/2 + sh s^2, s^2)
+        return float(norm.sf(math.log(b), -0.5 * s * s + sh * s * s, s))
+
+    pa, pb = sf(w, shift), sf(w, 0.0)
+    assert math.isclose(float(out.sum()) + beyond, pa * pb * pb, rel_tol=1e-9)
+    for j in range(n):  # survival above ell_{j-1}: what the bins from j up and beyond hold
+        b = max(w, (t * math.exp((j_lo + j - 1) * step) - r) / 3.0)
+        # P(all above w, max > b) = P(X > b) P(Y > w)^2 + P(w < X <= b) P(Y > b) (P(Y > w) + P(w < Y <= b))
+        # (sums of products: no cancellation at survivals far below P(all above w))
+        sa, sb = sf(b, shift), sf(b, 0.0)
+        exact = sa * pb * pb + (pa - sa) * sb * (pb + (pb - sb))
+        assert float(out[j:].sum()) + beyond >= exact * (1 - 1e-12) - 1e-300
 
 
 @pytest.mark.parametrize("sigma,t", [(0.4, 3), (0.5, 6), (0.7, 20)])

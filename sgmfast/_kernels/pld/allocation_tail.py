@@ -1,7 +1,8 @@
 """One balls-in-bins coordinate's heavy tail on the loss grid, in closed form (``pld.samplers.
 epoch_tail``): the lognormal mass of W above the lattice top, binned by the loss log((W + r) / t)
 for a rung r of the other coordinates' sum (``tail_bins``: connect-the-dots for the upper bound,
-each bin's mean of e^{-loss} for the lower), and two coordinates above it (``two_tail_bins``)."""
+each bin's mean of e^{-loss} for the lower), and two or three coordinates above it
+(``two_tail_bins``, ``three_tail_bins``)."""
 
 import math
 
@@ -9,7 +10,7 @@ from .._jit import jit
 from ..logmath import EPS64, NEG_INF, log_ndtr_diff, log_ndtr_diff_pairs, log_ndtr_pair
 from .allocation import _diff_err, _diff_err_pairs
 
-__all__ = ["tail_bins", "two_tail_bins"]
+__all__ = ["tail_bins", "two_tail_bins", "three_tail_bins"]
 
 
 @jit
@@ -197,4 +198,63 @@ def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
         out[j] += m * weight * (1.0 + e + 1e-12)
         za0, zb0 = za1, zb1
     m, e = _two_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
+    return m * weight * (1.0 + e + 1e-12)
+
+
+@jit
+def _three_terms(za0, za1, zb0, zb1, zaw, zbw):
+    """(mass, relative error) of F(1) - F(0) for F = A B^2 (``_two_terms``' A and B), as
+    (A(1) - A(0)) B(1)^2 + A(0) (B(1) - B(0)) (B(1) + B(0)): non-negative terms, each the exp of
+    sums of ``log_ndtr_diff`` (each within ``_diff_err`` relative; B(1)^2 twice its), the sums'
+    and the exps' rounding u (sum of magnitudes) + 4u each, the additions 4u more."""
+    m = 0.0
+    e = 0.0
+    if zb1 > zbw:
+        lb1 = log_ndtr_diff(zbw, zb1)
+        eb1 = _diff_err(zbw, zb1)
+        if za1 > za0 and lb1 != NEG_INF:
+            la = log_ndtr_diff(za0, za1)
+            if la != NEG_INF:
+                m += math.exp(la + 2.0 * lb1)
+                e = max(e, _diff_err(za0, za1) + 2.0 * eb1 + EPS64 * (abs(la) + 2.0 * abs(lb1) + 4.0))
+        if za0 > zaw and zb1 > zb0 and lb1 != NEG_INF:
+            la0, ld = log_ndtr_diff(zaw, za0), log_ndtr_diff(zb0, zb1)
+            if la0 != NEG_INF and ld != NEG_INF:
+                lb0 = log_ndtr_diff(zbw, zb0) if zb0 > zbw else NEG_INF
+                both = math.exp(lb1) + (math.exp(lb0) if lb0 != NEG_INF else 0.0)
+                eb0 = _diff_err(zbw, zb0) if lb0 != NEG_INF else 0.0
+                m += math.exp(la0 + ld) * both
+                e = max(e, _diff_err(zaw, za0) + _diff_err(zb0, zb1) + max(eb1, eb0)
+                        + EPS64 * (abs(la0) + abs(ld) + abs(lb1) + abs(lb0 if lb0 != NEG_INF else 0.0) + 12.0))
+    return m, e + 4.0 * EPS64
+
+
+@jit
+def three_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
+    """``two_tail_bins`` for three coordinates above w_max: log X ~ N(-s^2/2 + shift s^2, s^2) and
+    two of log Y ~ N(-s^2/2, s^2), independent, the mass of all three above w_max times ``weight``,
+    binned by log((3 M + r) / t), M the largest (at least the loss log((X + Y + Y' + r) / t)):
+    P(M <= b, all above) = A(b) B(b)^2 (``_three_terms``), the bins' M-boundaries b = (t e^{ell}
+    - r) / 3 moved down by ``tail_bins``' margin; rounded up by each term's error and 1e-12.
+    Returns the mass above the top point."""
+    lt = math.log(t)
+    s2 = s * s
+    ca, cb = (0.5 - shift) * s2, 0.5 * s2
+    lw = math.log(w_max)
+    zaw, zbw = (lw + ca) / s, (lw + cb) / s
+    za0, zb0 = zaw, zbw
+    for j in range(max(0, _first_bin(3.0 * w_max, r, lt, step, j_lo)), n):
+        ell = (j_lo + j) * step
+        bb = math.exp(ell + lt) - r
+        if bb <= 0.0:
+            continue
+        bb *= 1.0 - (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(bb)) + (r + 1.0) / bb) + 1e-12)
+        lb = math.log(bb / 3.0)
+        za1, zb1 = (lb + ca) / s, (lb + cb) / s
+        if not za1 > za0:
+            continue
+        m, e = _three_terms(za0, za1, zb0, zb1, zaw, zbw)
+        out[j] += m * weight * (1.0 + e + 1e-12)
+        za0, zb0 = za1, zb1
+    m, e = _three_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
     return m * weight * (1.0 + e + 1e-12)

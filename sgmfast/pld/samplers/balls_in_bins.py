@@ -151,7 +151,7 @@ class Epoch:
         self.lo[m:] = _full(lower.result(), C)[:C - m]
         p_cut, q_cut = wins.charge(t)
         self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
-        p_out = epoch_tail.three_above(s, t, w_max)  # (two above: on the grid, ``epoch_tail._two_above``)
+        p_out = epoch_tail.four_above(s, t, w_max)  # (two, three above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         # (the P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
         self.p_out = min(1.0, (p_over + p_cut) * (1 + 1e-9))

@@ -37,7 +37,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
     level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
     ``common.budget_share``): a later level only runs where the budget has room for it.  W_max is
-    at most ``top`` t (or what three coordinates above it need; ``balls_in_bins.second_top``)."""
+    at most ``top`` t (or what four coordinates above it need; ``balls_in_bins.second_top``)."""
     s = 1.0 / sigma
     var = math.expm1(s * s)
     h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
@@ -52,6 +52,9 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     room = 2.0 if cut else epoch_tail.cap_room(s, t, w_max, var, tail)  # (room above W_max: see there)
     cap = t + room * w_max + 12.0 * math.sqrt(t * var) + 1.0
     w_max = min(w_max, cap)
+    # (a short lattice refines twice as fast: its work is small beside the loss grid's, and where
+    # W's mass sits far below h its width is first order in h -- ``CHEAP_LATTICE``)
+    h = min(h, max(h * 0.5 ** (refine / 2), cap / CHEAP_LATTICE))
     most = min(MAX_LATTICE << refine, MAX_LATTICE_FINE)
     afford = budget * budget_share()
     while True:
@@ -69,7 +72,7 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
     low = window_low(t, var)
     if max(cap - low, w_max) / h > most:
         # keep the lattice: coarser spacing, and a lower top (its tail is charged exactly)
-        # (never below what three coordinates above it need, ``epoch_tail.least_top``; cut, with few steps the
+        # (never below what four coordinates above it need, ``epoch_tail.least_top``; cut, with few steps the
         # cap keeps room for a second large coordinate: at cap = t + W_max + ..., sigma 0.4, t 2
         # took 2.2e-5 of P-mass to +inf by Chernoff on S > cap; else as ``epoch_tail.cap_room`` says)
         w_max = min(w_max, max(0.5 * most * h, epoch_tail.least_top(s, t, tail)))
@@ -87,6 +90,11 @@ def _fit(s, t, var, tail, cut, h, w_max, cap, most):
 ROOM_H_MAX = 0.25
 #: Fewest lattice points ``_lattice`` goes down to for the budget.
 MIN_LATTICE = 1 << 16
+#: Lattices up to this many points (0 .. cap) halve h at every level instead of taking sqrt(1/2):
+#: sigma 0.4, t 2, 200 epochs, δ 1e-12 (cap 789) read [744.280, 745.457] at h 0.057 (level 5),
+#: [744.650, 745.311] at h 0.014, a width proportional to h, while the loss step of level 1 was as
+#: good as level 5's for 1/16 of the work.
+CHEAP_LATTICE = 1 << 16
 
 
 def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:

@@ -16,7 +16,8 @@ carries the event "every W_j <= W_max"; what it cuts is
   (``_two_above``, with R below the stochastic rungs below; their P-mass was charged at +inf,
   and its budget kept W_max -- and the lattice's spacing -- high).
 
-Three coordinates above W_max are charged at +inf by the caller (``three_above``).
+Two or three coordinates above W_max: ``_two_above``.  Four are charged at +inf by the caller
+(``four_above``).
 
 Upper bound: at each point r of ``epoch_sums.upper_sums`` the P'-mass of W_i > W_max goes to
 log((W_i + r) / t) and the Q-mass of W_j > W_max, times r, the same way, rounded up on the grid
@@ -103,12 +104,14 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     # with that Q-mass at t W_max, the most ``upper_sums``' stand-in for R (the lattice sum of t
     # coordinates, each at most W_max, shifted down by a mean) can be there -- moving its mass up
     # keeps it above R in increasing convex order; at +inf, 3.6e-14 an epoch held sigma 0.42,
-    # t 10^4, 200 epochs, δ 1e-12 at eps = +inf --, another's above W_max with that weight at
-    # +inf; at most t P(W > W_max) of the P-mass p_out the caller charges for the lattice's cuts)
-    q_w = math.exp(float(ka.log_sf(w_max, s, 0.0))) * (1.0 + 1e-9)
-    beyond, none = t * epoch.p_out * q_w * scale * (1.0 + 1e-9), np.empty(0)
-    beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(t * w_max) * (1.0 + 4 * U),
+    # t 10^4, 200 epochs, δ 1e-12 at eps = +inf --, and another's above W_max with that weight,
+    # there too (at +inf, 4.6e-13 an epoch held sigma 0.4, t 1000, 200 epochs, δ 1e-12 at +inf
+    # once W_max was set by four coordinates above it, not three, and the cap came down with it))
+    beyond, none, top_r = 0.0, np.empty(0), float(t * w_max) * (1.0 + 4 * U)
+    beyond += kt.tail_bins(s, 1.0, w_max, float(t), top_r,
                            float((epoch.q_cut + epoch.q_over) * scale) * (1.0 + 1e-9), step, j_lo, n, True, pess, none)
+    beyond += kt.tail_bins(s, 0.0, w_max, float(t), top_r, float(t * epoch.p_out * scale) * (1.0 + 1e-9), step, j_lo, n,
+                           True, pess, none)
     for r, m in zip(r_up, m_up):
         beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, True, pess, none)
         beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(r * m) * (1.0 + 4 * U), step, j_lo, n, True,
@@ -145,26 +148,30 @@ def _two_above(epoch, step: float, j_lo: int, n: int, pess: np.ndarray) -> float
     t - 1 others, the rest's sum below the unshifted rungs (t - 1 cut variables bound t - 2); or
     two of the t - 1 others, the rest -- the example's cut coordinate and t - 3 others -- below the
     shifted rungs.  On each, S <= 2 M + R for M the larger of the two: its P-mass is put at
-    log((2 M + r) / t) per rung (``two_tail_bins``; union bounds over the choices).  Returns the
-    mass above the grid."""
+    log((2 M + r) / t) per rung (``two_tail_bins``; union bounds over the choices).  Three above
+    W_max likewise, S <= 3 M + R (``three_tail_bins``): the example's and two of the others over
+    the unshifted rungs, or three of the others over the shifted ones.  Returns the mass above the
+    grid."""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     beyond = 0.0
-    for shifted, choices in ((False, t - 1), (True, 0.5 * (t - 1) * (t - 2))):
-        if choices <= 0:
-            continue
-        r_all, w_all = epoch.tail_rungs(shifted)
-        charge(PER_BIN_DISCRETISE * n * r_all.size)
-        for r, wgt in zip(r_all, w_all):
-            beyond += kt.two_tail_bins(s, 0.0 if shifted else 1.0, w_max, float(t), float(r),
-                                       float(wgt) * choices * (1.0 + 1e-12), step, j_lo, n, pess)
+    for kernel, cases in ((kt.two_tail_bins, ((False, t - 1), (True, math.comb(t - 1, 2)))),
+                          (kt.three_tail_bins, ((False, math.comb(t - 1, 2)), (True, math.comb(t - 1, 3))))):
+        for shifted, choices in cases:
+            if choices <= 0:
+                continue
+            r_all, w_all = epoch.tail_rungs(shifted)
+            charge(PER_BIN_DISCRETISE * n * r_all.size)
+            for r, wgt in zip(r_all, w_all):
+                beyond += kernel(s, 0.0 if shifted else 1.0, w_max, float(t), float(r),
+                                 float(wgt) * float(choices) * (1.0 + 1e-12), step, j_lo, n, pess)
     return beyond
 
 
-def three_above(s: float, t: int, w_max: float) -> float:
-    """The P-mass of three coordinates above W_max (charged at +inf by the caller, union bounds):
-    the example's and two of the t - 1 others, or three of the others."""
+def four_above(s: float, t: int, w_max: float) -> float:
+    """The P-mass of four coordinates above W_max (charged at +inf by the caller, union bounds):
+    the example's and three of the t - 1 others, or four of the others."""
     q_w, p_w = math.exp(ka.log_sf(w_max, s, 0.0)), math.exp(ka.log_sf(w_max, s, 1.0))
-    return (0.5 * (t - 1) * (t - 2) * p_w * q_w * q_w + (t - 1) * (t - 2) * (t - 3) / 6.0 * q_w ** 3) * (1.0 + 1e-9)
+    return (math.comb(t - 1, 3) * p_w * q_w ** 3 + math.comb(t - 1, 4) * q_w ** 4) * (1.0 + 1e-9)
 
 
 def _truncated_tails(wc: np.ndarray, H: float, t1: int, caps: np.ndarray, m1: float, s: float, w_top: float,
@@ -372,15 +379,16 @@ def top_loss(s: float, t: int, tail: float, r: float) -> float:
 
 
 def least_top(s: float, t: int, tail: float) -> float:
-    """The least W_max (to a factor 1.1) at which three coordinates above it -- charged at +inf
-    (``three_above``) -- have at most 1000 truncation budgets ``tail`` (1e-4 of δ per epoch at
-    the default accuracy).  (Two above it were charged so before ``_two_above`` put them on the
-    grid; their budget set the top: sigma 0.434, t 201, 145 epochs, δ 6.5e-9 took W_max 5.8e5
-    and a lattice spacing of 1.1 for E[W] = 1, with an upper end of 1153 at level 0.  With W_max
-    cut to 1000 t regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at delta 1e-12.)"""
+    """The least W_max (to a factor 1.1) at which four coordinates above it -- charged at +inf
+    (``four_above``) -- have at most 1000 truncation budgets ``tail`` (1e-4 of δ per epoch at
+    the default accuracy).  (Two, then three above it were charged so before ``_two_above`` put
+    them on the grid; their budget set the top: sigma 0.434, t 201, 145 epochs, δ 6.5e-9 took
+    W_max 5.8e5 and a lattice spacing of 1.1 for E[W] = 1, with an upper end of 1153 at level 0;
+    sigma 0.4, t 3, 200 epochs, δ 1e-12 took 5.9e4 for the 300 of t 2.  With W_max cut to 1000 t
+    regardless, sigma 0.4, t 2 charged 3.3e-7 there: eps = +inf at delta 1e-12.)"""
     w = 2.0
     for _ in range(8000):
-        if three_above(s, t, w) <= 1e3 * tail or w > 1e300:
+        if four_above(s, t, w) <= 1e3 * tail or w > 1e300:
             return w
         w *= 1.1
     return w
