@@ -511,9 +511,10 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
     tops = first_tops(epochs)
 
     def attempt(level):
-        step = _loss_step(sigma, t, accuracy, level, eps())
+        e0 = eps()  # (the loss step for the answer as guessed now, and the lattice's size: ``_loss_step``)
         return on_tops(tops, lambda top: _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top),
-                       lambda grid: evaluate(epoch(sigma, t, *grid, tail()), step),
+                       lambda grid: evaluate(epoch(sigma, t, *grid, tail()), _loss_step(sigma, t, accuracy, level, e0,
+                                                                                        grid[2] / grid[0])),
                        lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
                        lambda: second_top(eps(), t, epochs), narrow)
 
