@@ -178,26 +178,42 @@ def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
     mass is the difference at its M-boundaries b = (t e^{ell} - r) / 2, moved down by
     ``tail_bins``' relative margin (so the mass put at ell_j has 2M + r <= t e^{ell_j} exactly)
     (``_two_terms``: each term within its error, rounded out by it and 1e-12)."""
+    return _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, int(2))
+
+
+@jit
+def _terms(k, za0, za1, zb0, zb1, zaw, zbw):
+    """``_two_terms`` (k = 2) or ``_three_terms`` (k = 3)."""
+    if k == 2:
+        return _two_terms(za0, za1, zb0, zb1, zaw, zbw)
+    return _three_terms(za0, za1, zb0, zb1, zaw, zbw)
+
+
+@jit
+def _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, k):
+    """``two_tail_bins`` (k = 2) and ``three_tail_bins`` (k = 3): the k coordinates' mass binned by
+    log((k M + r) / t), the M-boundaries b = (t e^{ell} - r) / k (k = 2: a multiplication by 0.5,
+    exact; k = 3: a division, within u, inside the margin)."""
     lt = math.log(t)
     s2 = s * s
     ca, cb = (0.5 - shift) * s2, 0.5 * s2
     lw = math.log(w_max)
     zaw, zbw = (lw + ca) / s, (lw + cb) / s
     za0, zb0 = zaw, zbw
-    for j in range(max(0, _first_bin(2.0 * w_max, r, lt, step, j_lo)), n):
+    for j in range(max(0, _first_bin(k * w_max, r, lt, step, j_lo)), n):
         ell = (j_lo + j) * step
         bb = math.exp(ell + lt) - r
         if bb <= 0.0:
             continue
         bb *= 1.0 - (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(bb)) + (r + 1.0) / bb) + 1e-12)
-        lb = math.log(0.5 * bb)
+        lb = math.log(0.5 * bb) if k == 2 else math.log(bb / k)
         za1, zb1 = (lb + ca) / s, (lb + cb) / s
         if not za1 > za0:
             continue
-        m, e = _two_terms(za0, za1, zb0, zb1, zaw, zbw)
+        m, e = _terms(k, za0, za1, zb0, zb1, zaw, zbw)
         out[j] += m * weight * (1.0 + e + 1e-12)
         za0, zb0 = za1, zb1
-    m, e = _two_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
+    m, e = _terms(k, za0, math.inf, zb0, math.inf, zaw, zbw)
     return m * weight * (1.0 + e + 1e-12)
 
 
@@ -237,24 +253,4 @@ def three_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
     P(M <= b, all above) = A(b) B(b)^2 (``_three_terms``), the bins' M-boundaries b = (t e^{ell}
     - r) / 3 moved down by ``tail_bins``' margin; rounded up by each term's error and 1e-12.
     Returns the mass above the top point."""
-    lt = math.log(t)
-    s2 = s * s
-    ca, cb = (0.5 - shift) * s2, 0.5 * s2
-    lw = math.log(w_max)
-    zaw, zbw = (lw + ca) / s, (lw + cb) / s
-    za0, zb0 = zaw, zbw
-    for j in range(max(0, _first_bin(3.0 * w_max, r, lt, step, j_lo)), n):
-        ell = (j_lo + j) * step
-        bb = math.exp(ell + lt) - r
-        if bb <= 0.0:
-            continue
-        bb *= 1.0 - (16.0 * EPS64 * (4.0 + abs(ell) + s2 + abs(math.log(bb)) + (r + 1.0) / bb) + 1e-12)
-        lb = math.log(bb / 3.0)
-        za1, zb1 = (lb + ca) / s, (lb + cb) / s
-        if not za1 > za0:
-            continue
-        m, e = _three_terms(za0, za1, zb0, zb1, zaw, zbw)
-        out[j] += m * weight * (1.0 + e + 1e-12)
-        za0, zb0 = za1, zb1
-    m, e = _three_terms(za0, math.inf, zb0, math.inf, zaw, zbw)
-    return m * weight * (1.0 + e + 1e-12)
+    return _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, int(3))

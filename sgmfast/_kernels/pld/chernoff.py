@@ -26,27 +26,13 @@ _U = 0.5 * EPS64  # (the unit round-off)
 def chernoff_sums(w, h, lams, m, dm):
     """M(lam) = sum_k w_k e^{lam x_k} and M'(lam) = sum_k w_k x_k e^{lam x_k} (x_k = k h) for
     each lam of ``lams``: the lattice law's MGF and its derivative, for Chernoff bounds
-    (``pld.samplers.epoch_tail``).  e^{lam x_k} is exp(lam x_k) at every CHERNOFF_BLOCK-th k and
-    the one before times e^{lam h} in between: within (2 lam x_k + 2 + 3 j) u for the j-th
+    (``pld.samplers.epoch_chernoff``).  e^{lam x_k} is exp(lam x_k) at every CHERNOFF_BLOCK-th k
+    and the one before times e^{lam h} in between: within (2 lam x_k + 2 + 3 j) u for the j-th
     product after an exact one (each product adds the ratio's (2 lam h + 2) u and its own u).
     Plain recursive sums of non-negative terms: each within (w.size - 1) u of its value; so both
     within (w.size + 2 lam x_max + 3 CHERNOFF_BLOCK + 2) u relative.  +inf where a term overflows."""
-    for i in range(lams.size):
-        lam = lams[i]
-        ratio = math.exp(lam * h)
-        a = 0.0
-        b = 0.0
-        e = 1.0
-        for k in range(w.size):
-            if k % CHERNOFF_BLOCK == 0:
-                e = math.exp(lam * (k * h))
-            else:
-                e = e * ratio
-            if w[k] > 0.0:
-                a += w[k] * e
-                b += w[k] * ((k * h) * e)
-        m[i] = a
-        dm[i] = b
+    ks = np.full(1, w.size - 1, dtype=np.int64)
+    _prefix_sums(w, h, lams, ks, m.reshape((1, m.size)), dm.reshape((1, dm.size)), m.reshape((1, m.size)), bool(False))
 
 
 @jit
@@ -56,6 +42,12 @@ def chernoff_prefix(w, h, lams, ks, m, dm, d2m):
     find the best lam: ``chernoff_least``).  m and dm are the same products and sums in the same
     order as ``chernoff_sums`` on that prefix, so within its (ks[j] + 1 + 2 lam ks[j] h +
     3 CHERNOFF_BLOCK + 2) u relative; +inf where a term overflows."""
+    _prefix_sums(w, h, lams, ks, m, dm, d2m, bool(True))
+
+
+@jit
+def _prefix_sums(w, h, lams, ks, m, dm, d2m, second):
+    """The pass of ``chernoff_sums`` and ``chernoff_prefix`` (d2m written only with ``second``)."""
     for i in range(lams.size):
         lam = lams[i]
         ratio = math.exp(lam * h)
@@ -72,11 +64,13 @@ def chernoff_prefix(w, h, lams, ks, m, dm, d2m):
             if w[k] > 0.0:
                 a += w[k] * e
                 b += w[k] * ((k * h) * e)
-                b2 += w[k] * ((k * h) * ((k * h) * e))
+                if second:
+                    b2 += w[k] * ((k * h) * ((k * h) * e))
             while j < ks.size and ks[j] == k:
                 m[j, i] = a
                 dm[j, i] = b
-                d2m[j, i] = b2
+                if second:
+                    d2m[j, i] = b2
                 j += 1
 
 
