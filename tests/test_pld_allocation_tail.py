@@ -508,7 +508,7 @@ def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
 def test_few_steps_tiny_delta_take_the_lower_top(sigma, delta):
     """One epoch of t = 3 at sigma 1-1.2 and δ down to 1e-12: the lattice topped at 1000 t cannot
     resolve the masses that set δ ([4.288, 5.676] at sigma 1.2, δ 1e-12); level 0 also evaluates
-    the lattice topped lower (``balls_in_bins.second_top``), above which the tail is in closed form.  Against the
+    the lattice topped lower (``epoch_grid.second_top``), above which the tail is in closed form.  Against the
     quadrature: bracketed, and within 2e-3."""
     b = allocation.epsilon(sigma, 3, 3, delta)
     assert _delta_remove_t3(sigma, b.lower) >= delta * (1 - 1e-4)

@@ -26,6 +26,7 @@ from ..._types import Bounds
 from ..common import refine_levels, resolved
 from ..grid.composition import eps_groups, recentred
 from . import balls_in_bins as bb, epoch_add, epoch_gauss as eg
+from .epoch_grid import first_tops, second_top
 
 #: work (seconds of ``_work`` units) a curve may spend refining: a few single queries' worth
 CURVE_BUDGET = 1.5 * bb.BUDGET
@@ -79,7 +80,7 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
     single query's (``balls_in_bins._levels``), level 0 also evaluates a second lattice top, from
     the answer ``eps()`` after the first, where at most ``LOW_TOP_EPOCHS`` epochs compose (``first_tops``); each
     count keeps the narrower ends, and the levels after refine the top of the narrower total."""
-    state = {"tops": bb.first_tops(epochs)}
+    state = {"tops": first_tops(epochs)}
 
     def on_lattice(grid, step, todo, lo, up):
         epoch = bb.epoch(sigma, t, *grid, tail())
@@ -99,7 +100,7 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
         lo, up = bb.on_tops(state["tops"],
                             lambda top: bb._lattice(sigma, t, accuracy, tail(), level, CURVE_BUDGET, top=top),
                             lambda grid: on_lattice(grid, step, todo, lo, up),
-                            lambda l, u: float(np.sum((u - l)[todo])), lambda: bb.second_top(eps(), t, epochs))
+                            lambda l, u: float(np.sum((u - l)[todo])), lambda: second_top(eps(), t, epochs))
         for i in np.flatnonzero(todo):
             # a count that a level narrowed by less than a quarter is done, as a single query
             # is (``refine_levels``: finer grids no longer pay there)

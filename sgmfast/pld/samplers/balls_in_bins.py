@@ -87,7 +87,8 @@ from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail, selected_lower
 from .epoch_gauss import (_gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless,
                           poisson_delta_guess, poisson_guess)
-from .epoch_grid import BUDGET, MAX_GRID, TILTED_LOWER_TAIL, _lattice, _loss_step
+from .epoch_grid import (BUDGET, FINE_STEP_LATTICE, MAX_GRID, SAME_TOP, TILTED_LOWER_TAIL, _lattice, _loss_step,
+                         first_tops, second_top)
 from .epoch_power import CELL_UNITS, LOWER_CELL_REL, Shifted, Windows, _lower_power, _upper_power, lower_shift
 
 #: Cost of a refinement level over the one before: the lattice spacing falls by sqrt 2, its size limit
@@ -511,46 +512,21 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
     tops = first_tops(epochs)
 
     def attempt(level):
-        e0 = eps()  # (the loss step for the answer as guessed now, and the lattice's size: ``_loss_step``)
-        return on_tops(tops, lambda top: _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top),
-                       lambda grid: evaluate(epoch(sigma, t, *grid, tail()), _loss_step(sigma, t, accuracy, level, e0,
-                                                                                        grid[2] / grid[0])),
+        e0 = eps()  # (the loss step for the answer as guessed now)
+
+        def run(grid):  # (a long lattice's level not narrow: once more, the loss step a level finer)
+            ep = epoch(sigma, t, *grid, tail())
+            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0))
+            if grid[2] / grid[0] >= FINE_STEP_LATTICE and narrow is not None and not narrow(lo, up):
+                lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0))
+                lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
+            return lo, up
+
+        return on_tops(tops, lambda top: _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top), run,
                        lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
                        lambda: second_top(eps(), t, epochs), narrow)
 
     return attempt
-
-
-#: The second lattice top (x t) of ``_levels`` where the first is cut at 1000 t: TOP_PER_EXP times
-#: e^{eps / sqrt E} - 1 + 1/t for the answer eps of E epochs as the first top's evaluation left it
-#: -- for one epoch the W of one coordinate that alone makes the loss eps (the others at their mean);
-#: over E epochs one epoch's share of a heavy-tailed eps is taken as eps / sqrt E --, at most LOW_TOP
-#: and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form (``epoch_tail``;
-#: the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT floors can hide the
-#: masses that set a tiny δ (σ 1.2, t 100, 1 epoch, δ 1e-12: [1.466, 1.710] topped at 26 t,
-#: [1.5715, 1.5717] at 3.8 t; σ 1.2, t 3: [4.288, 5.676] at 1000 t; σ 1, t 100, 8 epochs: [3.5249,
-#: 3.5345] at 32 t (eps undivided), [3.5304, 3.5311] at 2.5 t).  Much lower, two coordinates above
-#: the top (``epoch_tail._two_above``, loose) start to count.  Some points are narrower on the first
-#: top (σ 0.422, t 2, 55 epochs), so level 0 evaluates both and keeps the narrower ends, and later
-#: levels refine the lattice of the narrower interval.  (bench/allocation_corners.py; 0.6 and 0.8
-#: times that W, eps / E, and the guess before the first evaluation were each wider at some of 20
-#: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1; σ 1, t 30, 5 epochs 1.05e-3 with
-#: eps undivided, 2.4e-4 over sqrt E.)
-LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
-#: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
-#: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
-LOW_TOP_EPOCHS = 8
-
-
-#: The lattice top (x t) over more than LOW_TOP_EPOCHS epochs (else 1000 and ``second_top``): where
-#: W's tail budget sets a higher W_max (sigma < ~0.6) it costs less and loses nothing -- sigma 0.4,
-#: t 100, 200 epochs, δ 0.01: [126.448, 126.652] in 0.29 work units, [126.449, 126.662] in 1.32 at 1000 t
-MANY_TOP = 100.0
-
-
-def first_tops(epochs: int) -> list:
-    """The lattice tops (x t) level 0 tries, None for ``second_top`` (``on_tops``)."""
-    return [1000.0, None] if epochs <= LOW_TOP_EPOCHS else [MANY_TOP]
 
 
 def on_tops(tops: list, grid_of, evaluate, width, second, done=None):
@@ -581,17 +557,6 @@ def on_tops(tops: list, grid_of, evaluate, width, second, done=None):
     for _, (lo2, up2) in runs[1:]:
         lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
     return lo, up
-
-
-#: A second top whose W_max is above this share of the first's builds about the same lattice again
-#: (sigma 0.569, t 409, 6 epochs, δ 5e-12: 1.63e4 against 1.70e4, 2 s of a 4.3 s query, no narrower).
-SAME_TOP = 0.8
-
-
-def second_top(eps: float, t: int, epochs: int) -> float:
-    """The second lattice top (x t) for the answer ``eps`` of ``epochs`` epochs (LOW_TOP,
-    TOP_PER_EXP, TOP_MIN)."""
-    return min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps / math.sqrt(epochs), 700.0)) + 1.0 / t)))
 
 
 def _tail_decade(scale: float) -> float:

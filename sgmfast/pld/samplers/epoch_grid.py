@@ -37,7 +37,7 @@ def _lattice(sigma: float, t: int, accuracy: float, tail: float, refine: int, bu
     t + W_max; h made coarser if the lattice would exceed MAX_LATTICE (still certified), and at
     level 0 while its epoch would cost more than ``budget`` (``epoch_cost``; scaled by
     ``common.budget_share``): a later level only runs where the budget has room for it.  W_max is
-    at most ``top`` t (or what four coordinates above it need; ``balls_in_bins.second_top``)."""
+    at most ``top`` t (or what four coordinates above it need; ``second_top``)."""
     s = 1.0 / sigma
     var = math.expm1(s * s)
     h = math.sqrt(0.2 * accuracy * var) * 0.5 ** (refine / 2)
@@ -97,15 +97,12 @@ MIN_LATTICE = 1 << 16
 CHEAP_LATTICE = 1 << 16
 
 
-def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf, points: float = 0.0) -> float:
+def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
     """The loss grid's spacing: the certified gap of connect-the-dots grows like
     step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``; STEP_VAR).
     Where that passes STEP_CAP (a large variance) the step is STEP_CAP or STEP_PER_EPS accuracy of
     the answer ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4,
-    t 2, δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units).
-    On a lattice of at least FINE_STEP_LATTICE ``points`` the step is a level finer."""
-    if points >= FINE_STEP_LATTICE:
-        refine += 1
+    t 2, δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
     s = 1.0 / sigma
     var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
     step = STEP_VAR * math.sqrt(3.0 * accuracy * var)
@@ -122,8 +119,55 @@ def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = 
 STEP_PER_EPS = 0.4
 STEP_CAP = 0.025
 STEP_VAR = 0.65
-#: Lattices (0 .. cap) of at least this many points take the loss step a level finer: their
+#: On lattices (0 .. cap) of at least this many points a level whose interval is not narrow is
+#: evaluated once more with the loss step a level finer (``balls_in_bins._levels``): their
 #: transforms cost far more than the loss grid's -- sigma 0.4, t 1000, 200 epochs, δ 1e-12 (2.9e5
 #: points) read [85.1262, 85.2226] at level 0, [85.1392, 85.2098] with the step halved for 2 % more
-#: work, and the next lattice level would have cost three times as much.
+#: work, and the next lattice level would have cost three times as much.  (Every such lattice's
+#: level 0 with the finer step took 10-20 % more time where it was narrow already.)
 FINE_STEP_LATTICE = 1 << 17
+
+
+# --- the lattice tops level 0 tries ------------------------------------------------------------
+#: The second lattice top (x t) of ``balls_in_bins._levels`` where the first is cut at 1000 t: TOP_PER_EXP times
+#: e^{eps / sqrt E} - 1 + 1/t for the answer eps of E epochs as the first top's evaluation left it
+#: -- for one epoch the W of one coordinate that alone makes the loss eps (the others at their mean);
+#: over E epochs one epoch's share of a heavy-tailed eps is taken as eps / sqrt E --, at most LOW_TOP
+#: and at least TOP_MIN.  Above the top, one coordinate's tail is in closed form (``epoch_tail``;
+#: the others' sum from the lattice, ``epoch_sums``); below it the lattice's FFT floors can hide the
+#: masses that set a tiny δ (σ 1.2, t 100, 1 epoch, δ 1e-12: [1.466, 1.710] topped at 26 t,
+#: [1.5715, 1.5717] at 3.8 t; σ 1.2, t 3: [4.288, 5.676] at 1000 t; σ 1, t 100, 8 epochs: [3.5249,
+#: 3.5345] at 32 t (eps undivided), [3.5304, 3.5311] at 2.5 t).  Much lower, two coordinates above
+#: the top (``epoch_tail._two_above``, loose) start to count.  Some points are narrower on the first
+#: top (σ 0.422, t 2, 55 epochs), so level 0 evaluates both and keeps the narrower ends, and later
+#: levels refine the lattice of the narrower interval.  (bench/allocation_corners.py; 0.6 and 0.8
+#: times that W, eps / E, and the guess before the first evaluation were each wider at some of 20
+#: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1; σ 1, t 30, 5 epochs 1.05e-3 with
+#: eps undivided, 2.4e-4 over sqrt E.)
+LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
+#: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
+#: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
+LOW_TOP_EPOCHS = 8
+
+
+#: The lattice top (x t) over more than LOW_TOP_EPOCHS epochs (else 1000 and ``second_top``): where
+#: W's tail budget sets a higher W_max (sigma < ~0.6) it costs less and loses nothing -- sigma 0.4,
+#: t 100, 200 epochs, δ 0.01: [126.448, 126.652] in 0.29 work units, [126.449, 126.662] in 1.32 at 1000 t
+MANY_TOP = 100.0
+
+
+def first_tops(epochs: int) -> list:
+    """The lattice tops (x t) level 0 tries, None for ``second_top`` (``balls_in_bins.on_tops``)."""
+    return [1000.0, None] if epochs <= LOW_TOP_EPOCHS else [MANY_TOP]
+
+
+#: A second top whose W_max is above this share of the first's builds about the same lattice again
+#: (``balls_in_bins.on_tops``)
+#: (sigma 0.569, t 409, 6 epochs, δ 5e-12: 1.63e4 against 1.70e4, 2 s of a 4.3 s query, no narrower).
+SAME_TOP = 0.8
+
+
+def second_top(eps: float, t: int, epochs: int) -> float:
+    """The second lattice top (x t) for the answer ``eps`` of ``epochs`` epochs (LOW_TOP,
+    TOP_PER_EXP, TOP_MIN)."""
+    return min(LOW_TOP, max(TOP_MIN, TOP_PER_EXP * (math.expm1(min(eps / math.sqrt(epochs), 700.0)) + 1.0 / t)))
