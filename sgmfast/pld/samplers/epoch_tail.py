@@ -418,7 +418,7 @@ CAP_ROOMS, ROOM_POINTS = (1.0, 1.25, 1.5, 2.0), 2048
 def cap_room(s: float, t: int, w_max: float, var: float, tail: float) -> float:
     """The least room r of CAP_ROOMS for the lattice cap t + r W_max + 12 sd(S) + 1 at which the
     P-mass above it (``over_cap`` on a coarse lattice of ROOM_POINTS, an estimate: the epoch's
-    own lattice charges its own) is at most 1000 budgets ``tail`` -- as ``least_top`` allows three
+    own lattice charges its own) is at most 1000 budgets ``tail`` -- as ``least_top`` allows four
     coordinates above W_max --, else the largest.  A heavy tail at a small budget needs the room:
     sigma 0.631, t 140, δ 4.9e-11 over 41 epochs charged 3.9e-11 an epoch above the cap at r = 1,
     and its upper end was +inf on every lattice (the Gaussian's 116.4 for [15.6, ...])."""
