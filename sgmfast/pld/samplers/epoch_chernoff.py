@@ -144,21 +144,21 @@ class _Table:
         lo = math.log(min(1e-6 / (t * x_max + H), 1e-2 / max(sd, H)))  # (``_lam_range``'s, any cap <= t x_max)
         hi = math.log(1e3 / H)
         self.lams = np.exp(np.linspace(lo, hi, int(math.ceil((hi - lo) / LAM_STEP)) + 1))
-        self.wc, self.H, self.rows, self.cost = wc, H, {}, 0.0
-        self._add(np.union1d(np.union1d(_truncation_points(wc, H, m1, TRUNCATIONS),
+        self.wc, self.H, self.rows = wc, H, {}
+        self.cost = self._add(np.union1d(np.union1d(_truncation_points(wc, H, m1, TRUNCATIONS),
                                         _truncation_points(wc, H, m1, GIVEN_TRUNCATIONS)), [wc.size - 1]))
 
-    def _add(self, ks: np.ndarray) -> None:
-        """Rows for the prefixes wc[0 .. k], k in ``ks`` (increasing)."""
+    def _add(self, ks: np.ndarray) -> float:
+        """Rows for the prefixes wc[0 .. k], k in ``ks`` (increasing); returns their work."""
         ks = np.ascontiguousarray(ks, dtype=np.int64)
         m, dm, d2m = (np.empty((ks.size, self.lams.size)) for _ in range(3))
-        self.cost += 1.5 * (int(ks[-1]) + 1) * self.lams.size  # (charged at each use: ``_table``)
         kc.chernoff_prefix(np.ascontiguousarray(self.wc, dtype=np.float64), float(self.H), self.lams, ks, m, dm, d2m)
         # (``chernoff_prefix``'s (k + 1 + 2 lam k H + 3 B + 2) u, and 2u for the additions of q_M
         # to M and of dm0 to M' in ``bounds``, each a non-negative term more; 4u spare as above)
         r = (ks[:, None] + 1.0 + 2.0 * self.lams[None, :] * (ks[:, None] * self.H) + 3.0 * kc.CHERNOFF_BLOCK + 8.0) * U
         for j, k in enumerate(ks.tolist()):
             self.rows[k] = (m[j], dm[j], d2m[j], r[j])
+        return 1.5 * (int(ks[-1]) + 1) * self.lams.size  # (a table's is charged at each use: ``_table``)
 
     def bounds(self, k: int, q0: float, dm0: float, t: int, caps) -> tuple[np.ndarray, np.ndarray]:
         """(P-bounds, Q-bounds) at each cap of ``caps`` for the sum of t coordinates of the law
@@ -166,8 +166,7 @@ class _Table:
         share, ``_chernoff_over``), each the least over the table's lams (``kc.chernoff_least``)."""
         caps = np.ascontiguousarray(caps, dtype=np.float64)
         if k not in self.rows:  # (a truncation point of another E[W]: only where a caller passes its own)
-            self._add(np.array([k]))
-            charge(1.5 * (k + 1) * self.lams.size)
+            charge(self._add(np.array([k])))
         m, dm, d2m, r = self.rows[k]
         out_p, out_q = np.empty(caps.size), np.empty(caps.size)
         charge(4 * self.lams.size + 64 * caps.size)  # (the slopes, then a bisection and 12 exponents a cap)
