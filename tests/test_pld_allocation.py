@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 from scipy.stats import norm
 
+import _normal as normal
 from sgmfast import pld
 from sgmfast.pld.samplers import balls_in_bins as allocation
 from sgmfast.pld.samplers import selected_lower
@@ -28,27 +29,28 @@ REF = Path(__file__).parent / "reference" / "allocation_pld_accounting.csv"
 
 def _t2_delta(sigma, eps):
     """Exact δ(eps) of one epoch with t = 2: max over the two directions of
-    E_Q[(S/2 - e^eps)_+] and E_Q[(1 - e^eps S/2)_+], S = W1 + W2, log W ~ N(-s^2/2, s^2)."""
+    E_Q[(S/2 - e^eps)_+] and E_Q[(1 - e^eps S/2)_+], S = W1 + W2, log W ~ N(-s^2/2, s^2)
+    (``norm``'s values one float at a time: ``_normal``)."""
     s = 1.0 / sigma
 
     def call(k):  # E[(W - k)_+]
         if k <= 0:
             return 1.0 - k
         d1 = (-math.log(k) + 0.5 * s * s) / s
-        return norm.cdf(d1) - k * norm.cdf(d1 - s)
+        return normal.cdf(d1) - k * normal.cdf(d1 - s)
 
     def put(k):  # E[(k - W)_+]
         if k <= 0:
             return 0.0
         d1 = (-math.log(k) + 0.5 * s * s) / s
-        return k * norm.cdf(-(d1 - s)) - norm.cdf(-d1)
+        return k * normal.cdf(-(d1 - s)) - normal.cdf(-d1)
 
     def w1(z):
         return math.exp(-0.5 * s * s + s * z)
 
-    rem = integrate.quad(lambda z: norm.pdf(z) * call(2 * math.exp(eps) - w1(z)), -40, 40, limit=400,
+    rem = integrate.quad(lambda z: normal.pdf(z) * call(2 * math.exp(eps) - w1(z)), -40, 40, limit=400,
                          epsabs=1e-15, epsrel=1e-11)[0] / 2
-    add = integrate.quad(lambda z: norm.pdf(z) * put(2 * math.exp(-eps) - w1(z)), -40, 40, limit=400,
+    add = integrate.quad(lambda z: normal.pdf(z) * put(2 * math.exp(-eps) - w1(z)), -40, 40, limit=400,
                          epsabs=1e-15, epsrel=1e-11)[0] * math.exp(eps) / 2
     return max(rem, add)
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 from scipy.stats import norm
 
+from _normal import cdf, pdf
 from sgmfast import calibrate, pld
 from sgmfast.pld import LooseBoundWarning
 from sgmfast.pld.samplers import shuffle
@@ -33,9 +34,10 @@ def _gauss_delta(eps: float, mu: float) -> float:
 
 def _max_stat_delta(eps: float, a: float, b: float, t: int) -> float:
     """max over directions of ∫ (f_P - e^eps f_Q)_+ for the epoch maximum (one coordinate N(m, 1),
-    t - 1 standard normal), by adaptive quadrature of the densities."""
+    t - 1 standard normal), by adaptive quadrature of the densities (``norm``'s values, one float at a
+    time: ``_normal``)."""
     def dens(x, m):
-        return norm.pdf(x - m) * norm.cdf(x) ** (t - 1) + (t - 1) * norm.cdf(x - m) * norm.cdf(x) ** (t - 2) * norm.pdf(x)
+        return pdf(x - m) * cdf(x) ** (t - 1) + (t - 1) * cdf(x - m) * cdf(x) ** (t - 2) * pdf(x)
 
     best = 0.0
     for m1, m2 in ((a, b), (b, a)):

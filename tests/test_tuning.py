@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from scipy import integrate, stats
 
+import _normal as normal
 from sgmfast import pld, tuning
 
 MNIST = dict(sigma=1.1, q=256 / 60000, steps=14062)
@@ -74,10 +75,11 @@ def test_one_run_is_the_run():
 
 def _exact_instance_delta(sigma, runs, eps, swap):
     """delta_A(eps) of one Gaussian release N(mu, sigma^2) (mu = 1 or 0), the best of K by the
-    release itself, by quadrature: density phi'(F(y)) p(y)."""
+    release itself, by quadrature: density phi'(F(y)) p(y) (``norm``'s values one float at a time:
+    ``_normal``)."""
     def dens(y, mu):
         z = (y - mu) / sigma
-        return math.exp(float(runs.log_dpgf(stats.norm.cdf(z)))) * stats.norm.pdf(z) / sigma
+        return math.exp(float(runs.log_dpgf(normal.cdf(z)))) * normal.pdf(z) / sigma
 
     m1, m0 = (0.0, 1.0) if swap else (1.0, 0.0)
     f = lambda y: max(dens(y, m1) - math.exp(eps) * dens(y, m0), 0.0)  # noqa: E731
