@@ -15,6 +15,8 @@ os.environ.setdefault("SGMFAST_PREWARM", "0")
 
 import ctypes  # noqa: E402
 import gc  # noqa: E402
+import hashlib  # noqa: E402
+import tempfile  # noqa: E402
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
@@ -25,6 +27,46 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("fixed", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("SGMFAST_HYPOTHESIS", "fixed"))
+
+
+def _compile_each_kernel_once():
+    """In the xdist workers: a kernel is compiled by one worker at a time (a lock file per kernel,
+    held while numba compiles it and writes it to its on-disk cache); a worker that needs a kernel
+    the other one is compiling waits, then loads it from the cache.  On an empty cache both
+    workers start on tests that need the same kernels (the PLD pipeline, the RDP order search),
+    and each compiled them itself: 16 kernels twice, ~40 s of CPU in a suite run (numba's compile
+    events, measured).  The compiled code is numba's either way: only who compiles it changes."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    try:
+        import fcntl
+
+        from numba.core import sigutils
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:  # (no fcntl on Windows: each worker compiles what it needs, as before)
+        return
+    tag = hashlib.sha1(ROOT.encode()).hexdigest()[:12]  # (this checkout's kernels: its own cache)
+    folder = pathlib.Path(tempfile.gettempdir()) / f"sgmfast-tests-compile-{tag}"
+    folder.mkdir(exist_ok=True)
+    compile_, held = Dispatcher.compile, set()
+
+    def compile_once(self, sig):
+        name = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
+        if tuple(sigutils.normalize_signature(sig)[0]) in self.overloads or name in held:
+            return compile_(self, sig)  # (in memory already, or this thread holds its lock)
+        with global_compiler_lock, open(folder / f"{name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes, or the worker ends)
+            held.add(name)
+            try:
+                return compile_(self, sig)  # (loads it from the cache if the other worker wrote it)
+            finally:
+                held.discard(name)
+
+    Dispatcher.compile = compile_once
+
+
+_compile_each_kernel_once()
 
 
 @pytest.fixture(autouse=True)
