@@ -7,6 +7,7 @@ never falls below it and the optimistic one never rises above it, and at the poi
 single tilt could not resolve δ the interval is tight and agrees with dp_accounting.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -98,6 +99,13 @@ HARD = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def _epsilon(sigma, q, steps, delta):
+    """``pld.epsilon`` at a HARD or SWEEP point, computed once in a worker for the three tests
+    below that check its interval (against dp_accounting, against δ queries, for its width)."""
+    return pld.epsilon(sigma, q, steps, delta)
+
+
 @pytest.mark.parametrize("sigma,q,steps,delta", HARD)
 def test_few_tail_events_against_dp_accounting(sigma, q, steps, delta):
     # dp_accounting's connect-the-dots PLD at a 2e-5 grid is a pessimistic estimate: the certified
@@ -108,7 +116,7 @@ def test_few_tail_events_against_dp_accounting(sigma, q, steps, delta):
     one = pl.from_gaussian_mechanism(sigma, pessimistic_estimate=True, value_discretization_interval=2e-5,
                                      sampling_prob=q, use_connect_dots=True)
     theirs = one.self_compose(steps).get_epsilon_for_delta(delta)
-    b = pld.epsilon(sigma, q, steps, delta)
+    b = _epsilon(sigma, q, steps, delta)
     assert b.lower <= theirs <= b.upper * 1.01
 
 
@@ -116,7 +124,7 @@ def test_few_tail_events_against_dp_accounting(sigma, q, steps, delta):
 def test_few_tail_events_delta_queries(sigma, q, steps, delta):
     # δ(eps) uses the same decomposition; its interval must agree with eps(δ)'s: at the upper eps
     # the true δ is <= delta, at the lower eps it is > delta
-    b = pld.epsilon(sigma, q, steps, delta)
+    b = _epsilon(sigma, q, steps, delta)
     at_up = pld.delta(sigma, q, steps, b.upper)
     at_lo = pld.delta(sigma, q, steps, b.lower)
     assert at_up.lower <= delta * (1 + 1e-12) and at_lo.upper >= delta * (1 - 1e-12)
@@ -143,7 +151,7 @@ SWEEP = [
 
 @pytest.mark.parametrize("sigma,q,steps,delta", HARD + SWEEP)
 def test_few_tail_events_and_sweep_regressions(sigma, q, steps, delta):
-    b = pld.epsilon(sigma, q, steps, delta)
+    b = _epsilon(sigma, q, steps, delta)
     assert 0 < b.lower <= b.upper
     assert b.upper - b.lower <= 1e-3 * b.upper
 
@@ -171,10 +179,12 @@ def test_direct_delta_brackets_the_exact_sum(theta):
     eps = np.array([-0.01, 0.0, 1e-9, 0.00123, 0.05, 0.1])
     up, lo = queries.delta_precise(G, eps), queries.delta_precise(H, eps)
     up_s, lo_s = queries.delta_bound(G, eps), queries.delta_bound(H, eps)
+    # each atom's tilted-back mass, the same 50-digit product for every eps (computed once)
+    mass = [mpmath.mpf(float(x)) * mpmath.exp(mpmath.mpf(0.3) - theta * mpmath.mpf((offset + k) * step))
+            for k, x in enumerate(t)]
     for i, e in enumerate(eps):
-        exact = mpmath.fsum(mpmath.mpf(float(x)) * mpmath.exp(mpmath.mpf(0.3) - theta * mpmath.mpf((offset + k) * step))
-                            * -mpmath.expm1(mpmath.mpf(float(e)) - mpmath.mpf((offset + k) * step))
-                            for k, x in enumerate(t) if (offset + k) * step > e)
+        exact = mpmath.fsum(mass[k] * -mpmath.expm1(mpmath.mpf(float(e)) - mpmath.mpf((offset + k) * step))
+                            for k in range(t.size) if (offset + k) * step > e)
         assert lo[i] <= exact <= up[i] and lo_s[i] <= exact <= up_s[i]
         assert up[i] - lo[i] <= 1e-10 * float(exact) + 1e-300
     # eps inside the bulk: the suffix sums' slack is ~n u of the mass above eps, the direct one
