@@ -46,12 +46,14 @@ def _accountant(steps, orders=None):
 
 
 def _mp_log_a(q, sigma, alpha):
-    """log A_alpha at an integer order by the binomial sum ([MTZ19] Sec. 3.3), 40 digits."""
+    """log A_alpha at an integer order by the binomial sum ([MTZ19] Sec. 3.3), 40 digits (the
+    binomial coefficients exact integers, 1 - q and 1 / (2 sigma^2) formed once a call)."""
     with mpmath.workdps(40):
         q, s = mpmath.mpf(q), mpmath.mpf(sigma)
         a = int(alpha)
-        am1 = sum(mpmath.binomial(a, j) * (1 - q) ** (a - j) * q ** j * mpmath.expm1(mpmath.mpf(j * j - j) / (2 * s * s))
-                  for j in range(2, a + 1))
+        p, inv2s2 = 1 - q, 1 / (2 * s * s)
+        am1 = mpmath.fsum(math.comb(a, j) * p ** (a - j) * q ** j * mpmath.expm1((j * j - j) * inv2s2)
+                          for j in range(2, a + 1))
         return mpmath.log1p(am1)
 
 
