@@ -71,15 +71,31 @@ _compile_each_kernel_once()
 
 @pytest.fixture(autouse=True)
 def _trim_after_each_test():
-    """After each test, the C heap's free pages go back to the system (``_trim_heap``), so a
-    worker's resident size does not carry one test's largest query into the next ones.  (Before,
-    glibc's mmap threshold was fixed at 1 MiB: every large block mapped on its own and unmapped
-    when freed, so each grid array came as fresh zeroed pages -- ~1.8e7 page faults and ~50 s of
-    system time a suite run.  Within a test the allocator now reuses the blocks it freed.  The
-    whole suite, warm kernel cache, both cores shared with other work, one run each: system time
-    95 -> 47 s, peak resident size of a worker 1.47 -> 1.56 GB.)"""
+    """After a test that left the worker 64 MiB or more above its size after the last trim, the
+    C heap's free pages go back to the system (``_trim_heap``), so a worker's resident size does
+    not carry one test's largest query into the next ones (a trim walks the whole heap, ~3 ms:
+    not after each of the ~3,800 tests).  (Before, glibc's mmap threshold was fixed at 1 MiB:
+    every large block mapped on its own and unmapped when freed, so each grid array came as fresh
+    zeroed pages -- ~1.8e7 page faults and ~50 s of system time a suite run.  Within a test the
+    allocator now reuses the blocks it freed.  The whole suite, warm kernel cache, both cores
+    shared with other work, one run each: system time 95 -> 47 s, peak resident size of a worker
+    1.47 -> 1.56 GB.)"""
     yield
-    _trim_heap()
+    if _resident() > _TRIMMED[0] + (64 << 20):
+        _trim_heap()
+        _TRIMMED[0] = _resident()
+
+
+_TRIMMED = [0]  # (the worker's resident size after its last trim)
+
+
+def _resident() -> int:
+    """This process's resident size in bytes (Linux: /proc/self/statm; elsewhere 0)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -92,6 +108,7 @@ def _release_caches_after_each_module():
     common.STEP_CACHE.clear()
     gc.collect()
     _trim_heap()
+    _TRIMMED[0] = _resident()
 
 
 def _trim_heap():
