@@ -144,25 +144,28 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
 
 
 @jit
-def _product(a0, a1, b0, b1):
+def _product(a0, a1, b0, b1, pa0, pa1, pb0, pb1):
     """(mass, relative error) of P(a0 < Z <= a1) P(b0 < Z <= b1), Z standard normal, as the exp
-    of the two ``log_ndtr_diff`` summed: each within ``_diff_err`` relative, the sum's rounding
-    u (|la| + |lb|) absolute in log, 4u for the exp."""
+    of the two ``log_ndtr_diff`` summed (from the boundaries' ``log_ndtr_pair`` pa0 .. pb1: the
+    same values): each within ``_diff_err`` relative, the sum's rounding u (|la| + |lb|) absolute
+    in log, 4u for the exp."""
     if not (a1 > a0 and b1 > b0):
         return 0.0, 0.0
-    la, lb = log_ndtr_diff(a0, a1), log_ndtr_diff(b0, b1)
+    la, lb = log_ndtr_diff_pairs(a0, a1, pa0, pa1), log_ndtr_diff_pairs(b0, b1, pb0, pb1)
     if la == NEG_INF or lb == NEG_INF:
         return 0.0, 0.0
-    return math.exp(la + lb), _diff_err(a0, a1) + _diff_err(b0, b1) + EPS64 * (abs(la) + abs(lb) + 4.0)
+    return (math.exp(la + lb), _diff_err_pairs(a0, a1, pa0, pa1) + _diff_err_pairs(b0, b1, pb0, pb1)
+            + EPS64 * (abs(la) + abs(lb) + 4.0))
 
 
 @jit
-def _two_terms(za0, za1, zb0, zb1, zaw, zbw):
+def _two_terms(za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw):
     """(mass, relative error) of F(1) - F(0) for F = A B, A(z) = P(zaw < Z <= z) and B the same
     with zbw (Z standard normal), as A(1) (B(1) - B(0)) + B(0) (A(1) - A(0)): non-negative
-    terms (``_product``), their sum's rounding 2u more."""
-    m1, e1 = _product(zaw, za1, zb0, zb1)
-    m2, e2 = _product(zbw, zb0, za0, za1)
+    terms (``_product``), their sum's rounding 2u more.  (pa0 .. pbw: each boundary's
+    ``log_ndtr_pair``.)"""
+    m1, e1 = _product(zaw, za1, zb0, zb1, paw, pa1, pb0, pb1)
+    m2, e2 = _product(zbw, zb0, za0, za1, pbw, pb0, pa0, pa1)
     return m1 + m2, max(e1, e2) + 2.0 * EPS64
 
 
@@ -182,11 +185,11 @@ def two_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out):
 
 
 @jit
-def _terms(k, za0, za1, zb0, zb1, zaw, zbw):
+def _terms(k, za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw):
     """``_two_terms`` (k = 2) or ``_three_terms`` (k = 3)."""
     if k == 2:
-        return _two_terms(za0, za1, zb0, zb1, zaw, zbw)
-    return _three_terms(za0, za1, zb0, zb1, zaw, zbw)
+        return _two_terms(za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw)
+    return _three_terms(za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw)
 
 
 @jit
@@ -200,6 +203,10 @@ def _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, k):
     lw = math.log(w_max)
     zaw, zbw = (lw + ca) / s, (lw + cb) / s
     za0, zb0 = zaw, zbw
+    # (each boundary's log-CDF pair once, carried to the next bin: the same values as
+    # ``log_ndtr_diff`` of each difference, a third of its normal CDFs)
+    paw, pbw = log_ndtr_pair(zaw), log_ndtr_pair(zbw)
+    pa0, pb0 = paw, pbw
     for j in range(max(0, _first_bin(k * w_max, r, lt, step, j_lo)), n):
         ell = (j_lo + j) * step
         bb = math.exp(ell + lt) - r
@@ -210,37 +217,40 @@ def _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, k):
         za1, zb1 = (lb + ca) / s, (lb + cb) / s
         if not za1 > za0:
             continue
-        m, e = _terms(k, za0, za1, zb0, zb1, zaw, zbw)
+        pa1, pb1 = log_ndtr_pair(za1), log_ndtr_pair(zb1)
+        m, e = _terms(k, za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw)
         out[j] += m * weight * (1.0 + e + 1e-12)
-        za0, zb0 = za1, zb1
-    m, e = _terms(k, za0, math.inf, zb0, math.inf, zaw, zbw)
+        za0, zb0, pa0, pb0 = za1, zb1, pa1, pb1
+    top = log_ndtr_pair(math.inf)
+    m, e = _terms(k, za0, math.inf, zb0, math.inf, zaw, zbw, pa0, top, pb0, top, paw, pbw)
     return m * weight * (1.0 + e + 1e-12)
 
 
 @jit
-def _three_terms(za0, za1, zb0, zb1, zaw, zbw):
+def _three_terms(za0, za1, zb0, zb1, zaw, zbw, pa0, pa1, pb0, pb1, paw, pbw):
     """(mass, relative error) of F(1) - F(0) for F = A B^2 (``_two_terms``' A and B), as
     (A(1) - A(0)) B(1)^2 + A(0) (B(1) - B(0)) (B(1) + B(0)): non-negative terms, each the exp of
-    sums of ``log_ndtr_diff`` (each within ``_diff_err`` relative; B(1)^2 twice its), the sums'
-    and the exps' rounding u (sum of magnitudes) + 4u each, the additions 4u more."""
+    sums of ``log_ndtr_diff`` (from the boundaries' ``log_ndtr_pair``, the same values; each
+    within ``_diff_err`` relative; B(1)^2 twice its), the sums' and the exps' rounding u (sum of
+    magnitudes) + 4u each, the additions 4u more."""
     m = 0.0
     e = 0.0
     if zb1 > zbw:
-        lb1 = log_ndtr_diff(zbw, zb1)
-        eb1 = _diff_err(zbw, zb1)
+        lb1 = log_ndtr_diff_pairs(zbw, zb1, pbw, pb1)
+        eb1 = _diff_err_pairs(zbw, zb1, pbw, pb1)
         if za1 > za0 and lb1 != NEG_INF:
-            la = log_ndtr_diff(za0, za1)
+            la = log_ndtr_diff_pairs(za0, za1, pa0, pa1)
             if la != NEG_INF:
                 m += math.exp(la + 2.0 * lb1)
-                e = max(e, _diff_err(za0, za1) + 2.0 * eb1 + EPS64 * (abs(la) + 2.0 * abs(lb1) + 4.0))
+                e = max(e, _diff_err_pairs(za0, za1, pa0, pa1) + 2.0 * eb1 + EPS64 * (abs(la) + 2.0 * abs(lb1) + 4.0))
         if za0 > zaw and zb1 > zb0 and lb1 != NEG_INF:
-            la0, ld = log_ndtr_diff(zaw, za0), log_ndtr_diff(zb0, zb1)
+            la0, ld = log_ndtr_diff_pairs(zaw, za0, paw, pa0), log_ndtr_diff_pairs(zb0, zb1, pb0, pb1)
             if la0 != NEG_INF and ld != NEG_INF:
-                lb0 = log_ndtr_diff(zbw, zb0) if zb0 > zbw else NEG_INF
+                lb0 = log_ndtr_diff_pairs(zbw, zb0, pbw, pb0) if zb0 > zbw else NEG_INF
                 both = math.exp(lb1) + (math.exp(lb0) if lb0 != NEG_INF else 0.0)
-                eb0 = _diff_err(zbw, zb0) if lb0 != NEG_INF else 0.0
+                eb0 = _diff_err_pairs(zbw, zb0, pbw, pb0) if lb0 != NEG_INF else 0.0
                 m += math.exp(la0 + ld) * both
-                e = max(e, _diff_err(zaw, za0) + _diff_err(zb0, zb1) + max(eb1, eb0)
+                e = max(e, _diff_err_pairs(zaw, za0, paw, pa0) + _diff_err_pairs(zb0, zb1, pb0, pb1) + max(eb1, eb0)
                         + EPS64 * (abs(la0) + abs(ld) + abs(lb1) + abs(lb0 if lb0 != NEG_INF else 0.0) + 12.0))
     return m, e + 4.0 * EPS64
 
