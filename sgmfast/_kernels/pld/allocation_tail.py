@@ -26,20 +26,21 @@ def _bin_mean_w(lw, e_w, lm, e_m, c, s, toward):
 
 
 @jit
-def _tail_split(w_bar, r, lt, ell_a, step, b):
+def _tail_split(w_bar, r, lt, ell_a, step, b, den):
     """The share of a ``tail_bins`` bin's mass (W <= b, E[W | bin] <= w_bar) put on the bin's
     upper point ell_a + step, the rest on ell_a: the connect-the-dots split that keeps the bin's
     mean of u = e^{-loss} = t / (W + r), rounded up.  (Splitting an atom into two that keep the
     mean of u is a spread in u, and δ = E_P[(1 - e^{eps} u_1 ... u_k)_+] is convex in each u: δ
     only grows; more on the upper point, only more.)  The mean of u is at least t / (E[W | bin] +
     r) (Jensen: 1 / (W + r) is convex) >= t / (min(b, w_bar) + r); the loss offset of that mean
-    above ell_a is taken up by 16 u of its terms, within [0, step]."""
+    above ell_a is taken up by 16 u of its terms, within [0, step].  ``den`` = -expm1(-step)
+    (the caller's, once for all bins)."""
     if not 0.0 < w_bar < math.inf:  # (no usable mean: the whole mass on the upper point)
         return 1.0
     lu = math.log(min(b, w_bar) + r)
     off = lu - lt - ell_a + 16.0 * EPS64 * (abs(lu) + abs(lt) + abs(ell_a) + 8.0) + 1e-12 * step
     off = min(step, max(0.0, off))
-    return min(1.0, -math.expm1(-off) / -math.expm1(-step) * (1.0 + 8.0 * EPS64) + 8.0 * EPS64)
+    return min(1.0, -math.expm1(-off) / den * (1.0 + 8.0 * EPS64) + 8.0 * EPS64)
 
 
 @jit
@@ -99,6 +100,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     b_prev = w_max
     p_prev, q_prev = log_ndtr_pair(z_prev), log_ndtr_pair(z_prev - s)
     sign = -1.0 if upper else 1.0
+    den = -math.expm1(-step)  # (``_tail_split``'s denominator)
     for j in range(max(-1, _first_bin(w_max, r, lt, step, j_lo)), n):
         ell = (j_lo + j + (0 if upper else 1)) * step  # (lower: bin j's upper boundary)
         b = math.exp(ell + lt) - r
@@ -121,7 +123,7 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
                     lw = log_ndtr_diff_pairs(z_prev - s, z - s, q_prev, q_z)
                     e_w = _diff_err_pairs(z_prev - s, z - s, q_prev, q_z)
                 if upper and j >= 1:  # (connect-the-dots between ell_{j-1} and ell_j)
-                    fp = _tail_split(_bin_mean_w(lw, e_w, lm, e_m, c, s, 1.0), r, lt, ell - step, step, b)
+                    fp = _tail_split(_bin_mean_w(lw, e_w, lm, e_m, c, s, 1.0), r, lt, ell - step, step, b, den)
                     out[j - 1] += m * (1.0 + e) * (1.0 - fp)
                     out[j] += m * (1.0 + e) * fp
                 elif upper:
