@@ -66,18 +66,19 @@ def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) 
     return np.unique(np.concatenate((np.clip(pts, x_lo, top), [top])))
 
 
-def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, rel: float):
+def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, rel: float, first: int = 0):
     """(r, m, scale): Q-masses m at points r, with what the lattice of S does not hold (the
     windows' cuts, above the cap) above R's sub-law in increasing convex order (module notes);
-    ``up`` the epoch's upper lattice of S (entries at k h), ``wu`` W's spread law (at k h), ``rel``
-    the points' spacing (``spacing``).  ``scale`` (>= 1 / wu's mass) is what the masses outside
+    ``up`` the epoch's upper lattice of S from its entry ``first`` on (entries at k h; zero
+    outside: those add nothing), ``wu`` W's spread law (at k h), ``rel`` the points' spacing
+    (``spacing``).  ``scale`` (>= 1 / wu's mass) is what the masses outside
     the lattice are to be multiplied by: the caller charges them (at +inf)."""
     k = np.arange(wu.size, dtype=np.float64)
     n = wu.size + 4
     mass_w = float(np.sum(wu)) * (1.0 - n * U)  # (rounded down: the masses divided by it grow)
     mean_w = float(np.dot(wu, k)) * h * (1.0 - (n + 4) * U) / (float(np.sum(wu)) * (1.0 + n * U))
     top = t * w_max * (1.0 + 4 * U)
-    x = np.clip(np.arange(up.size) * h * (1.0 + 4 * U) - mean_w * (1.0 - 1e-12), 0.0, top)
+    x = np.clip(np.arange(first, first + up.size) * h * (1.0 + 4 * U) - mean_w * (1.0 - 1e-12), 0.0, top)
     m = up / mass_w * (1.0 + 4 * U)
     keep = m > 0.0
     x, m = x[keep], m[keep]
@@ -95,11 +96,13 @@ def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, r
     return pts[keep], w[keep], 1.0 / mass_w * (1.0 + 4 * U)
 
 
-def lower_sums(lo: np.ndarray, h: float, t: int, eta: float, rho: float, w_max: float, rel: float):
+def lower_sums(lo: np.ndarray, h: float, t: int, eta: float, rho: float, w_max: float, rel: float,
+               first: int = 0):
     """(r, m): Q-masses m at points r > 0, below the reported others' sum R' in increasing convex
-    order (module notes); ``lo`` the epoch's lower lattice of S (entries at k h)."""
+    order (module notes); ``lo`` the epoch's lower lattice of S from its entry ``first`` on
+    (entries at k h; zero outside)."""
     scale = h * (1.0 - rho - 4 * U) * (t - 1) / t * (1.0 - 4 * U)
-    x = np.arange(lo.size) * scale - (t - 1) * eta * (1.0 + 1e-9)
+    x = np.arange(first, first + lo.size) * scale - (t - 1) * eta * (1.0 + 1e-9)
     keep = (lo > 0.0) & (x > 0.0)  # (dropped: only less mass)
     x, m = x[keep], lo[keep]
     if not x.size:
