@@ -439,7 +439,7 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     them; mass below the grid is dropped, mass at or above the top point moves down to it (the
     returned top mass).
 
-    Rounding: a bin's P- and Q-masses are sums of c atoms (c up to ~26,000 on the lattices
+    Rounding: a bin's P- and Q-masses are sums of c non-zero atoms (c up to ~26,000 on the lattices
     ``pld.allocation`` builds: ~C step), each term within (5 + sigma_s) u of the exact m x / t
     or m (m, s h, x = s h + shift, r = x / t and m r one rounding each; x's relative error is
     u (2 + sigma_s), sigma_s = |shift| / x when shift < 0 makes x a difference, else 0), and a
@@ -482,6 +482,8 @@ def _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second
     t_low = 0.0
     for si in range(q.shape[0]):
         m = q[si] + err if upper else max(q[si] - err, 0.0)
+        if m == 0.0:  # (an empty atom adds exactly 0 to every sum: no term, no rounding; the
+            continue  # windows leave most of a long lattice empty)
         x = si * h + shift
         if x <= 0.0:
             # S = 0: remove loss -inf (P-mass 0); add loss +inf (Q-mass m)
