@@ -99,10 +99,10 @@ LEVEL_GROWTH = 3.0
 STALL = 0.8
 
 
-def _nonzero_range(y: np.ndarray) -> tuple:
-    """(first, last + 1) of the non-zero entries of y, (0, 0) where there are none."""
+def _nonzero(y: np.ndarray) -> tuple:
+    """((first, last + 1), count) of the non-zero entries of y; the range (0, 0) where there are none."""
     nz = np.flatnonzero(y)
-    return (int(nz[0]), int(nz[-1]) + 1) if nz.size else (0, 0)
+    return ((int(nz[0]), int(nz[-1]) + 1) if nz.size else (0, 0)), int(nz.size)
 
 
 def _full(part, C: int) -> np.ndarray:
@@ -157,10 +157,11 @@ class Epoch:
         self.lo = np.zeros(C)  # (round-off taken off; moved up by m entries, S's lattice)
         self.lo[m:] = _full(lower.result(), C)[:C - m]
         p_cut, q_cut = wins.charge(t)
-        self.span = int(np.count_nonzero(self.up))  # (the entries the windows kept)
-        # (each lattice's non-zero entries lie in [first, last]: the passes over S's law start and
-        # end there -- a light tail's windows keep 2e5 of 7e6 entries, sigma 10, t 10^4)
-        self.up_nz, self.lo_nz = _nonzero_range(self.up), _nonzero_range(self.lo)
+        # (the entries the windows kept, ``span``; each lattice's non-zero entries lie in [first, last]:
+        # the passes over S's law start and end there -- a light tail's windows keep 2e5 of 7e6
+        # entries, sigma 10, t 10^4)
+        self.up_nz, self.span = _nonzero(self.up)
+        self.lo_nz = _nonzero(self.lo)[0]
         p_out = epoch_tail.four_above(s, t, w_max)  # (two, three above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         # (the P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
