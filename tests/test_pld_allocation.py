@@ -220,8 +220,8 @@ def test_where_no_lattice_fits_the_sum_statistic_bounds_below(sigma, t, steps, d
     the lower bound is at least the Gaussian of each epoch's output sum (a post-processing of a
     dataset pair's outputs), not 0, and the upper at most the Gaussian mechanism per epoch.  (At
     0.3323 a lattice now fits -- three coordinates above its top on the loss grid --, and its δ
-    at eps 1, ~0.996-1, is the suite's slowest query: ~8 s of binning W's tail: ~800 passes over
-    22,000-46,000 loss bins, two a point of the other coordinates' sum, at two loss steps.)"""
+    at eps 1, ~0.996-1, is one of the suite's slowest queries: ~3 s of binning W's tail, two
+    passes over 22,000-46,000 loss bins a point of the other coordinates' sum, at two loss steps.)"""
     b = allocation.epsilon(sigma, t, steps, delta)
     e = steps // t
     assert b.lower >= pld.epsilon(sigma * math.sqrt(t), 1.0, e, delta).lower > 0
