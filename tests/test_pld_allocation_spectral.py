@@ -3,7 +3,9 @@ rational arithmetic: the binomial law's powers are binomial, C(t m, k) p^k (1 - 
 p = 3/4 exactly (every mass of w = Bin(m, 3/4) is an integer over 4^m: exact in float64), so each
 certified entry-wise bound is checked against the correctly rounded true value.  The upper path's
 cyclic power wraps the mass above its length onto the entries (it only adds); the lower path's
-length is twice the lattice and takes the wrapped mass off by Chernoff."""
+covers S's support where that is at most twice the lattice, else it takes the wrapped mass off by
+Chernoff (the binomials of p = 1/4 below: S's mean 320, its support to 1280, lattices of 500 and
+400 entries)."""
 
 from fractions import Fraction
 from math import comb
@@ -18,9 +20,10 @@ def _binomial(m: int, p: Fraction):
     return [comb(m, k) * p ** k * (1 - p) ** (m - k) for k in range(m + 1)]
 
 
-@pytest.mark.parametrize("m,t,C", [(20, 7, 200), (20, 64, 1100), (12, 64, 700), (3, 400, 1300)])
-def test_spectral_power_brackets_the_exact_binomial(m, t, C):
-    p = Fraction(3, 4)
+@pytest.mark.parametrize("m,t,C,p", [(20, 7, 200, Fraction(3, 4)), (20, 64, 1100, Fraction(3, 4)),
+                                     (12, 64, 700, Fraction(3, 4)), (3, 400, 1300, Fraction(3, 4)),
+                                     (20, 64, 500, Fraction(1, 4)), (20, 64, 400, Fraction(1, 4))])
+def test_spectral_power_brackets_the_exact_binomial(m, t, C, p):
     w = np.array([float(x) for x in _binomial(m, p)])
     assert sum(Fraction(x) for x in w) == 1  # (exact in float64)
     exact = np.array([float(x) for x in _binomial(t * m, p)[:C]] + [0.0] * max(0, C - t * m - 1))
