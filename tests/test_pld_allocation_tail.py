@@ -417,10 +417,12 @@ def test_small_sums_dominate_the_exact_law_in_decreasing_convex_order(sigma):
 
     s, t, h = 1.0 / sigma, 2, 0.05
     ep = allocation.Epoch(sigma, t, h, 400.0, 820.0, 1e-15)
-    k0, atom, xs, ms = epoch_add.small_sums(ep.up, ep.h, s, t)
-    assert ms[0] <= 1e-250 < ep.up[0]
-    k = np.arange(ep.up.size) * ep.h
-    rest = ep.up.copy()
+    up = np.zeros(ep.C)  # (the upper lattice whole: the epoch keeps its non-zero entries)
+    up[ep.up_o:ep.up_o + ep.up.size] = ep.up
+    k0, atom, xs, ms = epoch_add.small_sums(up, ep.h, s, t)
+    assert ms[0] <= 1e-250 < up[0]
+    k = np.arange(up.size) * ep.h
+    rest = up.copy()
     rest[:k0], rest[k0] = 0.0, atom
     for a in np.geomspace(1e-3, (k0 + 3) * ep.h, 25):
         psi_star = float(np.sum(ms * np.maximum(a - xs, 0.0)) + np.sum(rest * np.maximum(a - k, 0.0)))
@@ -514,3 +516,45 @@ def test_few_steps_tiny_delta_take_the_lower_top(sigma, delta):
     assert _delta_remove_t3(sigma, b.lower) >= delta * (1 - 1e-4)
     assert _delta_remove_t3(sigma, b.upper) <= delta * (1 + 1e-4)
     assert b.upper - b.lower <= 2e-3 * b.upper
+
+
+def _add_law_whole(up, h, s, t, tail):
+    """``epoch_add.add_law`` on the whole lattice, as it was written before the epochs kept only
+    their non-zero entries: the reference for the windowed one."""
+    from sgmfast.pld.samplers import epoch_add
+
+    small = epoch_add.small_sums(up, h, s, t)
+    if small is None:
+        i_top = int(np.searchsorted(np.cumsum(up), tail, side="right"))
+        return up, None, min(max(i_top, 1), up.size - 1) * h
+    k0, atom, xs, ms = small
+    out = up.copy()
+    out[:k0], out[k0] = 0.0, atom
+    cum = np.cumsum(ms)
+    i = int(np.searchsorted(cum, tail, side="right"))
+    if i < xs.size:
+        return out, small, float(xs[max(i, 1)]) if xs.size > 1 else k0 * h
+    rest = float(cum[-1]) + np.cumsum(out[k0:])
+    return out, small, (k0 + min(int(np.searchsorted(rest, tail, side="right")), rest.size - 1)) * h
+
+
+@pytest.mark.parametrize("first,size,C,tail", [(0, 300, 400, 1e-9), (3, 40, 400, 1e-9), (50, 200, 400, 1e-9),
+                                               (70, 100, 400, 0.9), (0, 0, 400, 1e-9), (2, 10, 12, 1e-3),
+                                               (100, 50, 1000, 2.0)])
+def test_add_law_of_the_kept_entries_is_the_whole_lattices(first, size, C, tail):
+    """The add direction's law from an epoch's non-zero entries (offset, entries) is the one of
+    the whole lattice, entry for entry, with the same top -- windows below, across and above the
+    smallest sums ``small_sums`` re-places, none at all, the whole mass below ``tail``."""
+    from sgmfast.pld.samplers import epoch_add
+
+    sigma, t, h = 0.6, 5, 0.05
+    rng = np.random.default_rng(first * 7919 + size)
+    up = rng.random(size) * np.exp(-0.01 * np.arange(size))
+    up /= max(up.sum(), 1.0)
+    whole = np.zeros(C)
+    whole[first:first + size] = up
+    ref, ref_small, ref_top = _add_law_whole(whole, h, 1.0 / sigma, t, tail)
+    o, out, small, top = epoch_add.add_law(up, first, C, h, 1.0 / sigma, t, tail)
+    got = np.zeros(C)
+    got[o:o + out.size] = out
+    assert np.array_equal(got, ref) and top == ref_top and (small is None) == (ref_small is None)

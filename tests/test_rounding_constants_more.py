@@ -793,7 +793,7 @@ def test_lattice_bins_offset_within_err_r(C, h, t, step, add, shift):
     j_lo = int(math.floor(ells.min() / step)) - 1
     n = int(math.ceil(ells.max() / step)) - j_lo + 3
     oa, ob = np.empty(n), np.empty(n)
-    ka.lattice_bins(q, 0.0, h, shift, t, step, j_lo, n, add, False, oa, ob)
+    ka.lattice_bins(q, 0, 0.0, h, shift, t, step, j_lo, n, add, False, oa, ob)
     lt, lh = math.log(t), math.log(h + abs(shift))
     first = [mpmath.mpf(0)] * n
     second = [mpmath.mpf(0)] * n

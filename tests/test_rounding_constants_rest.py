@@ -298,9 +298,9 @@ def test_lattice_bins_sums(kind, add, shift):
     j_lo = int(math.floor(ells.min() / LB_STEP)) - 1
     n = int(math.ceil(ells.max() / LB_STEP)) - j_lo + 3
     oa, ob = np.empty(n), np.empty(n)
-    ka.lattice_bins(q, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, n, add, False, oa, ob)
+    ka.lattice_bins(q, 0, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, n, add, False, oa, ob)
     pa, pb = np.empty(n), np.empty(n)
-    p_top = ka.lattice_bins(q, 0.0, LB_H, 0.0, LB_T, LB_STEP, j_lo, n, add, True, pa, pb) if shift == 0.0 else 0.0
+    p_top = ka.lattice_bins(q, 0, 0.0, LB_H, 0.0, LB_T, LB_STEP, j_lo, n, add, True, pa, pb) if shift == 0.0 else 0.0
     bins = _lb_bins(x, LB_T, LB_STEP, j_lo, add)
     cnt = np.bincount(bins[(bins >= 0) & (bins < n - 1)], minlength=n)
     nonempty = np.nonzero(cnt)[0]
@@ -340,8 +340,8 @@ def test_lattice_bins_sums(kind, add, shift):
         # beyond: the atoms at or above the top point (a grid cut short by enough bins for ~20,000 atoms)
         m2 = n - 1 - int(np.searchsorted(np.cumsum(cnt[::-1]), 20000)) - 1
         a2, b2 = np.empty(m2), np.empty(m2)
-        top_lo = ka.lattice_bins(q, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, m2, add, False, a2, b2)
-        top_up = ka.lattice_bins(q, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, m2, add, True, a2, b2)
+        top_lo = ka.lattice_bins(q, 0, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, m2, add, False, a2, b2)
+        top_up = ka.lattice_bins(q, 0, 0.0, LB_H, shift, LB_T, LB_STEP, j_lo, m2, add, True, a2, b2)
         idx = np.nonzero(bins >= m2 - 1)[0]
         ex, _ = _lb_exact(q, idx, shift, add)
         if add:
@@ -362,7 +362,7 @@ def test_lattice_bins_sums(kind, add, shift):
         q3 = q.copy()
         q3[b_shift == 0] = 0.0
         a3, c3 = np.empty(m3), np.empty(m3)
-        ka.lattice_bins(q3, 0.0, LB_H, shift, LB_T, LB_STEP, j2, m3, add, True, a3, c3)
+        ka.lattice_bins(q3, 0, 0.0, LB_H, shift, LB_T, LB_STEP, j2, m3, add, True, a3, c3)
         idx = np.nonzero((b_shift < 0) & (x > 0))[0]
         low, _ = _lb_exact(q3, idx, shift, add)
         assert Fraction(a3[0]) >= low, (kind, add, a3[0], float(low))
@@ -716,7 +716,7 @@ def test_minorant_deflation():
     j_lo = int(math.floor(ells.min() / LB_STEP)) - 1
     n = int(math.ceil(ells.max() / LB_STEP)) - j_lo + 3
     oa, ob = np.empty(n), np.empty(n)
-    top = ka.lattice_bins(q, 0.0, LB_H * 8, -1e-7, LB_T, LB_STEP, j_lo, n, False, False, oa, ob)
+    top = ka.lattice_bins(q, 0, 0.0, LB_H * 8, -1e-7, LB_T, LB_STEP, j_lo, n, False, False, oa, ob)
     cases.append((LB_STEP, oa, ob, top))
     rng = np.random.default_rng(315)
     for trial in range(9):

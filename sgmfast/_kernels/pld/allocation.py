@@ -423,10 +423,11 @@ def _log_offset(ell_i, second, first, step):
 
 
 @jit
-def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
+def lattice_bins(q, first, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     """One epoch's PLD on the loss grid ell_j = j step (j = j_lo .. j_lo + n - 1) from the Q-law
-    of S on the lattice s h (masses q_s, each within +- err of the exact value), every atom
-    moved to s h + shift (the lower bound's eta correction).
+    of S on the lattice s h (masses q_s = q[s - first] for s = first .. first + q.size - 1, zero
+    elsewhere; each within +- err of the exact value), every atom moved to s h + shift (the lower
+    bound's eta correction).
 
     Remove: loss log(x / t) with P-mass (x / t) q_s, x = s h + shift; add: loss log(t / x) with
     Q-mass q_s.
@@ -455,13 +456,14 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     for i in range(n):
         out_a[i] = 0.0 if upper else -1.0
         out_b[i] = 0.0
-    first = np.zeros(n)  # per bin: first-measure mass
-    second = np.zeros(n)  # and second-measure mass
+    mass_a = np.zeros(n)  # per bin: first-measure mass
+    mass_b = np.zeros(n)  # and second-measure mass
     terms = np.zeros(n)  # and its sums' rounding, in EPS64 (sum over the atoms of 1 + sigma_s)
-    beyond, t_beyond, low, t_low = _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second, terms)
+    beyond, t_beyond, low, t_low = _bin_atoms(q, first, err, h, shift, t, lt, step, j_lo, n, add, upper, mass_a, mass_b,
+                                              terms)
     if upper:
         out_a[0] += low * (1.0 + 1e-12 + (t_low + 4.0) * EPS64)
-    _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b)
+    _write_bins(mass_a, mass_b, terms, j_lo, step, lt, lh, upper, out_a, out_b)
     e = (t_beyond + 4.0) * EPS64
     return beyond * (1.0 + 1e-12 + e) if upper else beyond * (1.0 - 1e-12 - e)
 
@@ -469,7 +471,7 @@ def lattice_bins(q, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
 # The two halves of ``lattice_bins`` are inlined into it (numba IR inlining): one compiled function,
 # as before it was split.
 @jit(inline="always")
-def _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second, terms):
+def _bin_atoms(q, origin, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second, terms):
     """``lattice_bins``' atoms into the bins j = 0 .. n - 2 of its loss grid: adds each atom's
     first- and second-measure masses (P and Q, Q and P when ``add``) to first[j] and second[j]
     and its rounding weight 1 + sigma_s to terms[j] (lt = log t).  Returns (beyond, t_beyond,
@@ -484,7 +486,7 @@ def _bin_atoms(q, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second
         m = q[si] + err if upper else max(q[si] - err, 0.0)
         if m == 0.0:  # (an empty atom adds exactly 0 to every sum: no term, no rounding; the
             continue  # windows leave most of a long lattice empty)
-        x = si * h + shift
+        x = (origin + si) * h + shift  # (the lattice point origin + si: an integer, a float exactly)
         if x <= 0.0:
             # S = 0: remove loss -inf (P-mass 0); add loss +inf (Q-mass m)
             if add and upper:

@@ -99,18 +99,17 @@ LEVEL_GROWTH = 3.0
 STALL = 0.8
 
 
-def _nonzero(y: np.ndarray) -> tuple:
-    """((first, last + 1), count) of the non-zero entries of y; the range (0, 0) where there are none."""
-    nz = np.flatnonzero(y)
-    return ((int(nz[0]), int(nz[-1]) + 1) if nz.size else (0, 0)), int(nz.size)
-
-
-def _full(part, C: int) -> np.ndarray:
-    """A windowed power (offset, entries) on the whole lattice 0 .. C-1 (zero elsewhere)."""
+def _window(part, C: int, shift: int = 0):
+    """(first, entries, count): a power's (offset, entries), moved up by ``shift`` lattice entries and
+    cut to the lattice 0 .. C-1, as its entries from the first non-zero one to the last (a copy:
+    zeros elsewhere), and the count of its non-zero entries."""
     o, y = part
-    out = np.zeros(C)
-    out[o:o + y.size] = y[:max(0, C - o)]
-    return out
+    o += shift
+    y = y[:max(0, C - o)]
+    nz = np.flatnonzero(y)
+    if not nz.size:
+        return 0, np.zeros(0), 0
+    return o + int(nz[0]), y[nz[0]:nz[-1] + 1].copy(), int(nz.size)
 
 
 class Epoch:
@@ -119,7 +118,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "up_nz", "lo_nz")
+                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "up_o", "lo_o")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -135,7 +134,7 @@ class Epoch:
         self.eta, self.rho = float(eta), float(rho)
         self.t, self.h, self.C = t, h, C
         # (every partial sum cut to its window, ``epoch_power``: what the cuts remove is charged
-        # below; the arrays are put back on the whole lattice 0 .. C-1, zero outside the window)
+        # below; each lattice is kept as its non-zero entries, ``_window``)
         wins = Windows(wu, h, t, C)
         # (the lower on a second core; untilted where its flat round-off floor holds at most ``tail``
         # of mass in all, else the tilted powers count too: a heavy-tailed W's δ is set far below the
@@ -151,17 +150,15 @@ class Epoch:
             over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
             big = over[0] > 1e3 * tail
             ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, over[0], tail) if big else None
-            return _full(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), over, ladder
+            return _window(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), over, ladder
 
-        self.up, (p_over, q_over), self.ladder = lower.alongside(upper_side)
-        self.lo = np.zeros(C)  # (round-off taken off; moved up by m entries, S's lattice)
-        self.lo[m:] = _full(lower.result(), C)[:C - m]
+        # each lattice as its entries from the first non-zero one to the last, ``up`` from entry
+        # ``up_o`` (``lo``, ``lo_o``), zeros elsewhere: a light tail's windows keep 2e5 of 7e6 entries
+        # (sigma 10, t 10^4); ``span``, the upper's non-zero entries
+        (self.up_o, self.up, self.span), (p_over, q_over), self.ladder = lower.alongside(upper_side)
+        # (the lower: round-off taken off; moved up by m entries, S's lattice)
+        self.lo_o, self.lo, _ = _window(lower.result(), C, m)
         p_cut, q_cut = wins.charge(t)
-        # (the entries the windows kept, ``span``; each lattice's non-zero entries lie in [first, last]:
-        # the passes over S's law start and end there -- a light tail's windows keep 2e5 of 7e6
-        # entries, sigma 10, t 10^4)
-        self.up_nz, self.span = _nonzero(self.up)
-        self.lo_nz = _nonzero(self.lo)[0]
         p_out = epoch_tail.four_above(s, t, w_max)  # (two, three above: on the grid, ``epoch_tail._two_above``)
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         # (the P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
@@ -189,22 +186,22 @@ class Epoch:
 
     def _one_step(self, add: bool, step: float, tail: float) -> OneStep:
         t, h = self.t, self.h
-        n_s = self.up.size
+        n_s = self.C
         # the grid: from where the lower bound's first-measure mass exceeds ``tail`` (remove: the
         # mass below moves up pessimistically) to the top atom; add: the whole lattice
-        up, small = self.up, None
+        up_o, up, small = self.up_o, self.up, None
         if add:
             # the top: where the upper bound's Q-mass below S (loss above) passes ``tail``; what
             # lies beyond goes to +inf (``lattice_bins``).  A grid out to log(t / h) carried the
             # spread's far floor (~1e-17 at loss 7-13), which kept the composition's tilt small
             # and its upper bound wide (sigma 10, t 1000, 200 epochs, delta 1e-12: 1.12 for 0.087)
             lo_l = -math.log((n_s - 1) * h / t)
-            up, small, x_top = epoch_add.add_law(self.up, h, self.s, t, tail)  # (``epoch_add.small_sums``)
+            up_o, up, small, x_top = epoch_add.add_law(up, up_o, n_s, h, self.s, t, tail)  # (``epoch_add.small_sums``)
             hi_l = math.log(t / x_top)
         else:
             # (from the first non-zero entry: the zeros before it add exactly 0 to every prefix sum)
-            a0, a1 = self.lo_nz
-            cum = np.cumsum(self.lo[a0:a1] * (np.arange(a0, a1) * (h / t)))
+            a0 = self.lo_o
+            cum = np.cumsum(self.lo * (np.arange(a0, a0 + self.lo.size) * (h / t)))
             k = int(np.searchsorted(cum, tail))
             i0 = a0 + k if k < cum.size else n_s  # (tail > 0: never within the zeros before a0)
             i0 = min(max(i0, 1), n_s - 1)
@@ -222,14 +219,14 @@ class Epoch:
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
         # upper: the spread's power (its error already added); lower: the cells' power (minus
         # its error), every atom moved against the bound by t eta (remove: down, add: up)
-        p_inf = ka.lattice_bins(up, 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
+        p_inf = ka.lattice_bins(up, int(up_o), 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
         if small is not None:
             p_inf += epoch_add.place_small(small, t, step, j_lo, n, pess)
         # (and scaled by 1 -+ rho: the cells' means are within rho relative, ``w_lower``; 4u
         # more covers the rounding of the product, so the scaled spacing errs against the bound)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)
         h_lo = h * (1.0 + self.rho + 4 * U) if add else h * (1.0 - self.rho - 4 * U)
-        top = ka.lattice_bins(self.lo, 0.0, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
+        top = ka.lattice_bins(self.lo, int(self.lo_o), 0.0, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
         if add:
             # truncated Q-mass (module notes, steps 2-3): S > W_max on "some W_i > W_max", S > cap
             # beyond the lattice; the add loss log(t / S) is then below log(t / W_max) resp.

@@ -156,24 +156,35 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> list:
     return out
 
 
-def add_law(up: np.ndarray, h: float, s: float, t: int, tail: float):
-    """(lattice masses, ``small_sums``' atoms or None, x_top) of the add direction's law of S:
-    the lattice with its smallest sums re-placed where ``small_sums`` applies, and the least
-    sum x_top at which the law's mass below passes ``tail`` (the add grid's top is at loss
-    log(t / x_top); what lies above goes to +inf)."""
-    small = small_sums(up, h, s, t)
+def add_law(up: np.ndarray, first: int, C: int, h: float, s: float, t: int, tail: float):
+    """(first', masses, ``small_sums``' atoms or None, x_top) of the add direction's law of S: the
+    lattice of C entries whose non-zero ones are ``up`` from entry ``first`` (zero elsewhere),
+    with its smallest sums re-placed where ``small_sums`` applies, as masses from entry first'
+    on; and the least sum x_top at which the law's mass below passes ``tail`` (the add grid's
+    top is at loss log(t / x_top); what lies above goes to +inf)."""
+    head = np.zeros(min(SMALL_POINTS + 2, C))  # (the entries ``small_sums`` reads)
+    n = max(0, min(head.size - first, up.size))
+    head[first:first + n] = up[:n]
+    small = small_sums(head, h, s, t)
     if small is None:
-        i_top = int(np.searchsorted(np.cumsum(up), tail, side="right"))
-        return up, None, min(max(i_top, 1), up.size - 1) * h
+        i = int(np.searchsorted(np.cumsum(up), tail, side="right"))
+        i_top = C if i == up.size else first + i  # (the zeros around the entries: at or below tail)
+        return first, up, None, min(max(i_top, 1), C - 1) * h
     k0, atom, xs, ms = small
-    out = up.copy()
-    out[:k0], out[k0] = 0.0, atom
+    # the entries from k0 on, the smallest sums' place taken by the atom at k0 (zeros before it)
+    out = np.zeros(max(first + up.size, k0 + 1) - k0)
+    skip = max(0, k0 - first)
+    if skip < up.size:
+        out[first + skip - k0:first + up.size - k0] = up[skip:]
+    out[0] = atom
     cum = np.cumsum(ms)
     i = int(np.searchsorted(cum, tail, side="right"))
     if i < xs.size:
-        return out, small, float(xs[max(i, 1)]) if xs.size > 1 else k0 * h
-    rest = float(cum[-1]) + np.cumsum(out[k0:])
-    return out, small, (k0 + min(int(np.searchsorted(rest, tail, side="right")), rest.size - 1)) * h
+        return k0, out, small, float(xs[max(i, 1)]) if xs.size > 1 else k0 * h
+    rest = float(cum[-1]) + np.cumsum(out)
+    i = int(np.searchsorted(rest, tail, side="right"))
+    i = C - k0 if i == rest.size else i
+    return k0, out, small, (k0 + min(i, C - k0 - 1)) * h
 
 
 def place_small(small, t: int, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:

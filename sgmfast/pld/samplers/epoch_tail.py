@@ -94,9 +94,9 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     coordinate above W_max with P'-mass m and another's with Q-mass r m.)"""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     rel = epoch_sums.spacing(s, w_max, step)
-    (u0, u1), (l0, l1) = epoch.up_nz, epoch.lo_nz  # (the lattices' non-zero entries)
-    r_up, m_up, scale = epoch_sums.upper_sums(epoch.up[u0:u1], epoch._wu, epoch.h, t, w_max, rel, u0)
-    r_lo, m_lo = epoch_sums.lower_sums(epoch.lo[l0:l1], epoch.h, t, epoch.eta, epoch.rho, w_max, rel, l0)
+    # (the lattices' non-zero entries, from their first)
+    r_up, m_up, scale = epoch_sums.upper_sums(epoch.up, epoch._wu, epoch.h, t, w_max, rel, epoch.up_o)
+    r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.h, t, epoch.eta, epoch.rho, w_max, rel, epoch.lo_o)
     # (its work on the one meter: two passes per point over the bins above log((W_max + r) / t))
     first = (np.log(w_max + np.concatenate((r_up, r_lo))) - math.log(t)) / step - j_lo
     charge(PER_BIN_DISCRETISE * 2 * float(np.sum(n - np.clip(first, 0.0, n))))
