@@ -423,9 +423,9 @@ def _log_offset(ell_i, second, first, step):
 
 
 @jit
-def lattice_bins(q, first, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
+def lattice_bins(q, origin, err, h, shift, t, step, j_lo, n, add, upper, out_a, out_b):
     """One epoch's PLD on the loss grid ell_j = j step (j = j_lo .. j_lo + n - 1) from the Q-law
-    of S on the lattice s h (masses q_s = q[s - first] for s = first .. first + q.size - 1, zero
+    of S on the lattice s h (masses q_s = q[s - origin] for s = origin .. origin + q.size - 1, zero
     elsewhere; each within +- err of the exact value), every atom moved to s h + shift (the lower
     bound's eta correction).
 
@@ -456,14 +456,14 @@ def lattice_bins(q, first, err, h, shift, t, step, j_lo, n, add, upper, out_a, o
     for i in range(n):
         out_a[i] = 0.0 if upper else -1.0
         out_b[i] = 0.0
-    mass_a = np.zeros(n)  # per bin: first-measure mass
-    mass_b = np.zeros(n)  # and second-measure mass
+    first = np.zeros(n)  # per bin: first-measure mass
+    second = np.zeros(n)  # and second-measure mass
     terms = np.zeros(n)  # and its sums' rounding, in EPS64 (sum over the atoms of 1 + sigma_s)
-    beyond, t_beyond, low, t_low = _bin_atoms(q, first, err, h, shift, t, lt, step, j_lo, n, add, upper, mass_a, mass_b,
+    beyond, t_beyond, low, t_low = _bin_atoms(q, origin, err, h, shift, t, lt, step, j_lo, n, add, upper, first, second,
                                               terms)
     if upper:
         out_a[0] += low * (1.0 + 1e-12 + (t_low + 4.0) * EPS64)
-    _write_bins(mass_a, mass_b, terms, j_lo, step, lt, lh, upper, out_a, out_b)
+    _write_bins(first, second, terms, j_lo, step, lt, lh, upper, out_a, out_b)
     e = (t_beyond + 4.0) * EPS64
     return beyond * (1.0 + 1e-12 + e) if upper else beyond * (1.0 - 1e-12 - e)
 

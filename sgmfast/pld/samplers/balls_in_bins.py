@@ -213,8 +213,9 @@ class Epoch:
         n = j_hi - j_lo + 1
         if n > MAX_GRID:
             raise GridTooLarge("too many loss bins for one epoch")
-        # (the two lattice passes onto the grid: a log and an exp for each entry in the windows,
-        # a test for each of the zeros around them)
+        # (the two lattice passes onto the grid: a log and an exp for each non-zero entry; and 2 a
+        # lattice entry, as when the passes also tested the zeros around them: the planner's counts,
+        # and so its answers, stay as measured)
         charge(PER_BIN_DISCRETISE * (n + 2 * self.span) + 2 * n_s)
         pess, frac, amass = np.empty(n), np.empty(n), np.empty(n)
         # upper: the spread's power (its error already added); lower: the cells' power (minus
