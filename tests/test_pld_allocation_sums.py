@@ -43,7 +43,7 @@ def test_upper_points_are_above_the_sum_in_convex_order(seed, t, heavy):
     w_max = (wu.size - 1) * h
     exact = _power(wu, t - 1)  # R's sub-law on k h
     x_exact = np.arange(exact.size) * h
-    r, m, scale = epoch_sums.upper_sums(_power(wu, t), wu, h, t, w_max, float(rng.uniform(0.005, 0.2)))
+    r, m, scale = epoch_sums.upper_sums(_power(wu, t), 0, wu, h, t, w_max, float(rng.uniform(0.005, 0.2)))
     assert scale >= 1.0 / wu.sum()
     assert np.all(np.diff(r) > 0) and np.all(m > 0)
     assert r[-1] <= t * w_max * (1 + 1e-12)
@@ -62,9 +62,30 @@ def test_lower_points_are_below_the_reported_sum_in_convex_order(seed, t, heavy)
     w_max = (wl.size - 1) * h
     lat = _power(wl, t - 1)
     reported = np.arange(lat.size) * h * (1.0 - rho) - (t - 1) * eta  # (the least the reported sum can be)
-    r, m = epoch_sums.lower_sums(_power(wl, t), h, t, eta, rho, w_max, float(rng.uniform(0.005, 0.2)))
+    r, m = epoch_sums.lower_sums(_power(wl, t), 0, h, t, eta, rho, w_max, float(rng.uniform(0.005, 0.2)))
     assert np.all(r > 0) and np.all(m > 0)
     assert m.sum() <= lat.sum() * (1 + 1e-12)
     ks = np.linspace(-1.0, reported[-1] * 1.1, 400)
     ours, truth = _stop_loss(r, m, ks), _stop_loss(reported, lat, ks)
     assert np.all(ours <= truth * (1 + 1e-12) + 1e-300)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sums_of_the_kept_entries_are_the_whole_lattices(seed):
+    """An epoch keeps its lattices as their non-zero entries from the first (``Epoch.up``,
+    ``up_o``): the points and masses from those, with their first index, are the whole lattice's,
+    bit for bit."""
+    rng = np.random.default_rng(300 + seed)
+    h, t = float(rng.uniform(0.05, 0.5)), int(rng.integers(2, 12))
+    wu = _law(rng, int(rng.integers(8, 60)), bool(seed % 2))
+    w_max, rel = (wu.size - 1) * h, float(rng.uniform(0.005, 0.2))
+    whole = np.concatenate((np.zeros(int(rng.integers(1, 40))), _power(wu, t), np.zeros(5)))
+    nz = np.flatnonzero(whole)
+    kept, first = whole[nz[0]:nz[-1] + 1].copy(), int(nz[0])
+    for a, b in zip(epoch_sums.upper_sums(whole, 0, wu, h, t, w_max, rel),
+                    epoch_sums.upper_sums(kept, first, wu, h, t, w_max, rel)):
+        assert np.array_equal(a, b)
+    eta, rho = 1e-3 * h, 1e-4
+    for a, b in zip(epoch_sums.lower_sums(whole, 0, h, t, eta, rho, w_max, rel),
+                    epoch_sums.lower_sums(kept, first, h, t, eta, rho, w_max, rel)):
+        assert np.array_equal(a, b)

@@ -70,7 +70,7 @@ def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) 
     return np.unique(np.concatenate((np.clip(pts, x_lo, top), [top])))
 
 
-def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, rel: float, first: int = 0):
+def upper_sums(up: np.ndarray, first: int, wu: np.ndarray, h: float, t: int, w_max: float, rel: float):
     """(r, m, scale): Q-masses m at points r, with what the lattice of S does not hold (the
     windows' cuts, above the cap) above R's sub-law in increasing convex order (module notes);
     ``up`` the epoch's upper lattice of S from its entry ``first`` on (entries at k h; zero
@@ -100,8 +100,7 @@ def upper_sums(up: np.ndarray, wu: np.ndarray, h: float, t: int, w_max: float, r
     return pts[keep], w[keep], 1.0 / mass_w * (1.0 + 4 * U)
 
 
-def lower_sums(lo: np.ndarray, h: float, t: int, eta: float, rho: float, w_max: float, rel: float,
-               first: int = 0):
+def lower_sums(lo: np.ndarray, first: int, h: float, t: int, eta: float, rho: float, w_max: float, rel: float):
     """(r, m): Q-masses m at points r > 0, below the reported others' sum R' in increasing convex
     order (module notes); ``lo`` the epoch's lower lattice of S from its entry ``first`` on
     (entries at k h; zero outside)."""

@@ -95,8 +95,8 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
     rel = epoch_sums.spacing(s, w_max, step)
     # (the lattices' non-zero entries, from their first)
-    r_up, m_up, scale = epoch_sums.upper_sums(epoch.up, epoch._wu, epoch.h, t, w_max, rel, epoch.up_o)
-    r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.h, t, epoch.eta, epoch.rho, w_max, rel, epoch.lo_o)
+    r_up, m_up, scale = epoch_sums.upper_sums(epoch.up, epoch.up_o, epoch._wu, epoch.h, t, w_max, rel)
+    r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.lo_o, epoch.h, t, epoch.eta, epoch.rho, w_max, rel)
     # (its work on the one meter: two passes per point over the bins above log((W_max + r) / t))
     first = (np.log(w_max + np.concatenate((r_up, r_lo))) - math.log(t)) / step - j_lo
     charge(PER_BIN_DISCRETISE * 2 * float(np.sum(n - np.clip(first, 0.0, n))))
