@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import math
 from concurrent import futures
 
 import numpy as np
@@ -16,6 +17,13 @@ from ..grid.tilting import VAR_GROWTH, saddle_theta
 from ..grid.onestep import one_step
 from ..grid.two_stage import compose_two_stage, plan
 from .contract import Job
+
+
+#: the add direction's upper bound is read first on a grid this many times coarser (usually far
+#: enough below the remove direction's to leave it out), then, where that does not show it, on
+#: one ``ADD_NEXT`` times coarser, and only then on the query's grid
+ADD_FIRST = 16
+ADD_NEXT = 4
 
 
 class TiltedFFT:
@@ -101,8 +109,9 @@ class TiltedFFT:
     # (the grids are read off their spectra's bands where those are narrow: ``grid.banded``)
     def epsilon(self, job: Job, step: float, target: float, est: float) -> dict:
         """{direction: (lower, upper)} of eps(target), tilted towards ``est``.  The add
-        direction usually lies well below the remove one: a 4x coarser pessimistic grid often
-        shows that it cannot set the answer, and its lower bound is then not needed."""
+        direction usually lies well below the remove one: a pessimistic grid ``ADD_FIRST`` times
+        coarser, then one ``ADD_NEXT`` times coarser, often shows that it cannot set the answer
+        (its upper bound is below the remove direction's), and its lower bound is then not needed."""
         lo_e = 0.5 * est
 
         def eps(add, pess, at):
@@ -111,8 +120,15 @@ class TiltedFFT:
         if job.replace:
             g_up, g_lo = self.grid_pair(job, REPLACE, step, est, lo_e)
             return {REPLACE: (read_eps(g_lo, target, est), read_eps(g_up, target, est))}
-        # the coarse add grid is always read: built on a helper thread beside the remove pair
-        fut = add_pool().submit(contextvars.copy_context().run, eps, ADD, True, 4 * step) if two_cores() else None
+
+        def first_add():
+            try:
+                return eps(ADD, True, ADD_FIRST * step)
+            except (GridFailure, ArithmeticError):  # (the next grid decides)
+                return math.inf
+
+        # the coarsest add grid is always read: built on a helper thread beside the remove pair
+        fut = add_pool().submit(contextvars.copy_context().run, first_add) if two_cores() else None
         try:
             g_up, g_lo = self.grid_pair(job, REMOVE, step, est, lo_e)
             up_r = read_eps(g_up, target, est)
@@ -121,7 +137,9 @@ class TiltedFFT:
             if fut is not None:
                 futures.wait([fut])  # (its own failure, if any, is this one's consequence)
             raise
-        up_a = fut.result() if fut is not None else eps(ADD, True, 4 * step)
+        up_a = fut.result() if fut is not None else first_add()
+        if up_a > up_r:
+            up_a = min(up_a, eps(ADD, True, ADD_NEXT * step))
         lo_a = 0.0
         if up_a > up_r:
             fine = eps(ADD, True, step)
@@ -139,7 +157,12 @@ class TiltedFFT:
             return read_eps(self.grid(job, add, True, at, est, lo_e, True), target, est)
 
         up = eps(REMOVE, step)
-        up_a = eps(ADD, 4 * step)
+        try:
+            up_a = eps(ADD, ADD_FIRST * step)
+        except (GridFailure, ArithmeticError):
+            up_a = math.inf
+        if up_a > up:
+            up_a = min(up_a, eps(ADD, ADD_NEXT * step))
         if up_a > up:
             up = max(up, eps(ADD, step))
         return up
@@ -153,7 +176,12 @@ class TiltedFFT:
             return {REPLACE: (bound(REPLACE, False, step), bound(REPLACE, True, step))}
         up_r = bound(REMOVE, True, step)
         found = {REMOVE: (bound(REMOVE, False, step), up_r)}
-        up_a = bound(ADD, True, 4 * step)
+        try:
+            up_a = bound(ADD, True, ADD_FIRST * step)
+        except (GridFailure, ArithmeticError):
+            up_a = np.ones(eps.size)
+        if (up_a > up_r).any():
+            up_a = np.minimum(up_a, bound(ADD, True, ADD_NEXT * step))
         lo_a = np.zeros(eps.size)
         if (up_a > up_r).any():
             fine = bound(ADD, True, step)
