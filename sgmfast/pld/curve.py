@@ -355,7 +355,7 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
     share goes to each direction in proportion to its predicted work where not all fit (a
     checkpoint is narrow only where both main directions composed it: each then covers the same
     part of them).  The pair's bound is the larger direction's: the add direction's upper bound
-    (on a 4x coarser grid, as the engine first checks it) joins the main one's where it can
+    (on a 4x coarser grid, the engine's second check) joins the main one's where it can
     matter (``_sparse_add``), its first pass beside the pessimistic grids, a second one from
     what the three left.  Each budget sees only planned work: the answers do not depend on the
     threads' timing, or on which one-step grids are cached.  A grid that fails (too large, too

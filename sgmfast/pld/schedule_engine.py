@@ -269,7 +269,7 @@ class MixEngine(_MixDelta):
 
     def _eps_at(self, pl: Plan, step, tau, target, lo_target, est, level):
         """(lower, upper) of eps(target) on one grid step, tilted towards ``est`` (both
-        directions; the add direction first on a 4x coarser pessimistic grid, as ``TiltedFFT``);
+        directions; the add direction first on a 4x coarser pessimistic grid, as ``TiltedFFT``'s second);
         while the interval is wide and δ small, also with the engine's extra tilts (a bracket
         search, then a long window: ``engine.Engine._eps_at``)."""
         lo, up = self._eps_tilt(pl, step, tau, target, lo_target, est, level, VAR_GROWTH, False)
