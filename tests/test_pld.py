@@ -376,3 +376,32 @@ def test_delta_over_a_wide_eps_array_is_as_narrow_as_single_queries():
         s = pld.delta(sigma, q, steps, float(eps[i]))
         assert b.upper[i] - b.lower[i] <= 2.0 * (s.upper - s.lower) + 1e-300
         assert b.lower[i] <= s.upper and s.lower <= b.upper[i]
+
+
+@pytest.mark.parametrize("sigma,q,step,tau", [(1.0, 0.01, 5.12e-4, 1e-15), (0.7, 0.05, 1e-3, 1e-16),
+                                              (2.0, 0.2, 2e-3, 1e-18)])
+def test_coarse_far_tail_still_brackets_the_exact_step(sigma, q, step, tau):
+    """The one-step grid with its far tail binned COARSE_M times coarser (``onestep._coarse_tail``):
+    beyond the cut only every COARSE_M-th point carries mass, and the pessimistic and optimistic
+    δ(eps) of the remove direction -- eps up to the coarse region -- bracket the exact one-step
+    δ (mpmath), as on the uniform grid; both directions keep their mass."""
+    m = onestep.COARSE_M
+    one = onestep.one_step(sigma, q, False, step, tau)
+    assert one._pieces is not None  # (the parameters are chosen where the tail is coarsened)
+    core, tail = one._pieces[0][0], one._pieces[1][0]
+    cut = tail.j_lo * m  # the fine index where the coarse tail starts
+    ell = (one.j_lo + np.arange(one.pess.size)) * step
+    beyond = np.arange(one.pess.size) > cut - one.j_lo
+    assert (one.pess[beyond & ((one.j_lo + np.arange(one.pess.size)) % m != 0)] == 0).all()
+    assert one.pess[beyond].sum() > 0
+    for eps in np.linspace(0.05, ell[-1] - 0.1, 6):
+        exact = float(exact_remove(eps, q, sigma))
+        up = float(np.sum(one.pess * np.maximum(-np.expm1(eps - ell), 0.0))) + one.p_inf
+        lo = float(np.sum(one.opt * np.maximum(-np.expm1(eps - ell), 0.0)))
+        assert lo <= exact * (1 + 1e-12) and exact <= up * (1 + 1e-12), (eps, lo, exact, up)
+        assert up - lo <= 1e-3 * exact + 1e-13
+    for add in (False, True):
+        one = onestep.one_step(sigma, q, add, step, tau)
+        assert one._pieces is not None
+        assert one.opt.sum() <= 1.0 <= one.pess.sum() + one.p_inf
+        assert one.pess.sum() + one.p_inf == pytest.approx(1.0, abs=1e-9)
