@@ -379,7 +379,7 @@ def test_delta_over_a_wide_eps_array_is_as_narrow_as_single_queries():
 
 
 @pytest.mark.parametrize("sigma,q,step,tau", [(1.0, 0.01, 5.12e-4, 1e-15), (0.7, 0.05, 1e-3, 1e-16),
-                                              (2.0, 0.2, 2e-3, 1e-18)])
+                                              (2.0, 0.2, 5e-4, 1e-18), (0.5, 0.3, 2e-3, 1e-20)])
 def test_coarse_far_tail_still_brackets_the_exact_step(sigma, q, step, tau):
     """The one-step grid with its far tail binned COARSE_M times coarser (``onestep._coarse_tail``):
     beyond the cut only every COARSE_M-th point carries mass, and the pessimistic and optimistic
