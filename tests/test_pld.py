@@ -381,12 +381,13 @@ def test_delta_over_a_wide_eps_array_is_as_narrow_as_single_queries():
 @pytest.mark.parametrize("sigma,q,step,tau", [(1.0, 0.01, 5.12e-4, 1e-15), (0.7, 0.05, 1e-3, 1e-16),
                                               (2.0, 0.2, 5e-4, 1e-18), (0.5, 0.3, 2e-3, 1e-20)])
 def test_coarse_far_tail_still_brackets_the_exact_step(sigma, q, step, tau):
-    """The one-step grid with its far tail binned COARSE_M times coarser (``onestep._coarse_tail``):
-    beyond the cut only every COARSE_M-th point carries mass, and the pessimistic and optimistic
-    δ(eps) of the remove direction -- eps up to the coarse region -- bracket the exact one-step
-    δ (mpmath), as on the uniform grid; both directions keep their mass."""
+    """The one-step grid with its far tail binned COARSE_M times coarser (``onestep._coarse_tail``,
+    which runs of COARSE_MIN_STEPS steps or more take): beyond the cut only every COARSE_M-th
+    point carries mass, and the pessimistic and optimistic δ(eps) of the remove direction -- eps
+    up to the coarse region -- bracket the exact one-step δ (mpmath), as on the uniform grid; both
+    directions keep their mass."""
     m = onestep.COARSE_M
-    one = onestep.one_step(sigma, q, False, step, tau)
+    one = onestep.one_step(sigma, q, False, step, tau, True)
     assert one._pieces is not None  # (the parameters are chosen where the tail is coarsened)
     core, tail = one._pieces[0][0], one._pieces[1][0]
     cut = tail.j_lo * m  # the fine index where the coarse tail starts
@@ -401,7 +402,7 @@ def test_coarse_far_tail_still_brackets_the_exact_step(sigma, q, step, tau):
         assert lo <= exact * (1 + 1e-12) and exact <= up * (1 + 1e-12), (eps, lo, exact, up)
         assert up - lo <= 1e-3 * exact + 1e-13
     for add in (False, True):
-        one = onestep.one_step(sigma, q, add, step, tau)
+        one = onestep.one_step(sigma, q, add, step, tau, True)
         assert one._pieces is not None
         assert one.opt.sum() <= 1.0 <= one.pess.sum() + one.p_inf
         assert one.pess.sum() + one.p_inf == pytest.approx(1.0, abs=1e-9)

@@ -14,7 +14,7 @@ from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
 from ..grid.spectral import SpectralGrid, read_delta, read_eps
 from ..grid.tilting import VAR_GROWTH, saddle_theta
-from ..grid.onestep import one_step
+from ..grid.onestep import coarse_tail, one_step
 from ..grid.two_stage import compose_two_stage, plan
 from .contract import Job
 
@@ -91,7 +91,8 @@ class TiltedFFT:
         if two_cores() and plan(job.schedule, step, add, job.tau) is None:
             # the one-step pieces both grids compose; their optimistic masses on the thread that
             # composes the optimistic grid, while this one searches the tilt
-            ones = [one_step(sigma, q, add, step, job.tau) for sigma, q, _ in job.schedule]
+            coarse = coarse_tail(job.schedule)
+            ones = [one_step(sigma, q, add, step, job.tau, coarse) for sigma, q, _ in job.schedule]
             grid_pool().submit(_optimistic_masses, ones)
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
         if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():

@@ -16,14 +16,15 @@ left in the far tail (``grid_range``); that mass is accounted as above, never lo
 ``hybrid_step`` cuts one step into a core on the fine grid and tails on a coarse grid (spacing
 m * step, m a power of two, so shared edges are the same floats) for stages 4 and 5.
 
-``one_step`` bins the far tail -- beyond the point where about ``TAIL_COARSE * tau`` of P-mass is
-left -- ``COARSE_M`` times coarser, on every ``COARSE_M``-th grid point (``_coarse_tail``).  Each
-piece is discretised as above on its own bins; the pieces partition the loss line at one shared
-edge (the same float), so their sum is the discretisation of that partition, pessimistic and
-optimistic as before (connect-the-dots holds for bins of any width).  A wider bin spreads its
-mass further, but only where the composed loss has a kink inside it: far-tail bins hold
-~1e-10 of mass, and the intervals moved by <= 1e-7 relative on the bench points (bench/README),
-for ~40 % fewer bins, the one-step work that dominates short runs.
+For runs of at least ``COARSE_MIN_STEPS`` steps, ``one_step`` bins the far tail -- beyond the
+point where about ``TAIL_COARSE * tau`` of P-mass is left -- ``COARSE_M`` times coarser, on every
+``COARSE_M``-th grid point (``_coarse_tail``).  Each piece is discretised as above on its own
+bins; the pieces partition the loss line at one shared edge (the same float), so their sum is
+the discretisation of that partition, pessimistic and optimistic as before (connect-the-dots
+holds for bins of any width).  A wider bin spreads its mass further, but only where the composed
+loss has a kink inside it: far-tail bins hold ~1e-10 of mass, and the intervals moved by ~1e-8
+relative on the workloads (bench/README), for ~40 % fewer bins, the one-step work that
+dominates runs of ~1000 steps.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ TAIL_COARSE = 1e6
 TAIL_COARSE_MAX = 1e-9
 COARSE_M = 8
 COARSE_MIN_SAVED = 512
+COARSE_MIN_STEPS = 100  # (``coarse_tail``)
 
 
 def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) -> tuple[int, int]:
@@ -106,13 +108,22 @@ class OneStep:
         return self.pess if pess else self.opt
 
 
-def one_step(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) -> OneStep:
-    """One direction of one step on the grid, cached per (sigma, q, direction, step, tau)."""
-    key = (sigma, q, add, step, tau)
+def coarse_tail(schedule) -> bool:
+    """Whether a composition of ``schedule`` [(sigma, q, count)] takes one-step grids with a coarse
+    far tail (``one_step``'s ``coarse``): runs of at least ``COARSE_MIN_STEPS`` steps.  (In a few
+    steps eps is set by single steps' tails, and the wider bins there cost up to 8 % of the
+    interval's width at T = 5; past 100 steps at most 0.2 %, bench/README.)"""
+    return sum(c for _, _, c in schedule) >= COARSE_MIN_STEPS
+
+
+def one_step(sigma: float, q: float, add, step: float, tau: float = TAU_STEP, coarse: bool = False) -> OneStep:
+    """One direction of one step on the grid, cached per (sigma, q, direction, step, tau,
+    coarse); ``coarse``: the far tail binned ``COARSE_M`` times coarser (``_coarse_tail``)."""
+    key = (sigma, q, add, step, tau, coarse)
     hit = STEP_CACHE.get(key)
     if hit is None:
         j_lo, j_hi = grid_range(sigma, q, add, step, tau)
-        hit = _coarse_tail(sigma, q, add, step, tau, j_lo, j_hi) if add != REPLACE else None
+        hit = _coarse_tail(sigma, q, add, step, tau, j_lo, j_hi) if coarse and add != REPLACE else None
         if hit is None:
             hit = discretise(sigma, q, add, step, tau, j_lo, j_hi)
         cache_put(key, hit)

@@ -35,7 +35,7 @@ from ..._failures import GridFailure
 from ..._kernels.pld import tilt as kt
 from ..common import REMOVE, U, Grid, NotApplicable, log_binom
 from .composition import Composite, compose_parts
-from .onestep import hybrid_step, one_step
+from .onestep import coarse_tail, hybrid_step, one_step
 from .queries import sum_delta
 from .tilting import saddle_of
 from .two_stage import BlockPart, block, one_stage_core, tilt_pieces
@@ -70,7 +70,7 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal):
         return None
     sigma, q, count = schedule[0]
     # cheap test first: the one-step mass above the cut must allow few tail events
-    one = one_step(sigma, q, REMOVE, step, tau)
+    one = one_step(sigma, q, REMOVE, step, tau, coarse_tail(schedule))
     top = np.cumsum(one.pess[::-1])[::-1] + one.p_inf  # one-step mass at or above each point
     k = EVENT_MAX + 1
     above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])

@@ -20,7 +20,7 @@ import numpy as np
 from ..._kernels.pld import tilt as kt
 from ..._work import PER_BIN_MOMENTS, charge
 from ..common import dot
-from .onestep import hybrid_step, one_step
+from .onestep import coarse_tail, hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 
 THETA_MAX = 1e5
@@ -47,7 +47,7 @@ def _schedule_moments(schedule, add, step, tau):
             pieces = [(hyb.core.j_lo, hyb.core.pess, step)]
             pieces += [(x.j_lo, x.pess, m * step) for x in (hyb.low, hyb.high) if x is not None]
         else:
-            one = one_step(sigma, q, add, step, tau)
+            one = one_step(sigma, q, add, step, tau, coarse_tail(schedule))
             pieces = [(one.j_lo, one.pess, step)]
         parts.append((count, pieces))
 
