@@ -8,7 +8,7 @@ from concurrent import futures
 
 import numpy as np
 
-from ..._failures import GridFailure
+from ..._failures import GridFailure, WorkLimit
 from ..common import ADD, REMOVE, REPLACE, Grid, NotApplicable, add_pool, grid_pool, two_cores
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
@@ -125,6 +125,8 @@ class TiltedFFT:
         def first_add():
             try:
                 return eps(ADD, True, ADD_FIRST * step)
+            except WorkLimit:
+                raise
             except (GridFailure, ArithmeticError):  # (the next grid decides)
                 return math.inf
 
@@ -160,6 +162,8 @@ class TiltedFFT:
         up = eps(REMOVE, step)
         try:
             up_a = eps(ADD, ADD_FIRST * step)
+        except WorkLimit:
+            raise
         except (GridFailure, ArithmeticError):
             up_a = math.inf
         if up_a > up:
@@ -179,6 +183,8 @@ class TiltedFFT:
         found = {REMOVE: (bound(REMOVE, False, step), up_r)}
         try:
             up_a = bound(ADD, True, ADD_FIRST * step)
+        except WorkLimit:
+            raise
         except (GridFailure, ArithmeticError):
             up_a = np.ones(eps.size)
         if (up_a > up_r).any():

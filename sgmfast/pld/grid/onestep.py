@@ -163,7 +163,10 @@ def _coarse_tail(sigma, q, add, step, tau, j_lo, j_hi) -> OneStep | None:
 
 def _joined(pieces, n: int, pess: bool) -> np.ndarray:
     """The masses of ``pieces`` ((OneStep, stride, first index), in that order) summed onto n
-    grid points: each piece's point i at first + stride * i."""
+    grid points: each piece's point i at first + stride * i.  Only the point the pieces share
+    takes a sum, rounded once more (<= u relative): far inside the ``bins.MASS_SLACK`` (1e-12)
+    by which every mass was inflated (upper) or deflated (lower) over the few roundings of its
+    own sums (``discretise.discretise_direction``)."""
     out = np.zeros(n)
     for one, stride, at in pieces:
         p = one.masses(pess)
