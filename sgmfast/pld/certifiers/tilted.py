@@ -123,12 +123,7 @@ class TiltedFFT:
             return {REPLACE: (read_eps(g_lo, target, est), read_eps(g_up, target, est))}
 
         def first_add():
-            try:
-                return eps(ADD, True, ADD_FIRST * step)
-            except WorkLimit:
-                raise
-            except (GridFailure, ArithmeticError):  # (the next grid decides)
-                return math.inf
+            return _coarsest_add(lambda m: eps(ADD, True, m * step), math.inf)
 
         # the coarsest add grid is always read: built on a helper thread beside the remove pair
         fut = add_pool().submit(contextvars.copy_context().run, first_add) if two_cores() else None
@@ -141,7 +136,7 @@ class TiltedFFT:
                 futures.wait([fut])  # (its own failure, if any, is this one's consequence)
             raise
         up_a = fut.result() if fut is not None else first_add()
-        if up_a > up_r:
+        if up_a > up_r:  # (the next coarser grid)
             up_a = min(up_a, eps(ADD, True, ADD_NEXT * step))
         lo_a = 0.0
         if up_a > up_r:
@@ -160,12 +155,7 @@ class TiltedFFT:
             return read_eps(self.grid(job, add, True, at, est, lo_e, True), target, est)
 
         up = eps(REMOVE, step)
-        try:
-            up_a = eps(ADD, ADD_FIRST * step)
-        except WorkLimit:
-            raise
-        except (GridFailure, ArithmeticError):
-            up_a = math.inf
+        up_a = _coarsest_add(lambda m: eps(ADD, m * step), math.inf)
         if up_a > up:
             up_a = min(up_a, eps(ADD, ADD_NEXT * step))
         if up_a > up:
@@ -181,12 +171,7 @@ class TiltedFFT:
             return {REPLACE: (bound(REPLACE, False, step), bound(REPLACE, True, step))}
         up_r = bound(REMOVE, True, step)
         found = {REMOVE: (bound(REMOVE, False, step), up_r)}
-        try:
-            up_a = bound(ADD, True, ADD_FIRST * step)
-        except WorkLimit:
-            raise
-        except (GridFailure, ArithmeticError):
-            up_a = np.ones(eps.size)
+        up_a = _coarsest_add(lambda m: bound(ADD, True, m * step), np.ones(eps.size))
         if (up_a > up_r).any():
             up_a = np.minimum(up_a, bound(ADD, True, ADD_NEXT * step))
         lo_a = np.zeros(eps.size)
@@ -197,6 +182,17 @@ class TiltedFFT:
             up_a = np.minimum(up_a, fine)
         found[ADD] = (lo_a, up_a)
         return found
+
+
+def _coarsest_add(read, failed):
+    """``read(ADD_FIRST)``, the add direction's upper bound on its coarsest grid, or ``failed`` (a
+    trivial bound: the next grid decides) where that grid fails; a ``WorkLimit`` goes on."""
+    try:
+        return read(ADD_FIRST)
+    except WorkLimit:
+        raise
+    except (GridFailure, ArithmeticError):
+        return failed
 
 
 def _optimistic_masses(ones) -> None:
