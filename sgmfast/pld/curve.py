@@ -301,7 +301,7 @@ def _tilts(final: Engine, sub: Run, g, step, eps_c, goal):
     """(tilt of the main direction, tilt of the add direction on the 4x grid) for a group, at the
     saddle points of its largest checkpoint (a ``Job`` of its own: the tilt caches are per schedule)."""
     job = final.job(goal)
-    own = Job(tuple(sub.schedule(int(g[-1]))), final.replace, final.accuracy, job.tau, Caches())
+    own = Job(tuple(sub.schedule(int(g[-1]))), final.replace, final.accuracy, job.tau, Caches(), job.coarse)
     main = REPLACE if final.replace else REMOVE
     theta_a = None if final.replace else TILT.theta(own, ADD, 4 * step, eps_c)
     return TILT.theta(own, main, step, eps_c), theta_a, job.tau
@@ -404,7 +404,8 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
         second = _Budget(left, hard=True)
 
         def add_at(sel):
-            lay = _layout(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau)
+            lay = _layout(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau,
+                          final.coarse_tails)
             t = trivial[0]
             out = np.full((len(sel),) + np.shape(t), t, dtype=np.float64)
             try:
@@ -420,10 +421,10 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
     return up, lo, left, cut
 
 
-def _layout(run, add, pess, step, theta, eps_lo, tau):
+def _layout(run, add, pess, step, theta, eps_lo, tau, coarse):
     """``_Layout``, or None where it fails (a grid too large)."""
     try:
-        return _Layout(run, add, pess, step, theta, eps_lo, tau)
+        return _Layout(run, add, pess, step, theta, eps_lo, tau, coarse)
     except (ArithmeticError, GridFailure, MemoryError):
         return None
 
@@ -476,11 +477,12 @@ def _shared_groups(final: Engine, sub: Run, step, units: float, ratio, tilt_at, 
             theta, theta_a, tau = tilt_at(g)
         except (ArithmeticError, GridFailure, MemoryError):
             continue
-        lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau)
+        lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau, final.coarse_tails)
                 for pess in (True, False)]
         sel = g[_add_sel(len(g))]
         lays.append(None if theta_a is None else
-                    _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau))
+                    _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau,
+                            final.coarse_tails))
         plans.append((g, theta_a, tau, lays))
     complete = len(plans) == len(_tilt_groups(sub, ratio))
     if not plans:

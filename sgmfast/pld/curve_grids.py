@@ -182,9 +182,10 @@ class _Layout:
     arrays, each checkpoint's ``Composite`` and window (``choose_window``; None where the window
     would exceed the bins cap: that checkpoint gets no grid).  ``_compose`` builds the grids."""
 
-    def __init__(self, run: Run, add, pess: bool, step: float, theta: float, eps_lo, tau: float):
+    def __init__(self, run: Run, add, pess: bool, step: float, theta: float, eps_lo, tau: float, coarse: bool = False):
         self.run, self.pess, self.theta = run, pess, theta
-        self.steps = [TiltedStep(one_step(s, q, add, step, tau), step, theta, pess) for s, q in run.parts]
+        # (``coarse``: the one-step grids of the final checkpoint's engine, ``Engine.coarse``)
+        self.steps = [TiltedStep(one_step(s, q, add, step, tau, coarse), step, theta, pess) for s, q in run.parts]
         comps = [composite(self.steps, c, step, pess) for c in run.counts]
         tables = _Tables([s.part for s in self.steps], step, math.sqrt(comps[-1].var), run.counts)
         # (the lattice the windows' tables use: each composition's sd, lower tails as _chernoff_window says)

@@ -19,6 +19,7 @@ from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
                      delta_groups, metered, resolved)
 from .grid.estimates import eps_estimate, initial_step, refine
+from .grid.onestep import coarse_tail
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import MIN_STEPS, SMALL_TAU
 
@@ -237,7 +238,14 @@ class Engine(_DeltaPlan):
         / T (it is still accounted), rounded down to a power of ten to keep the caches useful."""
         total = sum(c for _, _, c in self.schedule)
         tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(total, 1))
-        return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches)
+        return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches,
+                   self.coarse_tails)
+
+    @property
+    def coarse_tails(self) -> bool:
+        """Whether this schedule's one-step grids bin the far tail coarser (``onestep.coarse_tail``;
+        every query of the engine, and the curves over its checkpoints, take the same grids)."""
+        return coarse_tail(self.schedule)
 
     def _spent(self, meter) -> bool:
         return meter is not None and meter.units > self.budget * UNITS_PER_SECOND

@@ -66,13 +66,16 @@ def _max(values):
 @dataclass
 class Job:
     """One query's context: the schedule [(sigma, q, count)], the relation, the accuracy, the
-    one-step tail cut tau (set from the δ of interest) and the engine's caches."""
+    one-step tail cut tau (set from the δ of interest), the engine's caches, and whether its
+    one-step grids bin the far tail coarser (``onestep.coarse_tail``: one decision for every
+    grid, tilt and tail-event sum of the query, which then share their one-step grids)."""
 
     schedule: tuple
     replace: bool
     accuracy: float
     tau: float
     caches: Caches
+    coarse: bool = False
 
     @property
     def total(self) -> int:

@@ -35,7 +35,7 @@ class TailEvents:
         # bounded core reaching past eps, which its tilt centres (measured: a cut below eps
         # loosens that term, bench/README)
         ev = event_sum(job.schedule, step, job.tau, job.accuracy, eps_c, 0.5 * (eps_c + up), 0.5 * lo,
-                       1e-3 * job.accuracy * target)
+                       1e-3 * job.accuracy * target, job.coarse)
         if ev is None:
             return None
         hit_up = scan(lambda e: ev.delta_upper(e) <= target, lo, up, first=True)
@@ -46,7 +46,8 @@ class TailEvents:
         """({REMOVE: (lower, upper)} at e, its upper at e_shift), or None."""
         if not self.applies(job):
             return None
-        ev = event_sum(job.schedule, step, job.tau, job.accuracy, eps_c, float(e_shift.max()), 0.5 * eps_c, goal)
+        ev = event_sum(job.schedule, step, job.tau, job.accuracy, eps_c, float(e_shift.max()), 0.5 * eps_c, goal,
+                       job.coarse)
         if ev is None:
             return None
         return {REMOVE: (ev.delta_lower(e), ev.delta_upper(e))}, ev.delta_upper(e_shift)

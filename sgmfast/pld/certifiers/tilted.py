@@ -14,7 +14,7 @@ from ..grid.banded import compose_banded
 from ..grid.composition import compose_one_stage
 from ..grid.spectral import SpectralGrid, read_delta, read_eps
 from ..grid.tilting import VAR_GROWTH, saddle_theta
-from ..grid.onestep import coarse_tail, one_step
+from ..grid.onestep import one_step
 from ..grid.two_stage import compose_two_stage, plan
 from .contract import Job
 
@@ -51,7 +51,7 @@ class TiltedFFT:
         if th is None:
             single = len(job.schedule) == 1 and job.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
-            th = 0.0 if single else saddle_theta(job.schedule, add, step, eps_c, job.tau, *self.mode)
+            th = 0.0 if single else saddle_theta(job.schedule, add, step, eps_c, job.tau, *self.mode, job.coarse)
             job.caches.thetas[key] = th
         return th
 
@@ -70,7 +70,7 @@ class TiltedFFT:
         if g is None:
             for _ in range(4):
                 try:
-                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded)
+                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded, job.coarse)
                     break
                 except (GridFailure, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
@@ -81,7 +81,7 @@ class TiltedFFT:
                         raise
                     theta = 0.5 * theta if theta > 1e-3 else 0.0
             if g is None:
-                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded)
+                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded, job.coarse)
             job.caches.put_grid(key, g)
         return g
 
@@ -91,8 +91,7 @@ class TiltedFFT:
         if two_cores() and plan(job.schedule, step, add, job.tau) is None:
             # the one-step pieces both grids compose; their optimistic masses on the thread that
             # composes the optimistic grid, while this one searches the tilt
-            coarse = coarse_tail(job.schedule)
-            ones = [one_step(sigma, q, add, step, job.tau, coarse) for sigma, q, _ in job.schedule]
+            ones = [one_step(sigma, q, add, step, job.tau, job.coarse) for sigma, q, _ in job.schedule]
             grid_pool().submit(_optimistic_masses, ones)
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
         if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
@@ -205,7 +204,7 @@ def _optimistic_masses(ones) -> None:
             return
 
 
-def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False) -> Grid:
+def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False, coarse: bool = False) -> Grid:
     """The composed grid: in two stages where ``two_stage.plan`` says so and it applies, else in
     one transform (``banded``: possibly kept as its spectrum's band, ``grid.banded``)."""
     stages = plan(schedule, step, add, tau)
@@ -215,4 +214,4 @@ def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False
                                      compose_banded if banded else None)
         except NotApplicable:
             pass
-    return compose_one_stage(schedule, add, step, theta, pess, eps_lo, tau, compose_banded if banded else None)
+    return compose_one_stage(schedule, add, step, theta, pess, eps_lo, tau, compose_banded if banded else None, coarse)

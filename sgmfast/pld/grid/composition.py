@@ -24,7 +24,7 @@ from ..._failures import GridFailure
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
 from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, scratch, split_pool, two_cores
-from .onestep import coarse_tail, one_step
+from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window
 
@@ -147,10 +147,10 @@ def composite(steps, counts, step: float, pess: bool) -> Composite:
 
 
 def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_lo: float, tau: float,
-                      finish=None) -> Grid:
+                      finish=None, coarse: bool = False) -> Grid:
     """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
-    single step: the tilted array itself, no transform); ``finish``: see ``compose_steps``."""
-    coarse = coarse_tail(schedule)
+    single step: the tilted array itself, no transform); ``finish``: see ``compose_steps``;
+    ``coarse``: the one-step grids' far tails coarser (``onestep.one_step``)."""
     steps = [TiltedStep(one_step(sigma, q, add, step, tau, coarse), step, theta, pess) for sigma, q, _ in schedule]
     return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau, finish)
 

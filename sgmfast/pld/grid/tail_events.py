@@ -35,7 +35,7 @@ from ..._failures import GridFailure
 from ..._kernels.pld import tilt as kt
 from ..common import REMOVE, U, Grid, NotApplicable, log_binom
 from .composition import Composite, compose_parts
-from .onestep import coarse_tail, hybrid_step, one_step
+from .onestep import hybrid_step, one_step
 from .queries import sum_delta
 from .tilting import saddle_of
 from .two_stage import BlockPart, block, one_stage_core, tilt_pieces
@@ -63,14 +63,15 @@ class EventSum:
         return sum_delta(self.lower, 0.0, eps, self.precise)
 
 
-def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal):
+def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coarse=False):
     """The remove direction's ``EventSum`` for a one-entry schedule, cut near ``cut``; None
-    where the decomposition does not apply (too many tail events, windows too long)."""
+    where the decomposition does not apply (too many tail events, windows too long).
+    ``coarse``: the query's one-step grid (``onestep.one_step``), read for the mass above the cut."""
     if len(schedule) != 1 or schedule[0][2] < 2:
         return None
     sigma, q, count = schedule[0]
     # cheap test first: the one-step mass above the cut must allow few tail events
-    one = one_step(sigma, q, REMOVE, step, tau, coarse_tail(schedule))
+    one = one_step(sigma, q, REMOVE, step, tau, coarse)
     top = np.cumsum(one.pess[::-1])[::-1] + one.p_inf  # one-step mass at or above each point
     k = EVENT_MAX + 1
     above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])

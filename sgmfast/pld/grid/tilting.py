@@ -20,7 +20,7 @@ import numpy as np
 from ..._kernels.pld import tilt as kt
 from ..._work import PER_BIN_MOMENTS, charge
 from ..common import dot
-from .onestep import coarse_tail, hybrid_step, one_step
+from .onestep import hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 
 THETA_MAX = 1e5
@@ -35,9 +35,10 @@ def theta_cap(eps_target: float) -> float:
     return min(THETA_MAX, max(THETA_FLOOR, 300.0 / max(eps_target, 1e-12)))
 
 
-def _schedule_moments(schedule, add, step, tau):
+def _schedule_moments(schedule, add, step, tau, coarse=False):
     """moments(theta) -> (mean, variance) of the tilted composed loss, from the same one-step
-    pieces the composition will use (one grid, or the two-stage core and tails)."""
+    pieces the composition will use (one grid -- its far tail coarser where ``coarse`` --, or
+    the two-stage core and tails)."""
     parts = []
     stages = plan(schedule, step, add, tau)
     for sigma, q, count in schedule:
@@ -47,7 +48,7 @@ def _schedule_moments(schedule, add, step, tau):
             pieces = [(hyb.core.j_lo, hyb.core.pess, step)]
             pieces += [(x.j_lo, x.pess, m * step) for x in (hyb.low, hyb.high) if x is not None]
         else:
-            one = one_step(sigma, q, add, step, tau, coarse_tail(schedule))
+            one = one_step(sigma, q, add, step, tau, coarse)
             pieces = [(one.j_lo, one.pess, step)]
         parts.append((count, pieces))
 
@@ -74,13 +75,14 @@ def _schedule_moments(schedule, add, step, tau):
 
 
 def saddle_theta(schedule, add, step: float, eps_target: float, tau: float, growth: float = VAR_GROWTH,
-                 bracket: bool = False) -> float:
+                 bracket: bool = False, coarse: bool = False) -> float:
     """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD.
 
     Newton on the tilted mean, at most doubling each time; a theta whose tilted variance exceeds
     growth * v0 (heavy one-step tails: a long FFT window) is halved back towards the last one
-    taken, and the search stops there.  ``bracket``: the slower bracket search instead."""
-    return saddle_search(_schedule_moments(schedule, add, step, tau), eps_target, growth, bracket)
+    taken, and the search stops there.  ``bracket``: the slower bracket search instead;
+    ``coarse``: the one-step grids the composition takes (``onestep.one_step``)."""
+    return saddle_search(_schedule_moments(schedule, add, step, tau, coarse), eps_target, growth, bracket)
 
 
 def saddle_search(moments, eps_target: float, growth: float = VAR_GROWTH, bracket: bool = False) -> float:
