@@ -58,6 +58,7 @@ from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import make_engine
+from .grid.onestep import coarse_tail
 from .grid.two_stage import MIN_STEPS
 from .grid.spectral import read_delta, read_eps
 
@@ -405,7 +406,7 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
 
         def add_at(sel):
             lay = _layout(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau,
-                          final.coarse_tails)
+                          coarse_tail(final.schedule))
             t = trivial[0]
             out = np.full((len(sel),) + np.shape(t), t, dtype=np.float64)
             try:
@@ -477,12 +478,12 @@ def _shared_groups(final: Engine, sub: Run, step, units: float, ratio, tilt_at, 
             theta, theta_a, tau = tilt_at(g)
         except (ArithmeticError, GridFailure, MemoryError):
             continue
-        lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau, final.coarse_tails)
+        coarse = coarse_tail(final.schedule)  # (the final engine's one-step grids, shared with it)
+        lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau, coarse)
                 for pess in (True, False)]
         sel = g[_add_sel(len(g))]
         lays.append(None if theta_a is None else
-                    _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau,
-                            final.coarse_tails))
+                    _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau, coarse))
         plans.append((g, theta_a, tau, lays))
     complete = len(plans) == len(_tilt_groups(sub, ratio))
     if not plans:

@@ -236,16 +236,9 @@ class Engine(_DeltaPlan):
     def job(self, delta_goal: float) -> Job:
         """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
         / T (it is still accounted), rounded down to a power of ten to keep the caches useful."""
-        total = sum(c for _, _, c in self.schedule)
-        tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(total, 1))
+        tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(sum(c for _, _, c in self.schedule), 1))
         return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches,
-                   self.coarse_tails)
-
-    @property
-    def coarse_tails(self) -> bool:
-        """Whether this schedule's one-step grids bin the far tail coarser (``onestep.coarse_tail``;
-        every query of the engine, and the curves over its checkpoints, take the same grids)."""
-        return coarse_tail(self.schedule)
+                   coarse_tail(self.schedule))
 
     def _spent(self, meter) -> bool:
         return meter is not None and meter.units > self.budget * UNITS_PER_SECOND
