@@ -15,7 +15,7 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64
 
-__all__ = ["CHERNOFF_BLOCK", "chernoff_sums", "chernoff_prefix", "chernoff_logs", "chernoff_least"]
+__all__ = ["CHERNOFF_BLOCK", "spread_coarse", "step_bound", "chernoff_sums", "chernoff_prefix", "chernoff_logs", "chernoff_least"]
 
 #: Terms of ``chernoff_sums`` between two exact exponentials (the others by one product each).
 CHERNOFF_BLOCK = 32
@@ -148,3 +148,37 @@ def chernoff_least(m, dm, d2m, q0, dm0, r, lams, caps, t, out_p, out_q):
             bq = min(bq, _log_bounds(m[i] + q0, dm[i] + dm0, caps[c] * lams[i], t, r[i])[1])
         out_p[c] = min(1.0, math.exp(min(bp, 0.0)) * (1.0 + 1e-12))
         out_q[c] = min(1.0, math.exp(min(bq, 0.0)) * (1.0 + 1e-12))
+
+
+@jit
+def spread_coarse(w, f, n, out):
+    """out[j] = (A_j + B_j) (1 + 1e-12), the law w (masses at k h) spread onto the points j f h,
+    j < n: A_j sums w_k (1 - r_k) over k // f = j and B_j sums w_k r_k over k // f + 1 = j,
+    r_k = (k mod f) / f, each in the order of k (as two ``np.bincount`` with those weights, bit
+    for bit: ``pld.samplers.epoch_chernoff.coarse_majorant``, in one pass)."""
+    a = np.zeros(n)
+    b = np.zeros(n)
+    for k in range(w.shape[0]):
+        j = k // f
+        r = (k % f) / f
+        a[j] += w[k] * (1.0 - r)
+        b[j + 1] += w[k] * r
+    for j in range(n):
+        out[j] = (a[j] + b[j]) * (1.0 + 1e-12)
+
+
+@jit
+def step_bound(rs, tails, cap, x, top, out):
+    """out[k] = tails[j] for the largest j with rs[j] <= cap - x[k] (rs increasing), 1.0 where
+    there is none, 0.0 where cap - x[k] >= top: the step function ``epoch_tail._given_one`` reads
+    at every lattice point (x increasing), by one downward walk -- the values of searchsorted and
+    the masks it replaced, bit for bit."""
+    j = rs.shape[0] - 1
+    for k in range(x.shape[0]):
+        y = cap - x[k]
+        while j >= 0 and rs[j] > y:
+            j -= 1
+        if y >= top:
+            out[k] = 0.0
+        else:
+            out[k] = tails[j] if j >= 0 else 1.0

@@ -121,23 +121,33 @@ def power_range(spectra, counts, e2, out, k0, k1, wsum):
     z2 = 0.0
     logr = np.empty(mcount)
     ws = np.zeros(mcount)
+    # one part raised to c >= 2: below r_under, (c - 1) log r < -747 (margin 1e-6 relative in r:
+    # 0.01 in the log, far above its rounding), so every exp below is exactly 0 -- the frequency's
+    # only effect is out[k] = 0 and err += wk 1e-300, taken without its log and exps
+    r_under = math.exp(-747.0 / (counts[0] - 1)) * (1.0 - 1e-6) if mcount == 1 and counts[0] >= 2 else 0.0
     for k in range(k0, k1):
         wk = 1.0 if (k == 0 or k == h - 1) else 2.0
+        if mcount == 1 and abs(spectra[0, k]) + e2[0] < r_under:
+            out[k] = 0.0
+            err += wk * 1e-300
+            continue
         lr = 0.0
         for i in range(mcount):
             r = abs(spectra[i, k]) + e2[i]
             logr[i] = math.log(r) if r > 0.0 else -math.inf
             lr += counts[i] * logr[i]
         # bounds rounded up a little: exp/log of these sums err by far less than 1e-12 relative
+        # (an exponent below -746 gives exactly 0: not evaluated)
         for i in range(mcount):
             if logr[i] > -math.inf:
-                w = math.exp(lr - logr[i] + 1e-12 * (1.0 + abs(lr - logr[i])))
+                x = lr - logr[i]
+                w = math.exp(x + 1e-12 * (1.0 + abs(x))) if x >= -746.0 else 0.0
             else:
                 w = 0.0 if counts[i] > 1 else math.exp(lr)
             ws[i] += wk * w * w
         if lr < -740.0:
             out[k] = 0.0
-            err += wk * math.exp(lr) + wk * 1e-300
+            err += (wk * math.exp(lr) if lr >= -746.0 else 0.0) + wk * 1e-300
             continue
         z = complex(1.0, 0.0)
         for i in range(mcount):

@@ -44,11 +44,9 @@ def coarse_majorant(w: np.ndarray, h: float, most: int = COARSE):
 
 def _majorant(w, h, most):
     f = max(1, -(-w.size // most))
-    k = np.arange(w.size)
-    lo, frac = k // f, (k % f) / f
-    n = w.size // f + 2
-    out = np.bincount(lo, w * (1.0 - frac), n) + np.bincount(lo + 1, w * frac, n)
-    return out * (1.0 + 1e-12), f * h
+    out = np.empty(w.size // f + 2)
+    kc.spread_coarse(np.ascontiguousarray(w, dtype=np.float64), int(f), int(out.size), out)
+    return out, f * h
 
 
 #: Truncation points of ``epoch_tail._truncated_tails`` and ``over_cap`` (geometric from 8 E[W]

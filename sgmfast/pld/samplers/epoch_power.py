@@ -302,16 +302,18 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0, m=0):
     lams = [lam0, -1.0 / sd]
     if strong:
         lams += [min(4.0 / sd, max(0.5 * decay, 1.0) / max(x[-1], h)), -4.0 / sd]
+    with np.errstate(divide="ignore"):
+        log_w = np.log(w)  # (once for every tilt; -inf where w is 0)
+    log_w_max = float(np.max(np.abs(log_w[w > 0])))
     for lam in sorted(set(lams)):
-        with np.errstate(divide="ignore"):
-            lw = np.log(w) + lam * x
+        lw = log_w + lam * x
         mx = float(np.max(lw))
         if not math.isfinite(mx):  # (a tilt that overflows gives no bound: the untilted one stands)
             continue
         c = mx + math.log(float(np.sum(np.exp(lw - mx))))  # log of the tilted total: wt sums to ~1
         wt = np.exp(lw - c)
         # relative rounding of each tilted entry (log, product, exp): rho; composed: (1 + rho)^t
-        rho = 8 * U * (1.0 + abs(lam) * x[-1] + abs(c) + float(np.max(np.abs(np.log(w[w > 0])))))
+        rho = 8 * U * (1.0 + abs(lam) * x[-1] + abs(c) + log_w_max)
         ot, yt, et = _any_power(wt, t, C, h, wins, upper)
         if ot != o or yt.size != out.size:  # (the same windows give the same cut: else skip)
             continue

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..._kernels.pld import allocation as ka
 from ..._kernels.pld import allocation_tail as kt
+from ..._kernels.pld import chernoff as kc
 from ..._work import PER_BIN_DISCRETISE, apart, charge
 from ..common import SPLIT_MIN, U, dot, split_pool, two_cores
 from . import epoch_sums
@@ -330,10 +331,8 @@ def _given_one(w, h, t, cap, wc, H, m1, s, tab=None):
     rs = np.concatenate((np.geomspace(r0, float(cap), GIVEN_RS), float(cap) - np.geomspace(h, x_max, GIVEN_RS)))
     rs = np.unique(rs[(rs >= r0) & (rs <= top)])
     tails = np.minimum.accumulate(_sum_tails(wc, H, t1, rs, m1, s, x_max, _table(wc, H, t) if tab is None else tab))
-    y = float(cap) - x
-    j = np.searchsorted(rs, y, side="right") - 1
-    bound = np.where(j >= 0, tails[np.maximum(j, 0)], 1.0)
-    bound[y >= top] = 0.0
+    bound = np.empty(n)
+    kc.step_bound(rs, np.ascontiguousarray(tails, dtype=np.float64), float(cap), x, float(top), bound)
     up = (1.0 + (n + 4) * U) * (1.0 + 1e-12)
     return min(1.0, float(np.sum(x * w * bound)) * up), min(1.0, float(np.sum(w * bound)) * up)
 
