@@ -47,31 +47,78 @@ def chernoff_prefix(w, h, lams, ks, m, dm, d2m):
 
 @jit
 def _prefix_sums(w, h, lams, ks, m, dm, d2m, second):
-    """The pass of ``chernoff_sums`` and ``chernoff_prefix`` (d2m written only with ``second``)."""
-    for i in range(lams.size):
-        lam = lams[i]
-        ratio = math.exp(lam * h)
-        a = 0.0
-        b = 0.0
-        b2 = 0.0
-        e = 1.0
-        j = 0
-        for k in range(ks[ks.size - 1] + 1):
-            if k % CHERNOFF_BLOCK == 0:
-                e = math.exp(lam * (k * h))
+    """The pass of ``chernoff_sums`` and ``chernoff_prefix`` (d2m written only with ``second``):
+    for each lam the products and sums of one walk over w in the order of k, all lams side by
+    side (the inner loops run over the lams, which the compiler vectorises; each lam's own
+    operations and their order are those of a walk per lam); fewer than 4 lams (the slopes of
+    a search, one lam a call) walk one at a time, with scalars."""
+    nl = lams.size
+    if nl < 4:
+        for i in range(nl):
+            _one_lam_sums(w, h, lams[i], ks, m[:, i], dm[:, i], d2m[:, i], second)
+        return
+    ratio = np.empty(nl)
+    for i in range(nl):
+        ratio[i] = math.exp(lams[i] * h)
+    e = np.ones(nl)
+    a = np.zeros(nl)
+    b = np.zeros(nl)
+    b2 = np.zeros(nl)
+    j = 0
+    for k in range(ks[ks.size - 1] + 1):
+        x = k * h
+        if k % CHERNOFF_BLOCK == 0:
+            for i in range(nl):
+                e[i] = math.exp(lams[i] * x)
+        else:
+            for i in range(nl):
+                e[i] = e[i] * ratio[i]
+        wk = w[k]
+        if wk > 0.0:
+            if second:
+                for i in range(nl):
+                    a[i] += wk * e[i]
+                    b[i] += wk * (x * e[i])
+                    b2[i] += wk * (x * (x * e[i]))
             else:
-                e = e * ratio
-            if w[k] > 0.0:
-                a += w[k] * e
-                b += w[k] * ((k * h) * e)
+                for i in range(nl):
+                    a[i] += wk * e[i]
+                    b[i] += wk * (x * e[i])
+        while j < ks.size and ks[j] == k:
+            for i in range(nl):
+                m[j, i] = a[i]
+                dm[j, i] = b[i]
                 if second:
-                    b2 += w[k] * ((k * h) * ((k * h) * e))
-            while j < ks.size and ks[j] == k:
-                m[j, i] = a
-                dm[j, i] = b
-                if second:
-                    d2m[j, i] = b2
-                j += 1
+                    d2m[j, i] = b2[i]
+            j += 1
+
+
+@jit
+def _one_lam_sums(w, h, lam, ks, m, dm, d2m, second):
+    """``_prefix_sums`` for one lam into the columns m, dm, d2m: the same operations in the same
+    order, the running values in scalars."""
+    ratio = math.exp(lam * h)
+    a = 0.0
+    b = 0.0
+    b2 = 0.0
+    e = 1.0
+    j = 0
+    for k in range(ks[ks.size - 1] + 1):
+        if k % CHERNOFF_BLOCK == 0:
+            e = math.exp(lam * (k * h))
+        else:
+            e = e * ratio
+        if w[k] > 0.0:
+            a += w[k] * e
+            b += w[k] * ((k * h) * e)
+            if second:
+                b2 += w[k] * ((k * h) * ((k * h) * e))
+        while j < ks.size and ks[j] == k:
+            m[j] = a
+            dm[j] = b
+            if second:
+                d2m[j] = b2
+            j += 1
 
 
 @jit
