@@ -558,3 +558,51 @@ def test_add_law_of_the_kept_entries_is_the_whole_lattices(first, size, C, tail)
     got = np.zeros(C)
     got[o:o + out.size] = out
     assert np.array_equal(got, ref) and top == ref_top and (small is None) == (ref_small is None)
+
+
+@pytest.mark.parametrize("sigma", [0.7, 1.0, 2.0])
+def test_windows_lower_tail_bound_is_above_the_quadrature(sigma):
+    """``Windows.below`` (Chernoff on the lattice majorant, the cut mass at the top) bounds
+    Q(W_1 + W_2 < y) from above: checked against a quadrature of the lognormal's own CDF and
+    density, W = e^{(2y - 1) / (2 sigma^2)} (log W ~ N(-s^2/2, s^2), s = 1/sigma)."""
+    from sgmfast.pld.samplers import epoch_power as ep
+    from sgmfast.pld.samplers import epoch_tail as et
+
+    s, h, K = 1.0 / sigma, 0.01, 4000
+    w_top = K * h
+    wins = ep.Windows(et.upper_law(s, h, K), h, 3, K + 1)
+    q_top = float(norm.sf((math.log(w_top) + 0.5 * s * s) / s)) * (1 + 1e-6)
+    dist = norm(loc=-0.5 * s * s, scale=s)
+
+    def cdf2(y):  # Q(W_1 + W_2 < y) = int_0^y F(y - w) f(w) dw
+        f = lambda w: dist.cdf(math.log(y - w)) * dist.pdf(math.log(w)) / w if 0 < w < y else 0.0
+        return integrate.quad(f, 0.0, y, limit=200, epsabs=0.0, epsrel=1e-10)[0]
+
+    ys = np.array([0.05, 0.1, 0.2, 0.4, 0.8, 1.2])
+    bounds = wins.below(2, ys, q_top, w_top)
+    for y, b in zip(ys, bounds):
+        assert b >= cdf2(float(y)) * (1 - 1e-8)
+    assert bounds[0] < 0.05  # (and it says something in the lower tail)
+
+
+def test_add_direction_truncated_mass_follows_the_others_sum():
+    """``epoch_add.place_out``: the truncated Q-mass goes to the losses of W_max + R over a law of
+    R stochastically below R's, keeping its total; with W_max below the add grid's top sum, most of it
+    lands at negative losses, not at the grid's top (sigma 0.9968, t 2026, 3 epochs, δ 2.6e-9: the
+    upper end 0.2793 for a lower 0.2761 before)."""
+    from sgmfast.pld.samplers import epoch_add
+    from sgmfast.pld.samplers import epoch_power as ep
+    from sgmfast.pld.samplers import epoch_tail as et
+
+    s, h, K, t = 1.0 / 0.9968, 0.02, 18000, 2026
+    w_max = K * h
+    wins = ep.Windows(et.upper_law(s, h, K), h, t, 200000)
+    step, j_lo, n = 1e-3, -600, 900  # (losses -0.6 .. 0.3)
+    pess = np.zeros(n)
+    q_out = 2.3e-7
+    beyond = epoch_add.place_out(q_out, w_max, wins, t, step, j_lo, n, pess)
+    assert pess.sum() + beyond == pytest.approx(q_out, rel=1e-9)
+    assert pess.sum() + beyond >= q_out
+    losses = (j_lo + np.arange(n)) * step
+    assert pess[losses < 0].sum() > 0.99 * q_out
+    assert beyond < 1e-20

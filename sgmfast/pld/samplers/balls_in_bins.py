@@ -118,7 +118,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "up_o", "lo_o")
+                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "up_o", "lo_o", "_wins")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -167,7 +167,7 @@ class Epoch:
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))
         self.q_cut = q_cut
-        self.w_max, self.s, self._wu, self._rungs = w_max, s, wu, {}
+        self.w_max, self.s, self._wu, self._rungs, self._wins = w_max, s, wu, {}, wins
         self._steps = {}
 
     def tail_rungs(self, shifted: bool):
@@ -229,12 +229,12 @@ class Epoch:
         h_lo = h * (1.0 + self.rho + 4 * U) if add else h * (1.0 - self.rho - 4 * U)
         top = ka.lattice_bins(self.lo, int(self.lo_o), 0.0, h_lo, shift, t, step, j_lo, n, add, False, frac, amass)
         if add:
-            # truncated Q-mass (module notes, steps 2-3): S > W_max on "some W_i > W_max", S > cap
-            # beyond the lattice; the add loss log(t / S) is then below log(t / W_max) resp.
-            # log(t / cap): put on the grid point at or above (loss rounded up: pessimistic)
-            for mass, s_min in ((self.q_out, self.w_max), (self.q_over, (n_s - 1) * h)):
-                i = math.ceil(-math.log(s_min / t) / step) - j_lo
-                pess[min(max(i, 0), n - 1)] += mass * (1 + 1e-12)
+            # truncated Q-mass (module notes, steps 2-3): "some W_i > W_max", S = W_i + R, by the
+            # others' sum R's lower tail (``epoch_add.place_out``); S > cap beyond the lattice, its
+            # add loss below log(t / cap): on the grid point at or above (rounded up: pessimistic)
+            p_inf += epoch_add.place_out(self.q_out, self.w_max, self._wins, t, step, j_lo, n, pess)
+            i = math.ceil(-math.log((n_s - 1) * h / t) / step) - j_lo
+            pess[min(max(i, 0), n - 1)] += self.q_over * (1 + 1e-12)
             p_inf += self.q_cut  # (the windows' cuts: at +inf, ``epoch_power``)
         else:
             p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass)

@@ -47,7 +47,7 @@ from ..common import U
 #: (was 16) took sigma 0.3323, t 7, δ(eps = 1) from 7.1 s to 3.2 s and sigma 0.4, t 2, 200 epochs,
 #: δ 1e-12 from 1.5 s to 0.9 s (width 9.32e-4 -> 9.35e-4); of 168 + 80 + 80 + 27 bench rows
 #: (corners, random, quadrature, range) five printed intervals moved, by their last digit.
-KAPPA, PER_STEP = 0.1, 64.0
+KAPPA, PER_STEP = 0.05, 64.0
 #: The share of the mass left above the last point below the top (upper: split with the top, t W_max;
 #: lower: one atom at its mean).
 ABOVE = 1e-9
