@@ -15,7 +15,8 @@ import numpy as np
 from .._jit import jit
 from ..logmath import EPS64
 
-__all__ = ["CHERNOFF_BLOCK", "spread_coarse", "step_bound", "chernoff_sums", "chernoff_prefix", "chernoff_logs", "chernoff_least"]
+__all__ = ["CHERNOFF_BLOCK", "spread_coarse", "step_bound", "chernoff_sums", "chernoff_prefix", "chernoff_logs",
+           "chernoff_least"]
 
 #: Terms of ``chernoff_sums`` between two exact exponentials (the others by one product each).
 CHERNOFF_BLOCK = 32

@@ -25,13 +25,15 @@ How it is certified (each step only moves a bound in its own direction):
 2. **Truncation.**  W above the lattice top W_max is cut out.  Upper bound: the remove
    direction puts the P-mass of "some W_i > W_max" at +inf (its exact bound:
    P'(W > W_max) + (t - 1) P(W > W_max), P' the law of the shifted coordinate); the add
-   direction, whose δ falls as S grows, moves that Q-mass down to S = W_max.  Lower bound:
-   dropped (every δ is a non-negative functional of the measure).
+   direction, whose δ falls as S grows, moves that Q-mass down to S = W_max + R*, R* below
+   the other coordinates' sum in the usual stochastic order (Chernoff, ``epoch_add.place_out``).
+   Lower bound: dropped (every δ is a non-negative functional of the measure).
 3. **S = sum of t lattice variables** by one transform, the spectrum raised to the t-th power
    (the PLD engine's ``fft_power`` kernel and round-off bounds) and one inverse, cyclic over
    at least the lattice: upper masses take the wrapped mass (it only adds), lower ones a length
    of 2-8 lattices and the wrapped mass, by Chernoff, taken off -- or, for t < 4 and where
-   narrow windows keep under half the lattice, by FFT exponentiation by squaring, each product
+   narrow windows make it cheaper (``epoch_power.windowed_cheaper``), by FFT exponentiation by
+   squaring, each product
    cut at the lattice cap (partial sums only grow: a cut partial sum has a cut total); either
    way with a per-entry round-off bound (Higham's FFT bound) added to the upper and subtracted
    from the lower masses; for the upper masses each entry takes the least of

@@ -372,7 +372,7 @@ LOWER_CELL_REL = 0.1
 #: Work (seconds of ``_work`` units) of one epoch's powers: by one transform each
 #: (``_spectral_power``), per n log2(n) (n lattice points), measured 8.7-8.8 x 1e-8 on sigma 0.4-1.5,
 #: t 16-1000, 1.2e-7 with the four tilts of a small truncation budget (``strong``: sigma 0.78, t 10^4);
-#: windowed squarings (``_power``, where the windows keep under half the lattice), per
+#: windowed squarings (``_power``, where ``windowed_cheaper`` says they cost less), per
 #: m log2(m) log2(t), m the window's points: 3-6 x 1e-8 at sigma 2 and 10, t 1000 (the old fit over
 #: whole lattices, 65-90 x 1e-9, kept: it errs on the costly side).
 SPECTRAL_UNITS = 9e-8, 1.2e-7
