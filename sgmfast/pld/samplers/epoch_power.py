@@ -190,11 +190,18 @@ def _any_power(w, t, C, h, wins, upper):
     (``windowed_cheaper``: windows a small share of the lattice), or t < 4 (one or two products)."""
     if t < 4:
         return _power(w, t, C, wins)
-    if wins is not None:
-        lo, hi = wins(t)
-        if windowed_cheaper(hi - lo, C, t):
-            return _power(w, t, C, wins)
-    return _spectral_power(w, t, C, h, upper)
+    if wins is None:
+        return _spectral_power(w, t, C, h, upper)
+    lo, hi = wins(t)
+    if windowed_cheaper(hi - lo, C, t):
+        return _power(w, t, C, wins)
+    # (cut to S's own window, as the squarings' last product is: what lies outside has at most
+    # CUT of mass -- charged with the windows' cuts, ``Windows.charge`` -- plus round-off; kept,
+    # the upper's flat floor spread over the whole lattice, and its passes with it: sigma 7.9,
+    # t 247, 190 epochs took 2.9 s for the 0.25 s of the squarings)
+    o, y, e = _spectral_power(w, t, C, h, upper)
+    lo, hi = max(lo, o), min(hi, o + y.size)
+    return lo, y[lo - o:hi - o].copy(), e
 
 
 def windowed_cheaper(span: float, n: float, t: int) -> bool:
