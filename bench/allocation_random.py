@@ -9,7 +9,7 @@ LOOSE_D.
 
     python bench/allocation_random.py [seed] [points]     (defaults 1 and 40)
 
-The output of seeds 1 and 2 is in ``allocation_random.out``.
+The output of seeds 1-6 is in ``allocation_random.out``.
 """
 
 import math
