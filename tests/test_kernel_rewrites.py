@@ -21,15 +21,7 @@ from sgmfast._kernels.pld import chernoff as kc
 from sgmfast._kernels.pld import fft_power as kf
 
 
-def _cpow(b, c):
-    acc = complex(1.0, 0.0)
-    while c > 0:
-        if c & 1:
-            acc = acc * b
-        c >>= 1
-        if c > 0:
-            b = b * b
-    return acc
+_cpow = kf._cpow.py_func  # (unchanged: exponentiation by squaring, run as Python)
 
 
 def _power_range_before(spectra, counts, e2, out, k0, k1, wsum):
