@@ -224,7 +224,7 @@ class Epoch:
         # its error), every atom moved against the bound by t eta (remove: down, add: up)
         p_inf = ka.lattice_bins(up, int(up_o), 0.0, h, 0.0, t, step, j_lo, n, add, True, pess, amass)
         if small is not None:
-            p_inf += epoch_add.place_small(small, t, step, j_lo, n, pess)
+            p_inf += epoch_add.place_atoms(small[2], small[3], t, step, j_lo, n, pess)
         # (and scaled by 1 -+ rho: the cells' means are within rho relative, ``w_lower``; 4u
         # more covers the rounding of the product, so the scaled spacing errs against the bound)
         shift = t * self.eta * (1 + 1e-9) * (1.0 if add else -1.0)

@@ -187,11 +187,10 @@ def add_law(up: np.ndarray, first: int, C: int, h: float, s: float, t: int, tail
     return k0, out, small, (k0 + min(i, C - k0 - 1)) * h
 
 
-def place_small(small, t: int, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:
-    """Adds ``small_sums``' off-lattice atoms to the add direction's upper masses ``pess`` at loss
-    log(t / x) rounded up to the grid (pessimistic; beyond the top and at x = 0: returned, the
-    caller's +inf mass)."""
-    _, _, xs, ms = small
+def place_atoms(xs: np.ndarray, ms: np.ndarray, t: int, step: float, j_lo: int, n: int, pess: np.ndarray) -> float:
+    """Adds atoms of Q-mass ms at sums S = xs (``small_sums``' off-lattice ones, ``place_out``'s) to
+    the add direction's upper masses ``pess`` at loss log(t / x) rounded up to the grid
+    (pessimistic; beyond the top and at x = 0: returned, the caller's +inf mass)."""
     with np.errstate(divide="ignore"):
         j = np.ceil(np.log(t / xs) / step + 1e-6) - j_lo  # (x = 0: +inf)
     on = j < n
@@ -229,11 +228,4 @@ def place_out(q_out: float, w_max: float, wins, t: int, step: float, j_lo: int, 
     prev = np.concatenate(([1.0], tails[:-1]))
     xs = np.concatenate((w_max + rs, [w_max]))
     ms = np.concatenate((np.maximum(prev - tails, 0.0), [tails[-1] if tails.size else 1.0])) * q_out * (1.0 + 1e-12)
-    beyond = 0.0
-    for x, m in zip(xs, ms):
-        i = math.ceil(math.log(t / (x * (1.0 - 4 * U))) / step) - j_lo  # (x rounded down: the loss up)
-        if i < n:
-            pess[max(i, 0)] += m
-        else:
-            beyond += m
-    return beyond
+    return place_atoms(xs, ms, t, step, j_lo, n, pess)
