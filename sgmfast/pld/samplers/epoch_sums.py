@@ -46,19 +46,23 @@ from ..common import U
 #: the tail's binning each, so with PER_STEP binding the cost grows as 1 / step^2: PER_STEP 64
 #: (was 16) took sigma 0.3323, t 7, δ(eps = 1) from 7.1 s to 3.2 s and sigma 0.4, t 2, 200 epochs,
 #: δ 1e-12 from 1.5 s to 0.9 s (width 9.32e-4 -> 9.35e-4); of 168 + 80 + 80 + 27 bench rows
-#: (corners, random, quadrature, range) five printed intervals moved, by their last digit.  KAPPA
-#: 0.1 -> 0.05: sigma 1.0987, t 1992, 2 epochs, δ 4.7e-11 (W_max 355, where the tail carries much of
-#: δ) read 2.8e-3 wide at 0.1 and 9.7e-4 at 0.05, the same loss step, for 13 % more of its evaluation.
-KAPPA, PER_STEP = 0.05, 64.0
+#: (corners, random, quadrature, range) five printed intervals moved, by their last digit.  KAPPA_LOW
+#: 0.05 below a top W_max < t: sigma 1.0987, t 1992, 2 epochs, δ 4.7e-11 (W_max 355, where the tail
+#: carries much of δ) read 2.8e-3 wide at 0.1 and 9.7e-4 at 0.05, the same loss step, for 13 % more of
+#: its evaluation; above, 0.05 was wider (sigma 0.5, t 10^4, 200 epochs, δ 1e-12, W_max 2.7 t: the
+#: remove direction's upper end 11.0886 at 0.1, 11.0930 at 0.05 -- not understood, left at 0.1).
+KAPPA, KAPPA_LOW, PER_STEP = 0.1, 0.05, 64.0
 #: The share of the mass left above the last point below the top (upper: split with the top, t W_max;
 #: lower: one atom at its mean).
 ABOVE = 1e-9
 
 
-def spacing(s: float, w_max: float, step: float) -> float:
-    """The points' relative spacing (KAPPA, PER_STEP) for log W's sd ``s`` and the loss step."""
+def spacing(s: float, w_max: float, step: float, t: int) -> float:
+    """The points' relative spacing (KAPPA, PER_STEP) for log W's sd ``s``, the loss step and t
+    steps an epoch: KAPPA_LOW where W_max is below t (a low top, where the tail carries much of
+    δ)."""
     z = max((math.log(w_max) - 0.5 * s * s) / s, 1.0)  # (W_max standardised under the shifted law)
-    return min(KAPPA * s / z, PER_STEP * step)
+    return min((KAPPA_LOW if w_max < t else KAPPA) * s / z, PER_STEP * step)
 
 
 def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) -> np.ndarray:

@@ -94,7 +94,7 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     the epoch's lattice, ``epoch_sums``: at each of its points r of Q-mass m, the example's own
     coordinate above W_max with P'-mass m and another's with Q-mass r m.)"""
     s, w_max, t = epoch.s, epoch.w_max, epoch.t
-    rel = epoch_sums.spacing(s, w_max, step)
+    rel = epoch_sums.spacing(s, w_max, step, t)
     # (the lattices' non-zero entries, from their first)
     r_up, m_up, scale = epoch_sums.upper_sums(epoch.up, epoch.up_o, epoch._wu, epoch.h, t, w_max, rel)
     r_lo, m_lo = epoch_sums.lower_sums(epoch.lo, epoch.lo_o, epoch.h, t, epoch.eta, epoch.rho, w_max, rel)
