@@ -66,10 +66,12 @@ GUESS_ACCURACY = 0.05
 
 
 def _first_grid(sigma: float, t: int, steps: int, first) -> Engine:
-    """The Poisson-sampled run at rate 1/t, held to the grid step ``first(engine)`` of its own
-    engine at GUESS_ACCURACY (``first_step`` or ``first_delta_step``: a query's first)."""
-    schedule = [(sigma, 1.0 / t, steps)]
-    return Engine(schedule, GUESS_ACCURACY, grid_step=first(Engine(schedule, GUESS_ACCURACY)))
+    """The Poisson-sampled run's engine at rate 1/t and GUESS_ACCURACY, held to the grid step
+    ``first(engine)`` (``first_step`` or ``first_delta_step``: a query's first) -- the same engine,
+    so what the first step needed (a short run's RDP bound) is not computed twice."""
+    engine = Engine([(sigma, 1.0 / t, steps)], GUESS_ACCURACY)
+    engine.grid_step = first(engine)
+    return engine
 
 
 def poisson_delta_guess(sigma: float, t: int, steps: int, eps: np.ndarray) -> float:
