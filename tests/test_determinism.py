@@ -113,9 +113,9 @@ def test_ladder_rungs_on_two_cores_charge_what_one_core_does(monkeypatch):
     for cores in (4, 1):
         monkeypatch.setattr(common, "_CORES", [cores])
         with _work.metered() as m:
-            xs, ms = epoch_tail.over_ladder(w, h, t, cap, K * h, s, 1e-3, 1e-300)
-        runs.append((xs.tolist(), ms.tolist(), m.units))
-    assert runs[0] == runs[1] and len(runs[0][0]) >= 3 and runs[0][2] > 0
+            xs, ms, qs = epoch_tail.over_ladder(w, h, t, cap, K * h, s, 1e-3, 1e-300, 1e-4)
+        runs.append((xs.tolist(), ms.tolist(), qs.tolist(), m.units))
+    assert runs[0] == runs[1] and len(runs[0][0]) >= 3 and runs[0][3] > 0
 
 
 def test_same_interval_on_one_core_and_on_two(monkeypatch):

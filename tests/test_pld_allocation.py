@@ -4,6 +4,8 @@ References independent of the code under test:
 * t = 2, one epoch: δ(eps) as a one-dimensional integral of the lognormal call/put closed forms
   (scipy quadrature), both directions;
 * t = 1: every epoch is the Gaussian mechanism (closed form);
+* one epoch, any t, tiny δ: a closed-form lower bound on δ(eps) from the example's coordinate
+  alone past t e^eps (``_one_jump_eps``, mpmath), so an eps that every upper end must reach;
 * pld-accounting's certified ranges (``tests/reference/allocation_pld_accounting.csv``, made by
   ``bench/allocation_peers.py``): the intervals must overlap.
 """
@@ -338,3 +340,43 @@ def test_no_noise_is_the_closed_form():
     assert pld.delta(0.0, 0.01, 50, 1.0, sampler="balls_in_bins").upper == 0.5
     with pytest.raises(ValueError, match="sigma"):
         allocation.epsilon(-1.0, 100, 100, 1e-5)
+
+
+def _one_jump_eps(sigma, t, delta):
+    """A lower bound on eps(δ) of one epoch (remove direction), in closed form: with c = e^eps,
+    E_Q[(S / t - c)_+] = t E[((W_1 + R) / t - c)_+; W_1 the largest] >= t E[...; W_1 > t c > every
+    other W_j], and given every other W_j < t c they are independent with mean m' >= 1 - P'(W >= t c),
+    so by Jensen over R (convex in R) δ(eps) >= E[(W - (t c - (t - 1) m'))_+] P(W < t c)^{t - 1}
+    (lognormal call: log W ~ N(-s^2/2, s^2)).  eps by bisection on that lower bound: every true
+    eps(δ) is at least it.  Where one coordinate sets δ (a heavy tail, tiny δ) it is tight."""
+    import mpmath as mp
+
+    mp.mp.dps = 30
+    s = 1 / mp.mpf(sigma)
+    mu = -s * s / 2
+
+    def d(eps):
+        tc = t * mp.e ** eps
+        m1 = 1 - mp.ncdf((mu + s * s - mp.log(tc)) / s)
+        k = tc - (t - 1) * m1
+        d1 = (mu + s * s - mp.log(k)) / s
+        return (mp.ncdf(d1) - k * mp.ncdf(d1 - s)) * mp.ncdf((mp.log(tc) - mu) / s) ** (t - 1)
+
+    lo, hi = mp.mpf(0), mp.mpf(60)
+    for _ in range(70):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
+    return float(lo)
+
+
+@pytest.mark.parametrize("sigma, t, delta", [(0.4, 10000, 1e-12), (0.45, 3000, 1e-12), (0.5, 10000, 1e-12),
+                                             (0.4, 1000, 1e-10), (0.45, 10000, 1e-9), (0.7, 300, 1e-12)])
+def test_one_epoch_heavy_tail_meets_the_one_jump_bound(sigma, t, delta):
+    """One epoch with a heavy tail at tiny δ: the upper end is at least the closed-form lower bound
+    ``_one_jump_eps`` (soundness) and within the accuracy of it (tightness).  The P-mass above the
+    lattice's cap put at t W_max (the most the others' sum can be) once made sigma 0.4, t 10^4,
+    δ 1e-12 read [11.026, 11.329], the upper end log W_max (``epoch_tail.add_tail``)."""
+    ref = _one_jump_eps(sigma, t, delta)
+    b = allocation.epsilon(sigma, t, t, delta)
+    assert ref * (1 - 1e-12) <= b.upper <= ref * (1 + 1e-3)
+    assert b.upper - b.lower <= 1e-3 * b.upper

@@ -352,7 +352,8 @@ def test_three_above_bins_dominate_the_exact_law(sigma, shift, w):
 @pytest.mark.parametrize("sigma,t", [(0.4, 3), (0.5, 6), (0.7, 20)])
 def test_ladder_above_the_cap_dominates_the_exact_lattice_law(sigma, t):
     """``epoch_tail.over_ladder``: its atoms' survival is at least the exact t-fold convolution's
-    P-mass above every y past the cap (so the loss log(S/t) placed at the atoms only grows),
+    P-mass (and its Q-masses' the Q-mass) above every y past the cap (so the loss log(S/t) placed at
+    the atoms only grows),
     the atoms sum to the mass above the cap, lie at or below the lattice's largest sum, and
     ``place_ladder`` puts each at a grid loss at least its own."""
     from sgmfast.pld.samplers.epoch_tail import over_cap, over_ladder, place_ladder
@@ -360,13 +361,15 @@ def test_ladder_above_the_cap_dominates_the_exact_lattice_law(sigma, t):
     s, h, K = 1.0 / sigma, 0.25, 800
     wu, c, x, _, _, _ = _exact_sums(sigma, h, K, t)
     cap = K * h + 2.0 * t
-    p_cap = over_cap(wu, h, t, cap, K * h, s, 0.0)[0]
-    xs, ms = over_ladder(wu, h, t, cap, K * h, s, p_cap, 0.0)
+    p_cap, q_cap = over_cap(wu, h, t, cap, K * h, s, 0.0)
+    xs, ms, qs = over_ladder(wu, h, t, cap, K * h, s, p_cap, 0.0, q_cap)
     assert math.isclose(float(ms.sum()), p_cap, rel_tol=1e-12) and xs[-1] <= t * K * h * (1 + 1e-12)
+    assert math.isclose(float(qs.sum()), q_cap, rel_tol=1e-12) and np.all(qs >= 0)
     assert np.all(np.diff(xs) > 0) and np.all(ms >= 0) and xs[0] > cap
     pmass = c * x / t
     for y in np.concatenate((np.linspace(cap, 3 * cap, 200), xs, xs * (1 - 1e-9))):
         assert float(ms[xs > y].sum()) >= float(pmass[x > y].sum()) * (1 - 1e-12)
+        assert float(qs[xs > y].sum()) >= float(c[x > y].sum()) * (1 - 1e-12)  # (the Q-masses likewise)
     step, j_lo = 0.013, -20
     pess = np.zeros(int(math.log(xs[-1] / t) / step) - j_lo - 5)  # (the top atom above the grid)
     beyond = place_ladder((xs, ms), t, step, j_lo, pess)

@@ -120,7 +120,7 @@ class Epoch:
     (``epoch``): a calibration or a curve asks for the same epoch many times."""
 
     __slots__ = ("t", "h", "C", "up", "lo", "eta", "rho", "p_inf_remove", "ladder", "q_out", "q_over", "q_cut", "span",
-                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "up_o", "lo_o", "_wins")
+                 "w_max", "_steps", "s", "_wu", "_rungs", "p_out", "p_cut", "up_o", "lo_o", "_wins")
 
     def __init__(self, sigma: float, t: int, h: float, w_max: float, cap: float, tail: float = 0.0):
         tilted_lower = tail < TILTED_LOWER_TAIL
@@ -151,7 +151,7 @@ class Epoch:
         def upper_side():
             over = epoch_tail.over_cap(wu, h, t, (C - 1) * h, w_max, s, tail)
             big = over[0] > 1e3 * tail
-            ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, over[0], tail) if big else None
+            ladder = epoch_tail.over_ladder(wu, h, t, (C - 1) * h, w_max, s, over[0], tail, over[1]) if big else None
             return _window(_upper_power(wu, t, C, h, s, tilted_lower, wins), C), over, ladder
 
         # each lattice as its entries from the first non-zero one to the last, ``up`` from entry
@@ -165,6 +165,7 @@ class Epoch:
         q_out = t * math.exp(ka.log_sf(w_max, s, 0.0))
         # (the P-mass of S outside the kept lattice: ``epoch_tail.add_tail``)
         self.p_out = min(1.0, (p_over + p_cut) * (1 + 1e-9))
+        self.p_cut = min(1.0, p_cut * (1 + 1e-9))
         p_over = 0.0 if self.ladder is not None else p_over
         self.p_inf_remove = min(1.0, (p_out + p_over + p_cut) * (1 + 1e-9))
         self.q_out, self.q_over = min(1.0, q_out * (1 + 1e-9)), min(1.0, q_over * (1 + 1e-9))

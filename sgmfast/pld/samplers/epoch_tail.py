@@ -108,12 +108,21 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     # keeps it above R in increasing convex order; at +inf, 3.6e-14 an epoch held sigma 0.42,
     # t 10^4, 200 epochs, δ 1e-12 at eps = +inf --, and another's above W_max with that weight,
     # there too (at +inf, 4.6e-13 an epoch held sigma 0.4, t 1000, 200 epochs, δ 1e-12 at +inf
-    # once W_max was set by four coordinates above it, not three, and the cap came down with it))
+    # once W_max was set by four coordinates above it, not three, and the cap came down with it).
+    # Where the epoch has a ladder above the cap (``over_ladder``), S > cap is at its rungs instead:
+    # its Q-masses for the example's coordinate, t times its P-masses (E_Q[S; S > y] = t P(S' > y))
+    # for another's -- stochastically above the stand-in there, and both terms grow with R.  At t W_max,
+    # 2.5e-7 of P-mass above the cap set sigma 0.4, t 10^4, one epoch, δ 1e-12 at log W_max: [11.026, 11.329])
     beyond, none, top_r = 0.0, np.empty(0), float(t * w_max) * (1.0 + 4 * U)
-    beyond += kt.tail_bins(s, 1.0, w_max, float(t), top_r,
-                           float((epoch.q_cut + epoch.q_over) * scale) * (1.0 + 1e-9), step, j_lo, n, True, pess, none)
-    beyond += kt.tail_bins(s, 0.0, w_max, float(t), top_r, float(t * epoch.p_out * scale) * (1.0 + 1e-9), step, j_lo, n,
-                           True, pess, none)
+    ladder = epoch.ladder
+    at_top_q, at_top_p = (epoch.q_cut, epoch.p_cut) if ladder is not None else (epoch.q_cut + epoch.q_over, epoch.p_out)
+    rs, qs, ps = ([top_r], [at_top_q], [at_top_p]) if ladder is None else (
+        np.append(np.minimum(ladder[0], top_r), top_r), np.append(ladder[2], at_top_q), np.append(ladder[1], at_top_p))
+    for r, q, p in zip(rs, qs, ps):
+        beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(q * scale) * (1.0 + 1e-9), step, j_lo, n, True,
+                               pess, none)
+        beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(t * p * scale) * (1.0 + 1e-9), step, j_lo, n,
+                               True, pess, none)
     for r, m in zip(r_up, m_up):
         beyond += kt.tail_bins(s, 1.0, w_max, float(t), float(r), float(m), step, j_lo, n, True, pess, none)
         beyond += kt.tail_bins(s, 0.0, w_max, float(t), float(r), float(r * m) * (1.0 + 4 * U), step, j_lo, n, True,
@@ -253,17 +262,20 @@ def over_cap(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float
 LADDER = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0)
 
 
-def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, p_cap: float, need: float):
+def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, p_cap: float, need: float,
+                q_cap: float = 0.0):
     """The P-mass above the cap, ``p_cap`` (>= P(S' > cap), ``over_cap``), as atoms at finite S
-    instead of +inf: (xs, masses), the masses summing to p_cap.  With B_k the running least of
+    instead of +inf: (xs, masses, q_masses), the masses summing to p_cap.  With B_k the running least of
     p_cap and ``over_cap`` at the rungs x_k = cap LADDER[k], the atom at x_k carries B_{k-1} - B_k
     (what lies in (x_{k-1}, x_k] is put at its top) and the last, at t x_max, the rest: S' of the
     lattice law is at most t x_max (x_max = (w.size - 1) h, every coordinate's top).  So the atoms'
     law is stochastically above the lattice law's S' on S' > cap (its survival is B_{k-1} >=
     P(S' > y) on [x_{k-1}, x_k)), and the loss log(S/t) only grows: an upper bound may place it so.
-    Stops where B_k <= ``need``, the rest at the top."""
+    Stops where B_k <= ``need``, the rest at the top.  ``q_masses`` do the same for the Q-mass
+    above the cap, ``q_cap`` (>= Q(S > cap)), from ``over_cap``'s Q-bounds at the same rungs
+    (``add_tail`` puts the others' sum there)."""
     top = t * (w.size - 1) * h
-    xs, masses, left = [], [], p_cap
+    xs, masses, q_masses, left, left_q = [], [], [], p_cap, q_cap
     _table(*coarse_majorant(w, h), t, charged=False)  # (built here, not twice on two threads: each use charges it)
     rungs = [cap * f for f in LADDER if cap * f < top]
     # the rungs' bounds two at a time, the second on a helper thread (two cores), each one's work
@@ -277,16 +289,18 @@ def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: fl
             bounds.append(apart(over_cap, w, h, t, x, w_max, s, need))
             if nxt is not None:
                 bounds.append(nxt.result())
-        (p_x, _), units = bounds[k]
+        (p_x, q_x), units = bounds[k]
         charge(units)
-        b = min(left, p_x)
+        b, b_q = min(left, p_x), min(left_q, q_x)
         xs.append(x)
         masses.append(left - b)
-        left = b
-    if left > 0.0:
+        q_masses.append(left_q - b_q)
+        left, left_q = b, b_q
+    if left > 0.0 or left_q > 0.0:
         xs.append(top)
         masses.append(left)
-    return np.array(xs), np.array(masses)
+        q_masses.append(left_q)
+    return np.array(xs), np.array(masses), np.array(q_masses)
 
 
 def place_ladder(ladder, t: int, step: float, j_lo: int, pess: np.ndarray) -> float:
@@ -294,7 +308,7 @@ def place_ladder(ladder, t: int, step: float, j_lo: int, pess: np.ndarray) -> fl
     log(x / t), rounded up to the grid (x raised 1e-12 relative first, above the log's and the
     division's rounding); returns the mass above the grid's top (the caller's +inf mass)."""
     beyond = 0.0
-    for x, m in zip(*ladder):
+    for x, m in zip(ladder[0], ladder[1]):
         i = math.ceil(math.log(x * (1.0 + 1e-12) / t) / step) - j_lo
         if i < pess.size:
             pess[max(i, 0)] += m * (1.0 + 1e-12)
