@@ -78,7 +78,7 @@ def _levels(sigma, t, accuracy, tail, per_count, hi_i, lo_i, eps, epochs):
     """refine_levels' attempts over the counts: level r's epoch (one lattice), then
     ``per_count(epoch, step, i)`` for each count still wide (the others keep their bounds).  As a
     single query's (``balls_in_bins._levels``), level 0 also evaluates a second lattice top, from
-    the answer ``eps()`` after the first, where at most ``LOW_TOP_EPOCHS`` epochs compose (``first_tops``); each
+    the answer ``eps()`` after the first (``first_tops``); each
     count keeps the narrower ends, and the levels after refine the top of the narrower total."""
     state = {"tops": first_tops(epochs)}
 

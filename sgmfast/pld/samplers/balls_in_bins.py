@@ -520,8 +520,8 @@ LOW_TILT = 0.9
 def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, narrow=None):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
-    ``eps()`` guessed at the moment; up to LOW_TOP_EPOCHS epochs, level 0 on two tops (LOW_TOP),
-    the second only where the first's interval is not ``narrow``."""
+    ``eps()`` guessed at the moment; level 0 on two tops (``first_tops``, then ``second_top``), the
+    second only where the first's interval is not ``narrow``."""
     tops = first_tops(epochs)
 
     def attempt(level):

@@ -145,12 +145,16 @@ FINE_STEP_LATTICE = 1 << 17
 #: points: σ 1.5, t 300, δ 1e-12 read 1.5e-3 at 0.6, 4.7e-4 at 1; σ 1, t 30, 5 epochs 1.05e-3 with
 #: eps undivided, 2.4e-4 over sqrt E.)
 LOW_TOP, TOP_PER_EXP, TOP_MIN = 100.0, 1.0, 0.01
-#: ... where at most this many epochs compose (over more, the second evaluation's work takes the next
-#: level's place: sigma 0.447, t 16, 68 epochs 9.7e-4 -> 2.5e-3)
+#: ... where at most this many epochs compose; over more, level 0 tries MANY_TOP and then the second top
+#: (with 1000 t first, the second evaluation's work took the next level's place: sigma 0.447, t 16,
+#: 68 epochs 9.7e-4 -> 2.5e-3).  With MANY_TOP alone, sigma 1, δ 1e-10 over 12-30 epochs read 1.3e-3
+#: to 1.8e-2 wide at t 100-3000 (t 554, 12 epochs: 1.83e-2; with the second top 2.5e-4): W_max 16 t
+#: left the one-jump region S ~ 3-8 t to the lattice's tilted powers, whose round-off floors reach
+#: 1-7 % there; over 100 points (sigma 0.45-1.3, t 16-3000, 12-100 epochs) no other interval moved.
 LOW_TOP_EPOCHS = 8
 
 
-#: The lattice top (x t) over more than LOW_TOP_EPOCHS epochs (else 1000 and ``second_top``): where
+#: The lattice top (x t) over more than LOW_TOP_EPOCHS epochs (else 1000), before ``second_top``: where
 #: W's tail budget sets a higher W_max (sigma < ~0.6) it costs less and loses nothing -- sigma 0.4,
 #: t 100, 200 epochs, δ 0.01: [126.448, 126.652] in 0.29 work units, [126.449, 126.662] in 1.32 at 1000 t
 MANY_TOP = 100.0
@@ -158,7 +162,7 @@ MANY_TOP = 100.0
 
 def first_tops(epochs: int) -> list:
     """The lattice tops (x t) level 0 tries, None for ``second_top`` (``balls_in_bins.on_tops``)."""
-    return [1000.0, None] if epochs <= LOW_TOP_EPOCHS else [MANY_TOP]
+    return [1000.0 if epochs <= LOW_TOP_EPOCHS else MANY_TOP, None]
 
 
 #: A second top whose W_max is above this share of the first's builds about the same lattice again
