@@ -51,6 +51,9 @@ def test_upper_points_are_above_the_sum_in_convex_order(seed, t, heavy):
     ks = np.linspace(-1.0, x_exact[-1] * 1.1, 400)
     ours, truth = _stop_loss(r, m, ks), _stop_loss(x_exact, exact, ks)
     assert np.all(ours >= truth * (1 - 1e-12) - 1e-300)
+    # (no lattice mass is split with the top, t W_max, far above every sum: ``FAR_RATIO``'s points
+    # reach the largest one)
+    assert r[-1] <= 2.0 * (w_max + (_power(wu, t).size - 1) * h)
 
 
 @pytest.mark.parametrize("seed,t,heavy", CASES)

@@ -464,8 +464,8 @@ def test_tail_bins_bracket_the_tails_delta_by_quadrature(s, shift, t, r, step):
     j_lo = math.floor(math.log((w_max + r) / t) / step) - 3
     n = int(8.0 * s / step)
     up, lo, lo_u = np.zeros(n), np.zeros(n), np.zeros(n)
-    p_inf = kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up, np.zeros(0))
-    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo, lo_u)
+    p_inf = kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up, np.zeros(0), math.inf)
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo, lo_u, math.inf)
     ell = (j_lo + np.arange(n)) * step
     mean_u = np.where(lo > 0, lo_u / np.where(lo > 0, lo, 1.0), 1.0)
     mu = (shift - 0.5) * s * s
@@ -493,6 +493,35 @@ def test_tail_bins_bracket_the_tails_delta_by_quadrature(s, shift, t, r, step):
         slope = integrate.quad(g, z_max, 40.0, limit=500, epsabs=1e-300, epsrel=1e-11)[0]
         assert upper - lower <= 0.1 * step * slope, (eps, lower, upper, step * slope)
 
+
+
+@pytest.mark.parametrize("s, shift, t, r, step", [(2.5, 1.0, 1e4, 1.2e4, 0.01), (0.105, 0.0, 24.0, 24.0, 1e-4),
+                                                   (1.0, 1.0, 5319.0, 5300.0, 3e-4)])
+def test_tail_bins_stopped_early_only_move_mass_against_each_bound(s, shift, t, r, step):
+    """``tail_bins`` with ``z_stop`` (``epoch_tail._sweeps``): the upper's masses below the stop
+    are the unstopped ones and the rest goes to +inf, so its δ at every eps is at least the
+    unstopped one's and the total is kept; the lower only loses mass (each bin's mass and mean
+    at most the unstopped ones), and the mass it drops is the survival past the stop."""
+    from sgmfast._kernels.pld import allocation_tail as kt
+
+    w_max = math.exp(0.5 * s * s + 2.0 * s)
+    j_lo = math.floor(math.log((w_max + r) / t) / step) - 3
+    n = int(min(40.0 * s, 8.0) / step)
+    z_stop = (math.log(w_max) - (shift - 0.5) * s * s) / s + 3.0
+    up0, up1, lo0, lu0, lo1, lu1 = (np.zeros(n) for _ in range(6))
+    inf0 = kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up0, np.zeros(0), math.inf)
+    inf1 = kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, True, up1, np.zeros(0), z_stop)
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo0, lu0, math.inf)
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo1, lu1, z_stop)
+    assert inf1 > inf0 and math.isclose(up1.sum() + inf1, up0.sum() + inf0, rel_tol=1e-9)
+    ell = (j_lo + np.arange(n)) * step
+    for eps in ell[::max(1, n // 50)]:
+        d0 = float(np.sum(up0 * np.maximum(0.0, 1.0 - np.exp(eps - ell)))) + inf0
+        d1 = float(np.sum(up1 * np.maximum(0.0, 1.0 - np.exp(eps - ell)))) + inf1
+        assert d1 >= d0 * (1 - 1e-12)
+    assert np.all(lo1 <= lo0) and np.all(lu1 <= lu0)
+    dropped = lo0.sum() - lo1.sum()
+    assert dropped <= float(norm.sf(z_stop)) * (1 + 1e-6) + 1e-300 and dropped > 0
 
 def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
     """``tail_bins`` carries ``log_ndtr_pair`` from one boundary to the next: the same values as

@@ -68,7 +68,7 @@ def _first_bin(b_min, r, lt, step, j_lo):
 
 
 @jit
-def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
+def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u, z_stop):
     """One coordinate's tail on the loss grid ell_j = (j_lo + j) step (j = 0..n-1): the mass of
     W > w_max under log W ~ N(-s^2/2 + shift s^2, s^2) (shift 1: the P-law of the coordinate that
     holds the example; 0: any other), times ``weight``, binned by the loss log((W + r) / t).
@@ -82,6 +82,11 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
     out_u[j] that mass times an upper bound on its mean of e^{-(loss - ell_j)} (``_tail_u``: the
     caller puts it at the loss of that mean, a convex-order minorant); below the grid dropped,
     above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)
+
+    The sweep stops after the first boundary z at or above ``z_stop`` (standardised log W; +inf:
+    never): the mass above it goes to +inf for ``upper`` and is dropped otherwise -- the caller
+    sets z_stop where that mass is negligible, so a light tail's sweep ends long before the grid's
+    top.
 
     Each bin's mass and its mean of W difference the normal CDF at its two boundaries z and
     z - s (standardised log W): ``log_ndtr_pair`` at each boundary, carried to the next bin.
@@ -133,6 +138,10 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u):
                     out[j] += m_lo
                     out_u[j] += m_lo * _tail_u(_bin_mean_w(lw, e_w, lm, e_m, c, s, -1.0), r, lt, ell - step, b_prev, b)
         z_prev, b_prev, p_prev, q_prev = z, b, p_z, q_z  # (lower, j = -1: the mass below ell_0 is dropped)
+        if z_prev >= z_stop:
+            if not upper:  # (dropped: the lower bound only loses mass)
+                return 0.0
+            break
     lm = log_ndtr_diff(z_prev, math.inf)
     if lm == NEG_INF:
         return 0.0

@@ -240,7 +240,7 @@ class Epoch:
             pess[min(max(i, 0), n - 1)] += self.q_over * (1 + 1e-12)
             p_inf += self.q_cut  # (the windows' cuts: at +inf, ``epoch_power``)
         else:
-            p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass)
+            p_inf += self.p_inf_remove + epoch_tail.add_tail(self, step, j_lo, n, pess, frac, amass, tail)
             if self.ladder is not None:
                 p_inf += epoch_tail.place_ladder(self.ladder, t, step, j_lo, pess)
         return OneStep(j_lo, pess, min(p_inf, 1.0), step, frac, amass, top)

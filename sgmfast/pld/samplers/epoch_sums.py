@@ -39,19 +39,17 @@ import numpy as np
 from ..common import U
 
 #: The points' relative spacing in W_max + r (``spacing``): KAPPA of the scale on which the density
-#: of W above W_max falls by e (about W s / z at the standardised z of W_max), at most PER_STEP loss
-#: steps.  A spread of R by Delta costs ~(Delta / that scale)^2 of the tail's δ (the kink of
-#: (x - e^eps t)_+, smoothed by W): sigma 1.2, t 100, δ 1e-12 was 2.3e-4 wide at 4 loss steps
-#: (1.75 %, 0.6 sd of R), 1.7e-4 at KAPPA 0.1 (1.2 %), 4.3e-4 at 0.2.  The points cost one pass of
-#: the tail's binning each, so with PER_STEP binding the cost grows as 1 / step^2: PER_STEP 64
-#: (was 16) took sigma 0.3323, t 7, δ(eps = 1) from 7.1 s to 3.2 s and sigma 0.4, t 2, 200 epochs,
-#: δ 1e-12 from 1.5 s to 0.9 s (width 9.32e-4 -> 9.35e-4); of 168 + 80 + 80 + 27 bench rows
-#: (corners, random, quadrature, range) five printed intervals moved, by their last digit.  KAPPA_LOW
-#: 0.05 below a top W_max < t: sigma 1.0987, t 1992, 2 epochs, δ 4.7e-11 (W_max 355, where the tail
-#: carries much of δ) read 2.8e-3 wide at 0.1 and 9.7e-4 at 0.05, the same loss step, for 13 % more of
-#: its evaluation; above, 0.05 was wider (sigma 0.5, t 10^4, 200 epochs, δ 1e-12, W_max 2.7 t: the
-#: remove direction's upper end 11.0886 at 0.1, 11.0930 at 0.05 -- not understood, left at 0.1).
-KAPPA, KAPPA_LOW, PER_STEP = 0.1, 0.05, 64.0
+#: of W above W_max falls by e (about W s / z at the standardised z of W_max), over W_max + E[R]
+#: (E[R] ~ t), at most PER_STEP loss steps.  A spread of R by Delta costs ~(Delta / that scale)^2 of
+#: the tail's δ (the kink of (x - e^eps t)_+, smoothed by W): sigma 1.2, t 100, δ 1e-12 was 2.3e-4
+#: wide at 4 loss steps (1.75 %, 0.6 sd of R), 1.7e-4 at KAPPA 0.1 (1.2 %), 4.3e-4 at 0.2.  Below a
+#: top W_max < t the spacing in W_max + r, relative to W_max + r, made Delta ~ KAPPA t s / z, far above
+#: that scale: sigma 0.9909, t 5319, 4 epochs, δ 4e-12 (W_max 0.14 t) read 1.06e-3 wide, 1.5e-4 with
+#: the factor W_max / (W_max + t); sigma 1.0987, t 1992, 2 epochs, δ 4.7e-11: 8.5e-4 -> 2.4e-4.  The
+#: points cost one pass of the tail's binning each, so with PER_STEP binding the cost grows as
+#: 1 / step^2: PER_STEP 64 (was 16) took sigma 0.3323, t 7, δ(eps = 1) from 7.1 s to 3.2 s and sigma
+#: 0.4, t 2, 200 epochs, δ 1e-12 from 1.5 s to 0.9 s (width 9.32e-4 -> 9.35e-4).
+KAPPA, PER_STEP = 0.1, 64.0
 #: The share of the mass left above the last point below the top (upper: split with the top, t W_max;
 #: lower: one atom at its mean).
 ABOVE = 1e-9
@@ -59,10 +57,9 @@ ABOVE = 1e-9
 
 def spacing(s: float, w_max: float, step: float, t: int) -> float:
     """The points' relative spacing (KAPPA, PER_STEP) for log W's sd ``s``, the loss step and t
-    steps an epoch: KAPPA_LOW where W_max is below t (a low top, where the tail carries much of
-    δ)."""
+    steps an epoch."""
     z = max((math.log(w_max) - 0.5 * s * s) / s, 1.0)  # (W_max standardised under the shifted law)
-    return min((KAPPA_LOW if w_max < t else KAPPA) * s / z, PER_STEP * step)
+    return min(KAPPA * s / z * w_max / (w_max + t), PER_STEP * step)
 
 
 def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) -> np.ndarray:
@@ -73,7 +70,20 @@ def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) 
     x_lo, x_hi = float(x[0]), float(x[i_hi])
     k = int(math.ceil(math.log((w_max + x_hi) / (w_max + x_lo)) / math.log1p(rel))) if x_hi > x_lo else 0
     pts = (w_max + x_lo) * np.exp(np.arange(k + 1) * math.log1p(rel)) - w_max
+    # (on to the largest x in ratios FAR_RATIO: what lies above the last point is split with its
+    # neighbours, not with the top)
+    x_end = float(x[-1])
+    k2 = int(math.ceil(math.log((w_max + x_end) / (w_max + pts[-1])) / math.log(FAR_RATIO))) if x_end > pts[-1] else 0
+    pts = np.concatenate((pts, (w_max + pts[-1]) * FAR_RATIO ** np.arange(1, k2 + 1) - w_max))
     return np.unique(np.concatenate((np.clip(pts, x_lo, top), [top])))
+
+
+#: The ratio (in W_max + r) of the points above the mass's last ABOVE share (``_points``).  Split
+#: with the top, t W_max, that mass put the upper's tail at loss log W_max: sigma 0.5, t 10^4, 200
+#: epochs, δ 1e-12 read [11.07482, 11.08336] (one epoch's δ(9) 4.3e-16 for a lower 5.1e-17), and
+#: finer points came out wider by chance -- [11.07484, 11.08647] -- as the split moved; with the ratio
+#: 2 points, [11.07484, 11.07719].
+FAR_RATIO = 2.0
 
 
 def upper_sums(up: np.ndarray, first: int, wu: np.ndarray, h: float, t: int, w_max: float, rel: float):
