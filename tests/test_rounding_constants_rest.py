@@ -738,42 +738,6 @@ def test_minorant_deflation():
 
 
 
-def test_optimistic_step_splits_where_the_whole_minorant_fails():
-    """``optimistic_step`` where ``_minorant_to_grid`` fails on all the atoms -- a tiny last atom
-    next to empty top bins (its lowered knot took negative mass from the pinned end): the result
-    is still dominated by the atoms (mass and every put value, mpmath), its E[u^2] is at least the
-    contractions' (the fallback before), and where it took the split -- the minorant of the bulk,
-    contractions at the ends -- the bulk is the bulk's own minorant (the tiny atom moves only its
-    own mass) where the contractions of everything had moved the whole (a balls-in-bins epoch's
-    δ(0.542) 0.14 % lower)."""
-    rng = np.random.default_rng(54)
-    failed = split = 0
-    for _ in range(12):
-        n, step = int(rng.integers(40, 300)), float(10 ** rng.uniform(-3, -1))
-        x = np.arange(n)
-        amass = np.exp(-0.5 * ((x - n / 3) / (n / 10)) ** 2)
-        k = int(rng.integers(1, n // 4))
-        amass[n - k:] = 0.0
-        tiny = amass[n - k - 1] = 10 ** rng.uniform(-20, -12)
-        frac = rng.uniform(0, step, n)
-        frac[amass == 0] = -1.0
-        if kd._minorant_to_grid(step, n, frac, amass, np.zeros(n)):
-            continue
-        failed += 1
-        opt, whole = np.zeros(n), np.zeros(n)
-        kd.optimistic_step(step, frac, amass, 0.0, opt)
-        kd._contract_to_grid(step, n, frac, amass, whole)
-        assert _put_call_check(step, frac, amass, 0.0, opt, 1)[1]
-        assert kd._second_moment(opt, step, 0) >= kd._second_moment(whole, step, 0)
-        if np.array_equal(opt, whole):
-            continue
-        split += 1
-        bulk_m, bulk = amass.copy(), np.zeros(n)
-        bulk_m[n - k - 1] = 0.0
-        assert kd._minorant_to_grid(step, n - k, frac[:n - k].copy(), bulk_m[:n - k].copy(), bulk[:n - k])
-        assert float(np.abs(opt - bulk).sum()) <= 2.0 * tiny + 1e-9 * float(amass.sum())
-    assert failed >= 8 and split >= 3
-
 def _contract_merges(step, n, frac, amass, opt):
     """``_contract_to_grid`` with the kernel's float operations, recording each merge
     (carry index, carry offset, atom index, atom offset, c_m, w, kind, value) (checked against

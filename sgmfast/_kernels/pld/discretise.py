@@ -100,62 +100,13 @@ def discretise_direction(sigma, q, step, k_lo, lm0, ls, le, j_lo, j_hi, add, lp_
 @jit
 def optimistic_step(step, frac, amass, top, opt):
     """The optimistic one-step masses from the atoms of ``discretise_direction``: the convex-order
-    minorant where it applies, else merging by contractions; ``top`` goes onto the top point.
-
-    Where the minorant does not apply to all the atoms -- a lowered knot next to a pinned end took
-    negative mass, as when a balls-in-bins epoch's last atoms were tiny or its top bins empty --
-    it is also taken on the atoms of bins lo' .. hi', those below and above by contractions (a sum
-    of minorants of the parts is one of the whole: convex order is kept by adding measures), the
-    ends moving in by 1, 3, 7, .. bins until one applies; of that and the contractions of all the
-    atoms, the one of the larger E[u^2] is kept (both are lower bounds; for equal mass and mean,
-    E[u^2] / 2 is the integral of the put function, which δ(eps) samples at u = e^{-eps}).  (The
-    contractions alone read δ(0.542) 0.14 % low at sigma 2.998, t 3; the split alone was lower at
-    100 of 240 bench points.)"""
+    minorant where it applies, else merging by contractions; ``top`` goes onto the top point."""
     n = opt.shape[0]
     for i in range(n):
         opt[i] = 0.0
     opt[n - 1] += top
-    if _minorant_to_grid(step, n, frac, amass, opt):
-        return
-    lo, hi = 0, n - 2
-    while lo < n - 1 and not amass[lo] > 0.0:
-        lo += 1
-    while hi > lo and not amass[hi] > 0.0:
-        hi -= 1
-    split = np.zeros(n)
-    found = False
-    k = 1
-    while not found and hi >= lo and (1 << k) - 1 <= hi - lo:
-        d = (1 << k) - 1
-        for cut_lo, cut_hi in ((0, d), (d, 0), (d, d)):
-            a, b = lo + cut_lo, hi - cut_hi
-            if found or b - a + 2 < 8:
-                continue
-            # (the atoms of bins a .. b lie between points a and b + 1; the views write into split)
-            if _minorant_to_grid(step, b - a + 2, frac[a:b + 2], amass[a:b + 2], split[a:b + 2]):
-                if a > lo:
-                    _contract_to_grid(step, a - lo + 1, frac[lo:a + 1], amass[lo:a + 1], split[lo:a + 1])
-                if b < hi:
-                    c = b + 1
-                    _contract_to_grid(step, hi - b + 1, frac[c:hi + 2], amass[c:hi + 2], split[c:hi + 2])
-                found = True
-        k += 1
-    whole = np.zeros(n)
-    _contract_to_grid(step, n, frac, amass, whole)
-    if found and _second_moment(split, step, lo) > _second_moment(whole, step, lo):
-        whole = split
-    for i in range(n):
-        opt[i] += whole[i]
-
-
-@jit
-def _second_moment(masses, step, ref):
-    """sum_i masses_i u_i^2, u_i = e^{-(i - ref) step} (a common scale: only compared)."""
-    acc = 0.0
-    for i in range(masses.shape[0]):
-        if masses[i] > 0.0:
-            acc += masses[i] * math.exp(-2.0 * (i - ref) * step)
-    return acc
+    if not _minorant_to_grid(step, n, frac, amass, opt):
+        _contract_to_grid(step, n, frac, amass, opt)
 
 
 @jit
