@@ -50,6 +50,10 @@ from ..common import U
 #: 1 / step^2: PER_STEP 64 (was 16) took sigma 0.3323, t 7, δ(eps = 1) from 7.1 s to 3.2 s and sigma
 #: 0.4, t 2, 200 epochs, δ 1e-12 from 1.5 s to 0.9 s (width 9.32e-4 -> 9.35e-4).
 KAPPA, PER_STEP = 0.1, 64.0
+#: ... the factor W_max / (W_max + t) at least this: a light tail's W_max is a few E[W] (sigma 10,
+#: t 10^4: W_max ~ 2), where the factor took 10^5 points and 16 s for a query of 0.8 s, though the tail
+#: holds nothing of δ.
+LOW_TOP_SHARE = 0.25
 #: The share of the mass left above the last point below the top (upper: split with the top, t W_max;
 #: lower: one atom at its mean).
 ABOVE = 1e-9
@@ -59,7 +63,7 @@ def spacing(s: float, w_max: float, step: float, t: int) -> float:
     """The points' relative spacing (KAPPA, PER_STEP) for log W's sd ``s``, the loss step and t
     steps an epoch."""
     z = max((math.log(w_max) - 0.5 * s * s) / s, 1.0)  # (W_max standardised under the shifted law)
-    return min(KAPPA * s / z * w_max / (w_max + t), PER_STEP * step)
+    return min(KAPPA * s / z * max(w_max / (w_max + t), LOW_TOP_SHARE), PER_STEP * step)
 
 
 def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) -> np.ndarray:
