@@ -68,6 +68,16 @@ def _first_bin(b_min, r, lt, step, j_lo):
 
 
 @jit
+def _rest(z, weight):
+    """``tail_bins``' mass above the boundary z, times ``weight``, rounded up (its +inf mass)."""
+    lm = log_ndtr_diff(z, math.inf)
+    if lm == NEG_INF:
+        return 0.0
+    e = _diff_err(z, math.inf) + 4.0 * EPS64 + 1e-12
+    return math.exp(lm) * weight * (1.0 + e)
+
+
+@jit
 def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u, z_stop):
     """One coordinate's tail on the loss grid ell_j = (j_lo + j) step (j = 0..n-1): the mass of
     W > w_max under log W ~ N(-s^2/2 + shift s^2, s^2) (shift 1: the P-law of the coordinate that
@@ -81,12 +91,9 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u, z
     Otherwise the mass with loss in [ell_j, ell_{j+1}) is added to out[j] rounded down, and to
     out_u[j] that mass times an upper bound on its mean of e^{-(loss - ell_j)} (``_tail_u``: the
     caller puts it at the loss of that mean, a convex-order minorant); below the grid dropped,
-    above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)
-
-    The sweep stops after the first boundary z at or above ``z_stop`` (standardised log W; +inf:
-    never): the mass above it goes to +inf for ``upper`` and is dropped otherwise -- the caller
-    sets z_stop where that mass is negligible, so a light tail's sweep ends long before the grid's
-    top.
+    above the top onto it (mean 1); returns 0.  (``out_u`` is not read for ``upper``.)  The sweep
+    stops after the first boundary z >= ``z_stop`` (standardised log W; +inf: never), the mass above
+    to +inf for ``upper``, else dropped (``epoch_tail._sweeps``: where it is negligible).
 
     Each bin's mass and its mean of W difference the normal CDF at its two boundaries z and
     z - s (standardised log W): ``log_ndtr_pair`` at each boundary, carried to the next bin.
@@ -138,17 +145,15 @@ def tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, upper, out, out_u, z
                     out[j] += m_lo
                     out_u[j] += m_lo * _tail_u(_bin_mean_w(lw, e_w, lm, e_m, c, s, -1.0), r, lt, ell - step, b_prev, b)
         z_prev, b_prev, p_prev, q_prev = z, b, p_z, q_z  # (lower, j = -1: the mass below ell_0 is dropped)
-        if z_prev >= z_stop:
-            if not upper:  # (dropped: the lower bound only loses mass)
-                return 0.0
-            break
+        if z_prev >= z_stop:  # (lower: dropped, the lower bound only loses mass)
+            return _rest(z_prev, weight) if upper else 0.0
+    if upper:
+        return _rest(z_prev, weight)
     lm = log_ndtr_diff(z_prev, math.inf)
     if lm == NEG_INF:
         return 0.0
     m = math.exp(lm) * weight
     e = _diff_err(z_prev, math.inf) + 4.0 * EPS64 + 1e-12
-    if upper:
-        return m * (1.0 + e)
     out[n - 1] += m * max(0.0, 1.0 - e)
     out_u[n - 1] += m * max(0.0, 1.0 - e)
     return 0.0
