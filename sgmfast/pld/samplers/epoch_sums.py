@@ -54,8 +54,8 @@ KAPPA, PER_STEP = 0.1, 64.0
 #: t 10^4: W_max ~ 2), where the factor took 10^5 points and 16 s for a query of 0.8 s, though the tail
 #: holds nothing of δ.
 LOW_TOP_SHARE = 0.25
-#: The share of the mass left above the last point below the top (upper: split with the top, t W_max;
-#: lower: one atom at its mean).
+#: The share of the mass left above the last point of the fine spacing (above it, points in ratios
+#: FAR_RATIO up to the largest value).
 ABOVE = 1e-9
 
 
@@ -68,7 +68,7 @@ def spacing(s: float, w_max: float, step: float, t: int) -> float:
 
 def _points(x: np.ndarray, m: np.ndarray, w_max: float, rel: float, top: float) -> np.ndarray:
     """Points geometric in W_max + r (ratio 1 + rel) from the least x to where the mass above is
-    ABOVE of the whole, then ``top``."""
+    ABOVE of the whole, then in ratios FAR_RATIO to the largest x, then ``top``."""
     above = np.cumsum(m[::-1])[::-1]
     i_hi = min(int(np.searchsorted(-above, -ABOVE * above[0])), x.size - 1)  # (mass from it on <= ABOVE)
     x_lo, x_hi = float(x[0]), float(x[i_hi])

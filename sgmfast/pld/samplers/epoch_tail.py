@@ -144,8 +144,6 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
     return beyond
 
 
-
-
 #: The share of the truncation budget ``add_tail``'s sweeps may charge in all where they stop early.
 TAIL_FLOOR = 1e-3
 
