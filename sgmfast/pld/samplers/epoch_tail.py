@@ -89,7 +89,7 @@ def rungs(w: np.ndarray, h: float, t1: int, w_max: float, shifted: bool = False,
 
 
 def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.ndarray, amass: np.ndarray,
-             tail: float = 0.0) -> float:
+             tail: float) -> float:
     """Adds "exactly one coordinate above W_max" to the remove direction's upper masses ``pess``
     and lower atoms (frac, amass: one atom a bin, merged with the lattice's), and two above to the
     upper; returns the upper mass above the grid (the caller's +inf mass).  (The others' sum R from
@@ -292,7 +292,7 @@ LADDER = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0)
 
 
 def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: float, p_cap: float, need: float,
-                q_cap: float = 0.0):
+                q_cap: float):
     """The P-mass above the cap, ``p_cap`` (>= P(S' > cap), ``over_cap``), as atoms at finite S
     instead of +inf: (xs, masses, q_masses), the masses summing to p_cap.  With B_k the running least of
     p_cap and ``over_cap`` at the rungs x_k = cap LADDER[k], the atom at x_k carries B_{k-1} - B_k
@@ -302,7 +302,7 @@ def over_ladder(w: np.ndarray, h: float, t: int, cap: float, w_max: float, s: fl
     P(S' > y) on [x_{k-1}, x_k)), and the loss log(S/t) only grows: an upper bound may place it so.
     Stops where B_k <= ``need``, the rest at the top.  ``q_masses`` do the same for the Q-mass
     above the cap, ``q_cap`` (>= Q(S > cap)), from ``over_cap``'s Q-bounds at the same rungs
-    (``add_tail`` puts the others' sum there)."""
+    (``add_tail`` puts the others' sum there; no default: 0 would drop that Q-mass from the upper bound)."""
     top = t * (w.size - 1) * h
     xs, masses, q_masses, left, left_q = [], [], [], p_cap, q_cap
     _table(*coarse_majorant(w, h), t, charged=False)  # (built here, not twice on two threads: each use charges it)
