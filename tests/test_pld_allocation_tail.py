@@ -523,6 +523,22 @@ def test_tail_bins_stopped_early_only_move_mass_against_each_bound(s, shift, t, 
     dropped = lo0.sum() - lo1.sum()
     assert dropped <= float(norm.sf(z_stop)) * (1 + 1e-6) + 1e-300 and dropped > 0
 
+
+def test_sweeps_charge_no_negative_work():
+    """``epoch_tail._sweeps`` charges a pass a bin swept, and at least one bin a sweep: a sweep whose
+    stop lies below its start (a weight above the floor whose whole tail is below it) used to
+    subtract its span from the work meter (MNIST's query charged -0.004 units there)."""
+    from sgmfast._work import metered
+    from sgmfast.pld.samplers import epoch_tail
+
+    s, w_max, t, step, n = 0.9, 30.0, 234, 1e-3, 2000
+    j_lo = math.floor(math.log((w_max + 200.0) / t) / step) - 10
+    r, w = np.array([200.0, 230.0]), np.array([1e-6, 1e-3])
+    with metered() as meter:
+        beyond = epoch_tail._sweeps(s, w_max, t, r, w, np.array([1.0, 0.0]), step, j_lo, n, True,
+                                    np.zeros(n), np.zeros(0), 1e-7)
+    assert meter.units > 0.0 and beyond > 0.0
+
 def test_log_ndtr_pairs_are_log_ndtr_bit_for_bit():
     """``tail_bins`` carries ``log_ndtr_pair`` from one boundary to the next: the same values as
     ``log_ndtr`` at x and -x, and ``log_ndtr_diff_pairs`` as ``log_ndtr_diff``."""

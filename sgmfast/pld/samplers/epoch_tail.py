@@ -160,7 +160,8 @@ def _sweeps(s, w_max, t, r, w, shift, step, j_lo, n, upper, out, out_u, floor):
     first = (np.log(w_max + r) - math.log(t)) / step - j_lo
     with np.errstate(over="ignore", divide="ignore"):  # (unswept terms: not read)
         last = (np.log(np.exp(np.minimum(z_stop * s - c, 700.0)) + r) - math.log(t)) / step - j_lo
-    charge(PER_BIN_DISCRETISE * float(np.sum(np.where(swept, np.clip(last, 0.0, n) - np.clip(first, 0.0, n), 0.0))))
+    spans = np.maximum(np.clip(last, 0.0, n) - np.clip(first, 0.0, n), 1.0)  # (a sweep reads one bin at least)
+    charge(PER_BIN_DISCRETISE * float(np.sum(np.where(swept, spans, 0.0))))
     beyond = float(np.sum(w[~swept])) * (1.0 + 1e-12) if upper else 0.0
     for i in np.flatnonzero(swept):
         beyond += kt.tail_bins(s, float(shift[i]), w_max, float(t), float(r[i]), float(w[i]), step, j_lo, n, upper, out,
