@@ -524,6 +524,26 @@ def test_tail_bins_stopped_early_only_move_mass_against_each_bound(s, shift, t, 
     assert dropped <= float(norm.sf(z_stop)) * (1 + 1e-6) + 1e-300 and dropped > 0
 
 
+@pytest.mark.parametrize("s, shift, t, r, step", [(0.001, 1.0, 6.0, 5.0, 1.45e-5), (0.001, 0.0, 6.0, 5.0, 1.45e-5),
+                                                   (0.1, 1.0, 24.0, 23.0, 1e-4), (2.5, 1.0, 1e4, 1.2e4, 0.01),
+                                                   (2.5, 0.0, 3.0, 2.0, 0.01)])
+def test_lower_sweeps_stopped_at_z_zero_change_no_bit(s, shift, t, r, step):
+    """``epoch_tail.Z_ZERO``: every lower bin past a boundary z >= Z_ZERO holds exactly 0 (its mass
+    is the exp of a log normal difference below -745.2), so a lower sweep stopped there writes the
+    same bits as one run to the grid's top -- at sigma 1000 (s = 0.001) as at sigma 0.4."""
+    from sgmfast._kernels.pld import allocation_tail as kt
+    from sgmfast.pld.samplers.epoch_tail import Z_ZERO
+
+    w_max = math.exp(-0.5 * s * s + 3.0 * s)
+    j_lo = math.floor(math.log((w_max + r) / t) / step) - 3
+    n = int(min(max(60.0 * s, 0.05), 8.0) / step)
+    lo0, lu0, lo1, lu1 = (np.zeros(n) for _ in range(4))
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo0, lu0, math.inf)
+    kt.tail_bins(s, shift, w_max, t, r, 1.0, step, j_lo, n, False, lo1, lu1, Z_ZERO)
+    assert np.array_equal(lo0, lo1) and np.array_equal(lu0, lu1)
+    assert lo0.sum() > 0.0
+
+
 def test_sweeps_charge_no_negative_work():
     """``epoch_tail._sweeps`` charges a pass a bin swept, and at least one bin a sweep: a sweep whose
     stop lies below its start (a weight above the floor whose whole tail is below it) used to
@@ -654,3 +674,36 @@ def test_add_direction_truncated_mass_follows_the_others_sum():
     losses = (j_lo + np.arange(n)) * step
     assert pess[losses < 0].sum() > 0.99 * q_out
     assert beyond < 1e-20
+
+
+def _gauss_eps(mu: float, delta: float) -> float:
+    """ε(δ) of the Gaussian mechanism of sensitivity mu (noise 1), by bisection of its closed form."""
+    def d(e):
+        return float(ndtr(-e / mu + mu / 2) - math.exp(e) * ndtr(-e / mu - mu / 2))
+    if d(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while d(hi) > delta:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("sigma", [1e3, 1e5, 1e6])
+def test_large_sigma_light_tail_stays_on_its_lattice(sigma):
+    """A light tail (sigma 10^3-10^6: W_max within 1e-2 of 1) put the Chernoff tables' truncation
+    points, geometric from 8 E[W], past the lattice's top, and the kernel read past its end (a
+    segmentation fault at sigma 10^5, t 6).  The points stay on the lattice, and the interval lies
+    between the closed forms: each epoch is dominated by the Gaussian mechanism at sigma and
+    dominates the epoch sum's, N(1, t sigma^2) against N(0, t sigma^2)."""
+    from sgmfast.pld.samplers.epoch_chernoff import GIVEN_TRUNCATIONS, _truncation_points
+
+    wc = np.full(2051, 1.0 / 2051)
+    ks = _truncation_points(wc, 4.88e-4, 1.0, GIVEN_TRUNCATIONS)
+    assert ks.min() >= 0 and ks.max() <= wc.size - 1
+    t, epochs, delta = 6, 2, 3.67e-6
+    b = allocation.epsilon(sigma, t, t * epochs, delta)
+    assert b.lower <= _gauss_eps(math.sqrt(epochs) / sigma, delta) * (1 + 1e-9)
+    assert b.upper >= _gauss_eps(math.sqrt(epochs / t) / sigma, delta) * (1 - 1e-9)

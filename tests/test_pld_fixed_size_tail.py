@@ -47,6 +47,25 @@ def test_sweep_point_is_tight_within_a_second_of_work():
     assert meter.units <= UNITS_PER_SECOND  # (counted work, not the clock)
 
 
+#: Tiny eps (0.003-0.01) at small q (a domain sweep, seed 41, and a /tmp sweep): the far-tail
+#: events' grids, a step set by eps over the whole one-step loss range, had 2.7-5.1 million points
+#: there, and going first they took 3.5-16 s (5.5-12 work units, up to 1.4 GB); the compositions
+#: alone were narrow.  Now those go first (``fixed_size.TAIL_FIRST_POINTS``).
+TINY_EPS = [(1.7783405792636873, 0.00032382760994807783, 2, 1.2367526844639842e-06),
+            (1.7994085506007627, 9.13148296387722e-05, 200, 5.544943801161079e-06),
+            (2.061469925144661, 9.828989253005428e-05, 62, 5.2950270626945215e-06)]
+
+
+@pytest.mark.parametrize("point", TINY_EPS)
+def test_tiny_eps_is_tight_within_little_work(point):
+    sigma, q, steps, delta = point
+    with metered() as meter:
+        b = pld.epsilon(sigma, q, steps, delta, sampler="fixed_size")
+    assert b.met and b.upper - b.lower <= 1e-3 * b.upper
+    attained = pld.epsilon(sigma / 2, q, steps, delta)  # (Poisson at sigma / 2: a lower bound here)
+    assert attained.lower <= b.upper
+    assert meter.units <= 2 * UNITS_PER_SECOND  # (counted work, not the clock)
+
 def test_tail_events_and_compositions_agree_where_both_apply():
     # a point the compositions resolve alone (larger q, moderate δ): the far-tail answer and the
     # compositions' overlap (both certified)

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..._failures import GridFailure
 from ..._kernels.pld import chernoff as kc
 from ..._work import charge
 from ..common import U, dot
@@ -56,8 +57,12 @@ TRUNCATIONS, GIVEN_TRUNCATIONS = 8, 24
 
 
 def _truncation_points(wc: np.ndarray, H: float, m1: float, count: int) -> np.ndarray:
-    """The indices k of ``_truncations``' points M = k H: geometric from 8 E[W] to the top."""
-    return np.unique(np.geomspace(max(2.0, 8.0 * m1 / H), wc.size - 1, count).astype(np.int64))
+    """The indices k of ``_truncations``' points M = k H: geometric from 8 E[W] to the top (only
+    the top where that is below 8 E[W]: a light tail at large sigma, W_max ~ 1.0006 at sigma 10^5,
+    whose geometric points ran past the lattice, and the kernels read past its end)."""
+    top = wc.size - 1
+    start = min(max(2.0, 8.0 * m1 / H), max(top, 1))
+    return np.unique(np.clip(np.geomspace(start, max(top, 1), count).astype(np.int64), 0, top))
 
 
 # --- Chernoff above the lattice cap (``balls_in_bins.Epoch``) and at many caps -----------------------
@@ -167,6 +172,8 @@ class _Table:
     def _add(self, ks: np.ndarray) -> float:
         """Rows for the prefixes wc[0 .. k], k in ``ks`` (increasing); returns their work."""
         ks = np.ascontiguousarray(ks, dtype=np.int64)
+        if not (ks.size and ks[0] >= 0 and ks[-1] < self.wc.size and np.all(np.diff(ks) > 0)):
+            raise GridFailure(f"Chernoff table rows {ks} outside the law's {self.wc.size} points")  # (the kernel reads w[k])
         m, dm, d2m = (np.empty((ks.size, self.lams.size)) for _ in range(3))
         kc.chernoff_prefix(np.ascontiguousarray(self.wc, dtype=np.float64), float(self.H), self.lams, ks, m, dm, d2m)
         # (``chernoff_prefix``'s (k + 1 + 2 lam k H + 3 B + 2) u, and 2u for the additions of q_M

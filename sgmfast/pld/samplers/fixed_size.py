@@ -101,6 +101,14 @@ ESTIMATE_ACCURACY = 0.2
 COMPOSE_BINS = 1 << 22
 #: The far-tail cut lies half way to this multiple of the likely ε (at most the upper bound).
 CUT_REACH = 1.25
+#: The far-tail events (``_one_run``) go first where their first grid has at most this many points
+#: (``fixed_size_tail.planned_points``).  Their step is a share of eps and their grids span the
+#: one-step loss range, so a tiny eps makes them long: first at 1.7-5.1 million points they took
+#: 3.5-16 s (sigma 1.8, q 9.1e-5, T 200, δ 5.5e-6: 12 work units, eps 0.0076), where the
+#: compositions alone were narrow in 0.05-1.2 s.  Where they go first their grids had 0.03-0.2
+#: million points (σ 0.8-1.8, q 6.5e-5 to 3.6e-4, δ 1e-12 to 1e-9), narrow in 0.06-0.2 s where
+#: the compositions alone read 16-64 % wide.
+TAIL_FIRST_POINTS = 1 << 19
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a few ulp)
 _ULPS8 = 8.0 * 2.0 ** -53
 
@@ -316,13 +324,32 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
         return Bounds(float(min(lo, up)), float(up))
     lo0, guess = (float(x) for x in coarse.epsilon(delta)[:2])
     up0 = float(gauss.upper)
-    if len(runs) == 1 and runs[0][2] >= 2:  # first the far-tail events (cheap where they apply)
-        got = _tail_epsilon(runs[0], delta, accuracy, lo0, up0, guess)
-        if got is not None and got.upper - got.lower <= accuracy * got.upper:
+    if len(runs) == 1 and runs[0][2] >= 2:
+        return _one_run(runs[0], delta, accuracy, lo0, up0, guess, rdp)
+    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp)
+    return Bounds(float(min(lo, up)), float(up))
+
+
+def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, rdp) -> Bounds:
+    """``_epsilon`` of one run of T >= 2 steps from the certified start [lo0, up0]: the far-tail
+    events first where their first grid is short (``TAIL_FIRST_POINTS``), the compositions
+    refining from what they leave; else the compositions first, and the events, on a grid cut to
+    that length, only where those are not narrow.  Both are certified: the ends intersect."""
+    narrow = lambda lo, up: up - lo <= accuracy * up  # noqa: E731
+    if _tail_plan(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
+        got = _tail_epsilon(run, delta, accuracy, lo0, up0, guess)
+        if got is not None and narrow(got.lower, got.upper):
             return got
         if got is not None:
             lo0, up0 = got.lower, got.upper
-    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp)
+        lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
+        return Bounds(float(min(lo, up)), float(up))
+    lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
+    if not narrow(lo, up):
+        got = _tail_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
+                            most=TAIL_FIRST_POINTS)
+        if got is not None:
+            lo, up = max(lo, got.lower), min(up, got.upper)
     return Bounds(float(min(lo, up)), float(up))
 
 
@@ -399,19 +426,39 @@ def _bounds_pair(parts, step: float, eps_c: float, delta: float, theta: float | 
     return lo, up
 
 
-def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float) -> Bounds | None:
+def _tail_plan(run, accuracy: float, lo0: float, up0: float, guess: float, step: float | None = None) -> float:
+    """The points of ``_tail_epsilon``'s first grid (``fixed_size_tail.planned_points``), at its
+    first step unless ``step`` is given."""
+    eps_c = max(guess, lo0, 1e-3)
+    step = tail_step0(accuracy, eps_c) if step is None else step
+    return fixed_size_tail.planned_points(run[0], run[1], step, accuracy, eps_c, _tail_cut(eps_c, up0))
+
+
+def _tail_cut(eps_c: float, up: float) -> float:
+    """The far-tail cut a little above the likely eps (``certifiers.tail``): the term without tail
+    steps then has a bounded core reaching past eps, which its tilt centres."""
+    return 0.5 * (eps_c + min(up, CUT_REACH * eps_c))
+
+
+def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float,
+                  most: float = math.inf) -> Bounds | None:
     """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
     (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
-    ``guess``; None where the decomposition does not apply on the first grid."""
+    ``guess``; None where the decomposition does not apply on the first grid.  The first step is
+    doubled until that grid has at most ``most`` points (``_tail_plan``)."""
     sigma, q, T = run
     state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
     step0 = tail_step0(accuracy, state["centre"])
+    for _ in range(40):
+        if _tail_plan(run, accuracy, lo0, up0, guess, step0) <= most:
+            break
+        step0 *= 2.0
+    else:
+        return None
 
     def attempt(level):
         eps_c, lo, up = state["centre"], state["lo"], state["up"]
-        # the cut a little above the likely eps (``certifiers.tail``): the term without tail
-        # steps then has a bounded core reaching past eps, which its tilt centres
-        cut = 0.5 * (eps_c + min(up, CUT_REACH * eps_c))
+        cut = _tail_cut(eps_c, up)
         ev = fixed_size_tail.event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo,
                                        1e-3 * accuracy * delta)
         if ev is None:

@@ -33,6 +33,7 @@ import math
 import numpy as np
 from scipy.special import erf
 
+from ..._failures import GridFailure
 from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put
 from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
 from ..grid.queries import scan
@@ -81,6 +82,22 @@ def sym_hybrid(sigma: float, q: float, step: float, m: int, hi_cut: int, tau: fl
 def coarse_factor(accuracy: float, eps_c: float, step: float) -> int:
     """m: the tail's coarse grid spacing over the fine one (as ``tail_events.event_sum``)."""
     return 2 ** max(0, min(12, round(math.log2(0.25 * accuracy * max(eps_c, 1e-3) / step))))
+
+
+def planned_points(sigma: float, q: float, step: float, accuracy: float, eps_c: float, cut: float,
+                   tau: float = TAU_STEP) -> float:
+    """The points of ``sym_hybrid``'s core and tail for ``event_sum`` at these arguments (its
+    grids span the one-step loss range at a step set by eps: a tiny eps makes them long), +inf
+    where a grid could not be built; a planning figure, from ``grid_range`` alone."""
+    m = coarse_factor(accuracy, eps_c, step)
+    s, big = 0.5 * sigma, m * step
+    try:
+        _, b_hi = grid_range(s, q, REMOVE, big, tau)
+        a_lo, _ = grid_range(s, q, ADD, step, tau)
+    except (GridFailure, ArithmeticError):
+        return math.inf
+    c_hi = min(max(math.ceil(cut / big), 1), b_hi)
+    return float(c_hi * m - min(a_lo, -1) + 1 + (b_hi - c_hi + 1))
 
 
 def event_sum(sigma: float, q: float, count: int, step: float, accuracy: float, eps_c: float, cut: float,
