@@ -707,3 +707,25 @@ def test_large_sigma_light_tail_stays_on_its_lattice(sigma):
     b = allocation.epsilon(sigma, t, t * epochs, delta)
     assert b.lower <= _gauss_eps(math.sqrt(epochs) / sigma, delta) * (1 + 1e-9)
     assert b.upper >= _gauss_eps(math.sqrt(epochs / t) / sigma, delta) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("sigma", [1e3, 3e4, 1e5, 1e9])
+def test_upper_law_is_a_sub_probability_at_large_sigma(sigma):
+    """W's upper lattice law (``epoch_tail.upper_law``) where the cells' CDF differences are not
+    resolved (far below the bulk at large sigma) puts on a cell at most the smaller of W's tails
+    beyond it: with the tail above alone every such cell took ~1, and the law summed to 2e5 at
+    sigma 10^5.  Its mass is then 1 up to its rounding, and its mean E[W] = 1 likewise."""
+    from sgmfast.pld.samplers import epoch_tail
+    from sgmfast.pld.samplers.epoch_grid import _lattice
+
+    h, w_max, cap = _lattice(sigma, 100, 1e-3, 1e-12, 0)
+    K = max(2, int(math.ceil(w_max / h)))
+    w = epoch_tail.upper_law(1.0 / sigma, h, K)
+    assert abs(w.sum() - 1.0) <= 1e-7 and abs(np.dot(w, np.arange(w.size) * h) - 1.0) <= 1e-7
+
+
+def test_delta_far_beyond_the_bulk_with_a_lower_law_of_zeros():
+    """sigma 0.5, t 347, eps 288 (a domain sweep, seed 41): the epoch's lower law was all zeros
+    there and ``_tilted_power`` took the max of an empty array (ValueError).  δ is then tiny."""
+    b = allocation.delta(0.50215053369378, 347, 2429, 288.31576378539967)
+    assert 0.0 <= b.lower <= b.upper <= 1e-300

@@ -152,10 +152,15 @@ def lognormal_cells_from(s, h, k0, k1, mass, mean_off, err):
         ew = _diff_err(a - s, b - s)
         err[k] = min(1.0, (k + 2.0) * (ew + em + EPS64) * (1.0 + 1e-9))
         if err[k] > 0.5:
-            # (the difference is not resolved: the cell's mass is at most W's tail above x_k, and
-            # err 1 makes ``w_upper`` put it whole on both ends -- pointwise more than the spread)
+            # (the difference is not resolved: the cell's mass is at most W's tail above x_k and at
+            # most its tail below x_k + h, the smaller taken, and err 1 makes ``w_upper`` put it
+            # whole on both ends -- pointwise more than the spread.  The tail above alone was ~1
+            # for every cell far below the bulk: at sigma 10^5 the law summed to 2e5)
             lt = log_ndtr_diff(a, math.inf)
-            mass[k] = math.exp(lt) * (1.0 + _diff_err(a, math.inf) + 4.0 * EPS64) if lt != NEG_INF else 0.0
+            m_hi = math.exp(lt) * (1.0 + _diff_err(a, math.inf) + 4.0 * EPS64) if lt != NEG_INF else 0.0
+            lb = log_ndtr_diff(-b, math.inf)  # (Phi(b) = Phi(-b) from above)
+            m_lo = math.exp(lb) * (1.0 + _diff_err(-b, math.inf) + 4.0 * EPS64) if lb != NEG_INF else 0.0
+            mass[k] = min(m_hi, m_lo)
             err[k] = 1.0
         if GL_ERR < err[k] <= 0.5 and m > 0.0:  # (the split fraction without the cancellation: ``_gl_off``;
             # not where the mass above became a tail bound: w_upper reads f against that mass)

@@ -36,6 +36,9 @@ from .epoch_chernoff import chernoff_above, coarse_majorant
 CUT = 1e-60
 #: Points of the majorant the windows' MGFs are computed on, and the number of lam values.
 WIN_POINTS, WIN_LAMS = 1 << 14, 400
+#: The windows' sums are taken of W - x0 (x0 the first point with mass) where the largest lam
+#: times x0 passes this (``Windows``): e^{-lam x0} would underflow past ~700.
+SHIFT_FROM = 300.0
 
 
 class Windows:
@@ -47,21 +50,33 @@ class Windows:
         wc, H = coarse_majorant(w, h, WIN_POINTS)  # (larger in convex order: every bound holds)
         x = np.arange(wc.size) * H
         mean = dot(wc, x)
-        sd = math.sqrt(max(dot(wc, x * x) - mean * mean, 1e-300))
+        var = dot(wc, x * x) - mean * mean
+        if var < 1e-6 * mean * mean:  # (cancelled to nothing at sigma 10^5: centred instead)
+            var = dot(wc, (x - mean) ** 2)
+        sd = math.sqrt(max(var, 1e-300))
         lams = np.exp(np.linspace(math.log(1e-3 / (sd * math.sqrt(t))), math.log(1e3 / max(sd, H)), WIN_LAMS))
         m_pos, d_pos, m_neg, d_neg = (np.empty(WIN_LAMS) for _ in range(4))
-        kc.chernoff_sums(wc, H, lams, m_pos, d_pos)
-        kc.chernoff_sums(wc, H, -lams, m_neg, d_neg)
-        # each log within (size + 2 |lam| x_max + 3 B + 4) u relative (``chernoff_sums``); over n
-        # <= t terms that is far below the e^{-1} slack taken off CUT
-        r = (wc.size + 2.0 * lams * x[-1] + 3.0 * kc.CHERNOFF_BLOCK + 4.0) * U
+        # (sums of W - x0 for x0 the majorant's first point with mass, where e^{-lam x0} would
+        # underflow -- a light tail at large sigma, W within 1e-4 of 1 at sigma 10^5: every lam
+        # that cuts there had M(-lam) ~ e^{-lam} below 1e-250 and M(lam) overflowing, so the
+        # windows were the whole lattice and its transforms 8.4 million points long; x0 = 0 below)
+        k0 = int(np.flatnonzero(wc)[0]) if np.any(wc > 0.0) else 0
+        k0 = k0 if lams[-1] * k0 * H > SHIFT_FROM else 0
+        x0 = k0 * H
+        kc.chernoff_sums(wc[k0:], H, lams, m_pos, d_pos)
+        kc.chernoff_sums(wc[k0:], H, -lams, m_neg, d_neg)
+        # each log within (size + 2 |lam| x_max + 3 B + 4) u relative (``chernoff_sums`` on W - x0;
+        # the 2 |lam| x0 u of the shift's rounding and 4u for x0 m + d inside it); over n <= t
+        # terms that is far below the e^{-1} slack taken off CUT
+        r = (wc.size + 2.0 * lams * x[-1] + 3.0 * kc.CHERNOFF_BLOCK + 8.0) * U
         fine = t * r < 0.5  # (where it is not, that lam is not used)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # (a sum near the underflow range has lost terms to it -- an M(-lam) too small, an
             # unsound bound: such lam are not used)
-            self._lneg = np.where((m_neg > 1e-250) & fine, np.log(m_neg), np.nan)
-            self._lpos = np.where(np.isfinite(m_pos) & (m_pos > 0) & fine, np.log(m_pos), np.inf)
-            self._ldpos = np.where(np.isfinite(d_pos) & (d_pos > 0) & fine, np.log(d_pos), np.inf)
+            self._lneg = np.where((m_neg > 1e-250) & fine, np.log(m_neg) - lams * x0, np.nan)
+            self._lpos = np.where(np.isfinite(m_pos) & (m_pos > 0) & fine, np.log(m_pos) + lams * x0, np.inf)
+            d_pos = d_pos + x0 * m_pos if x0 else d_pos  # (E[W e^{lam (W - x0)}])
+            self._ldpos = np.where(np.isfinite(d_pos) & (d_pos > 0) & fine, np.log(d_pos) + lams * x0, np.inf)
         self._lams, self._t, self._h, self._cap = lams, t, h, cap_index
         self._r = np.where(fine, r, np.inf)
         self.mean, self.sd = mean, sd  # (one coordinate's, on the majorant)
@@ -341,6 +356,8 @@ def _tilted_power(w, t, C, h, s, upper, strong=False, wins=None, lost=0.0, m=0):
     lams = [lam0, -1.0 / sd]
     if strong:
         lams += [min(4.0 / sd, max(0.5 * decay, 1.0) / max(x[-1], h)), -4.0 / sd]
+    if not np.any(w > 0.0):  # (a law of zeros -- the lower law far out, sigma 0.5 at eps 288: no tilt)
+        return o, out
     with np.errstate(divide="ignore"):
         log_w = np.log(w)  # (once for every tilt; -inf where w is 0)
     log_w_max = float(np.max(np.abs(log_w[w > 0])))
