@@ -1174,8 +1174,8 @@ def corrupt(r, spec):
             kw["selected"] = spec["bad_value"] = r.choice(divs) if divs and r.random() < 0.6 else r.choice(BAD_NUM["selected"])
             spec["invalid_param"] = "selected"
             return spec
-        if u < 0.4:
-            spec["args"][0] = spec["bad_value"] = 0.0
+        if u < 0.4:  # (sigma = 0 is valid since #31: closed form; a negative one just below it is not)
+            spec["args"][0] = spec["bad_value"] = -1e-300
             spec["invalid_param"] = "sigma"
             return spec
         p = r.choice(names)

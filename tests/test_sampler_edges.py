@@ -65,3 +65,14 @@ def test_allocation_refuses_a_string_sigma():
 
     with pytest.raises(ValueError, match="sigma"):
         allocation.epsilon("1.0", 4, 16, 1e-5)
+
+
+@pytest.mark.parametrize("sampler", ["balls_in_bins", "shuffle"])
+@pytest.mark.parametrize("sigma, steps", [(1.0, 0), (math.inf, 8)])
+def test_epoch_samplers_refuse_a_q_that_is_no_1_over_t_without_steps_or_noise(sampler, sigma, steps):
+    """q must be 1/t for the epoch samplers: refused even where the answer would not need t (no
+    steps, or pure noise) -- a domain sweep (seed 41) found q = 0.6666677 with T = 0 answered 0."""
+    with pytest.raises(ValueError, match="q must be 1/t"):
+        pld.delta(sigma, 0.6666676666666667, steps, 0.9, sampler=sampler)
+    with pytest.raises(ValueError, match="q must be 1/t"):
+        pld.epsilon(sigma, 0.6666676666666667, steps, 1e-5, sampler=sampler)

@@ -86,6 +86,8 @@ def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
     from . import balls_in_bins as allocation, fixed_size, shuffle
 
+    if sampler != "fixed_size" and q > 0.0:
+        batches_per_epoch(q, sampler)  # (a q that is no 1/t is refused, whatever the steps and noise)
     if q == 0.0 or steps == 0 or sigma == math.inf:
         return Bounds(0.0, 0.0)  # (no step uses the example, or every output is pure noise)
     if sampler == "fixed_size":

@@ -72,6 +72,7 @@ from scipy.special import erf
 from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
+from ..._work import UNITS_PER_SECOND, metered
 from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores)
 from ..certifiers.rdp_cap import RDPBound
@@ -344,10 +345,12 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
             lo0, up0 = got.lower, got.upper
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
         return Bounds(float(min(lo, up)), float(up))
-    lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
-    if not narrow(lo, up):
+    with metered() as meter:
+        lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
+    if not narrow(lo, up):  # (what is left of BUDGET refines the events after their first grid)
+        left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
         got = _tail_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
-                            most=TAIL_FIRST_POINTS)
+                            most=TAIL_FIRST_POINTS, budget=left)
         if got is not None:
             lo, up = max(lo, got.lower), min(up, got.upper)
     return Bounds(float(min(lo, up)), float(up))
@@ -441,11 +444,12 @@ def _tail_cut(eps_c: float, up: float) -> float:
 
 
 def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float,
-                  most: float = math.inf) -> Bounds | None:
+                  most: float = math.inf, budget: float = BUDGET) -> Bounds | None:
     """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
     (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
     ``guess``; None where the decomposition does not apply on the first grid.  The first step is
-    doubled until that grid has at most ``most`` points (``_tail_plan``)."""
+    doubled until that grid has at most ``most`` points (``_tail_plan``); the levels after it
+    take at most ``budget`` of work."""
     sigma, q, T = run
     state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
     step0 = tail_step0(accuracy, state["centre"])
@@ -474,7 +478,7 @@ def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, gu
     if up - lo <= accuracy * up:
         return Bounds(float(min(lo, up)), float(up))
     lo, up = refine_levels(lambda level: attempt(level + 1), lambda lo, up: up - lo <= accuracy * up,
-                           state["lo"], state["up"], BUDGET)
+                           state["lo"], state["up"], budget)
     return Bounds(float(min(lo, up)), float(up))
 
 
