@@ -729,3 +729,34 @@ def test_delta_far_beyond_the_bulk_with_a_lower_law_of_zeros():
     there and ``_tilted_power`` took the max of an empty array (ValueError).  δ is then tiny."""
     b = allocation.delta(0.50215053369378, 347, 2429, 288.31576378539967)
     assert 0.0 <= b.lower <= b.upper <= 1e-300
+
+
+_ZERO_STOP = r"""
+import math, numpy as np
+from sgmfast._kernels.pld import allocation_tail as kt
+for s, shift, t, r, step, f in ((0.1, 1.0, 24.0, 22.0, 1e-3, kt.two_tail_bins), (0.1, 0.0, 24.0, 22.0, 1e-3, kt.three_tail_bins),
+                                (0.001, 1.0, 6.0, 4.0, 1e-5, kt.two_tail_bins)):
+    w_max = math.exp(-0.5 * s * s + 3.0 * s)
+    j_lo = math.floor(math.log((2 * w_max + r) / t) / step) - 3
+    got = []
+    for z in (kt.Z_ZERO, math.inf):
+        kt.Z_ZERO = z  # (a module global the plain-Python kernels read at each call)
+        out = np.zeros(3000)
+        got.append((out, f(s, shift, w_max, t, r, 1.0, step, j_lo, 3000, out)))
+    assert np.array_equal(got[0][0], got[1][0]) and got[0][1] == got[1][1] and got[0][0].sum() > 0.0
+print("same")
+"""
+
+
+def test_two_and_three_tail_sweeps_stopped_at_z_zero_change_no_bit():
+    """``_many_tail_bins`` returns once both boundaries pass ``Z_ZERO`` (every mass on is exactly
+    0): the same bits as a sweep to the grid's top, checked on the plain-Python kernels (the
+    stop is a module global there; compiled, numba freezes it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, SGMFAST_PURE_PYTHON="1", SGMFAST_PREWARM="0", PYTHONPATH=str(Path(__file__).parents[1]))
+    out = subprocess.run([sys.executable, "-c", _ZERO_STOP], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "same", out.stderr[-2000:]

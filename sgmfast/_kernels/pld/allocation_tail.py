@@ -13,6 +13,12 @@ from .allocation import _diff_err, _diff_err_pairs
 __all__ = ["tail_bins", "two_tail_bins", "three_tail_bins"]
 
 
+#: Past a standardised boundary z >= Z_ZERO every bin's mass is the exp of a log below -745.2
+#: (a normal tail beyond z is below e^{-z^2/2} / (z sqrt(2 pi))): it rounds to exactly 0, so a
+#: sweep may stop there without changing a bit (``_many_tail_bins``; ``epoch_tail.Z_ZERO``).
+Z_ZERO = 38.6
+
+
 @jit
 def _bin_mean_w(lw, e_w, lm, e_m, c, s, toward):
     """E[W | bin] for log W ~ N(-c, s^2) between z1 and z2 standardised: e^{-c + s^2/2} (Phi(z2 -
@@ -224,6 +230,8 @@ def _many_tail_bins(s, shift, w_max, t, r, weight, step, j_lo, n, out, k):
     paw, pbw = log_ndtr_pair(zaw), log_ndtr_pair(zbw)
     pa0, pb0 = paw, pbw
     for j in range(max(0, _first_bin(k * w_max, r, lt, step, j_lo)), n):
+        if za0 >= Z_ZERO and zb0 >= Z_ZERO:  # (each mass on from here, the top's too, is exactly 0)
+            return 0.0
         ell = (j_lo + j) * step
         bb = math.exp(ell + lt) - r
         if bb <= 0.0:

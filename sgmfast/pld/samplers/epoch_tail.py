@@ -146,11 +146,11 @@ def add_tail(epoch, step: float, j_lo: int, n: int, pess: np.ndarray, frac: np.n
 
 #: The share of the truncation budget ``add_tail``'s sweeps may charge in all where they stop early.
 TAIL_FLOOR = 1e-3
-#: Where the lower sweeps stop: every bin above a boundary z >= Z_ZERO has a mass exp(log of a
-#: normal difference <= log Phi(-z) < -745.2) that rounds to exactly 0, so nothing past it is
-#: read.  Swept to the grid's top, sigma 1000, t 6, 2 epochs read 8,556 sweeps of zeros: 9.7 s
-#: of an 11 s query (``tests/test_pld_allocation_tail.py`` checks the bins are the same).
-Z_ZERO = 38.6
+#: Where the lower sweeps stop (``_kernels.pld.allocation_tail.Z_ZERO``): every bin past it holds
+#: exactly 0, so nothing there is read.  Swept to the grid's top, sigma 1000, t 6, 2 epochs read
+#: 8,556 sweeps of zeros: 9.7 s of an 11 s query (``tests/test_pld_allocation_tail.py`` checks the
+#: bins are the same).
+Z_ZERO = kt.Z_ZERO
 
 
 def _sweeps(s, w_max, t, r, w, shift, step, j_lo, n, upper, out, out_u, floor):
