@@ -37,7 +37,9 @@ the estimate.  Otherwise a query starts from the Poisson pair's accountant (belo
 run is first tried as a sum over its far-tail steps (``fixed_size_tail``: stage 5 on this pair),
 which resolves small batch fractions at small δ where one tilted transform cannot (its round-off
 floor decides both bounds there); where that is not narrow enough, the compositions refine from
-its interval.  (Estimates and tilts choose paths and tightness, never a bound.)  The compositions
+its interval.  Where the far-tail grids would be long (a tiny eps: their step is a share of it,
+``TAIL_FIRST_POINTS``) the compositions go first and the far-tail sum, on a shorter grid, only
+refines what they leave wide.  (Estimates and tilts choose paths and tightness, never a bound.)  The compositions
 are kept to ``COMPOSE_BINS`` bins (memory), the refinements to ``BUDGET`` of counted work.
 
 **Runs of different (sigma, gamma)** (``epsilon_runs``, ``delta_runs``).  Each step is dominated
