@@ -376,8 +376,8 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
     if sigma == math.inf or sigma == 0.0:  # (pure noise; no noise: closed form)
-        d = noiseless("delta", t, k, T, eps) if sigma == 0.0 else np.zeros(eps.size)
-        return Bounds(float(d[0]), float(d[0])) if scalar else Bounds(d, d.copy())
+        lo, up = noiseless("delta", t, k, T, eps) if sigma == 0.0 else (np.zeros(eps.size), np.zeros(eps.size))
+        return Bounds(float(lo[0]), float(up[0])) if scalar else Bounds(lo, up)
     if k > 1 and e_hi:  # (module notes)
         up = np.asarray(delta(sigma, t // k, k * e_hi * (t // k), eps, accuracy=accuracy).upper,
                         dtype=np.float64).reshape(-1)

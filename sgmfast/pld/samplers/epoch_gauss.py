@@ -6,6 +6,7 @@ that first centre the refinement (heuristics only)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -17,13 +18,18 @@ def noiseless(kind: str, t: int, k: int, steps: int, x):
     """Exact bounds at sigma = 0: the output shows whether the example was used, which it is in
     every whole epoch and, in a run of T < t steps, with probability 1 - C(t - T, k) / C(t, k) (its
     k steps uniform among the epoch's t).  δ(ε) is that probability for every ε; ε(δ) is +inf
-    below it, else 0.  (``kind``: "epsilon" at one δ, or "delta" at an array of ε.)"""
-    used = 1.0
+    below it, else 0.  ``kind`` "epsilon" at one δ: that eps; "delta" at an array of ε: (lower,
+    upper) arrays, the probability rounded down and up (it is a rational, computed exactly: the
+    float nearest 1/22 lies above it, and a lower end there was 1 ulp above the truth)."""
+    used = Fraction(1)
     if steps < t:
-        used = 1.0 - math.prod((t - steps - i) / (t - i) for i in range(k)) if steps else 0.0
-    if kind == "delta":
-        return np.full(np.size(x), used)
-    return 0.0 if x >= used else math.inf
+        used = 1 - math.prod(Fraction(t - steps - i, t - i) for i in range(k)) if steps else Fraction(0)
+    if kind == "epsilon":
+        return 0.0 if Fraction(x) >= used else math.inf
+    near = float(used)
+    lo = near if Fraction(near) <= used else math.nextafter(near, 0.0)
+    up = near if Fraction(near) >= used else math.nextafter(near, 1.0)
+    return np.full(np.size(x), lo), np.full(np.size(x), up)
 
 
 def accountant_eps_lower(noise: float, epochs: int, delta: float) -> float:

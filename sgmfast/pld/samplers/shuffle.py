@@ -71,6 +71,7 @@ from ..common import ADD, REMOVE, U
 from ..grid.composition import compose_repeated, repeated_delta
 from ..certifiers import exact
 from ..grid.queries import delta_bound, eps_bound
+from .epoch_gauss import noiseless
 
 __all__ = ["RELATIONS", "epsilon", "delta", "upper_epsilon", "wide"]
 
@@ -280,9 +281,9 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, rel
     e_hi, e_lo = -(-T // t), T // t
     if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return Bounds(0.0, 0.0)
-    if sigma == 0.0:
-        used = min(1.0, T / t)  # the target is used with this chance and then seen exactly
-        return Bounds(0.0, 0.0) if delta >= used else Bounds(math.inf, math.inf)
+    if sigma == 0.0:  # (the target is used with chance min(1, T / t) and then seen exactly)
+        e = noiseless("epsilon", t, 1, T, delta)
+        return Bounds(e, e)
     up = upper_epsilon(sigma, t, T, delta, relation)
     if e_lo == 0:
         return Bounds(0.0, float(up))
@@ -308,8 +309,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon, *, relation: 
     if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return out(np.zeros(eps.size), np.zeros(eps.size))
     if sigma == 0.0:
-        used = np.full(eps.size, min(1.0, T / t))
-        return out(used, used)
+        return out(*noiseless("delta", t, 1, T, eps))
     up = exact.delta_bounds(_upper_form(sigma, e_hi, relation), eps)[1]
     if e_lo == 0:
         return out(np.zeros(eps.size), up)
@@ -326,7 +326,7 @@ def upper_epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, 
     if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
         return 0.0
     if sigma == 0.0:
-        return 0.0 if delta >= min(1.0, steps / steps_per_epoch) else math.inf
+        return noiseless("epsilon", int(steps_per_epoch), 1, int(steps), delta)
     return float(exact.eps_bounds(_upper_form(sigma, e_hi, _check_relation(relation)), delta)[1])
 
 
