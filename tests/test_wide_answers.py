@@ -46,3 +46,31 @@ def test_cli_warns_on_stderr_when_wide(capsys):
     assert "epsilon:" in out
     assert cli.main(["epsilon", "--sigma", "1.1", "--q", "0.00427", "--steps", "14062", "--delta", "1e-5"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_unbounded_interval_is_not_narrow():
+    """inf - lo <= accuracy * inf is true in floats: ``common.within`` and ``Bounds.met`` must not
+    read an interval with an infinite upper end over a finite lower one as narrow (a 10^4-step
+    schedule answered [0, inf] with met True, and the RDP fallback after its failed grid was
+    skipped); an exact +inf (both ends) is met."""
+    from sgmfast.pld.api import _with_met
+    from sgmfast.pld.common import within
+
+    assert not within(0.0, math.inf, 1e-3) and within(math.inf, math.inf, 1e-3) and within(1.0, 1.0005, 1e-3)
+    assert list(within(np.array([0.0, 2.0, math.inf]), np.array([math.inf, 2.001, math.inf]), 1e-3)) == [False, True, True]
+    assert _with_met(Bounds(0.0, math.inf), 1e-3).met is False
+    assert _with_met(Bounds(np.array([0.0, 1.0]), np.array([math.inf, 1.0])), 1e-3).met is False
+
+
+def test_a_failed_schedule_grid_falls_back_to_rdp(monkeypatch):
+    """Where the many-step schedule's grids certify nothing ([0, inf]), the RDP bound is its upper
+    end and ``met`` is False."""
+    from sgmfast.pld import schedule_engine
+
+    monkeypatch.setattr(schedule_engine.MixEngine, "epsilon", lambda self, target, step0=None: (0.0, math.inf, None))
+    acc = pld.PLDAccountant()
+    for i in range(300):
+        acc.step(1.0 + i / 300, 0.01, 1)
+    b = acc.epsilon(1e-5)
+    assert 0.0 < b.upper < math.inf and b.met is False
+    assert b.upper >= pld.epsilon(1.0, 0.01, 300, 1e-5).lower  # (RDP's bound is above the truth)

@@ -7,6 +7,7 @@ Arguments are validated here, before any work; closed forms are answered here wi
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -68,10 +69,10 @@ def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
         return b
     if type(b.lower) is float and type(b.upper) is float:  # (one query: no numpy round trip)
         lo, up = b.lower, b.upper
-        return Bounds(lo, up, lo == up or up - lo <= accuracy * up * (1 + 1e-9))
+        return Bounds(lo, up, lo == up or (up < math.inf and up - lo <= accuracy * up * (1 + 1e-9)))
     lo, up = np.asarray(b.lower, dtype=float), np.asarray(b.upper, dtype=float)
-    with np.errstate(invalid="ignore"):
-        ok = (lo == up) | (up - lo <= accuracy * up * (1 + 1e-9))
+    with np.errstate(invalid="ignore"):  # (an infinite upper end over a finite lower one is not met: inf <= inf)
+        ok = (lo == up) | (np.isfinite(up) & (up - lo <= accuracy * up * (1 + 1e-9)))
     return dataclasses.replace(b, met=bool(np.all(ok)))
 
 

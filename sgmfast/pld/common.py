@@ -386,6 +386,19 @@ def budget_share() -> float:
 RESOLVED_FLAT = 1e-3
 
 
+def within(lo, up, accuracy: float):
+    """Whether [lo, up] meets a relative ``accuracy``: up - lo <= accuracy * up with up finite, or
+    lo == up (an exact +inf too).  (Plain ``up - lo <= accuracy * up`` reads inf <= inf as true:
+    an unbounded interval passed for narrow, and the RDP fallback after a failed grid was skipped.)
+    A bool for scalars, an array for arrays."""
+    if isinstance(lo, float) and isinstance(up, float):
+        return lo == up or (up < math.inf and up - lo <= accuracy * up)
+    lo, up = np.asarray(lo, dtype=float), np.asarray(up, dtype=float)
+    with np.errstate(invalid="ignore"):
+        ok = (lo == up) | (np.isfinite(up) & (up - lo <= accuracy * up))
+    return bool(ok) if ok.ndim == 0 else ok
+
+
 def resolved(lo, up, up_shifted, accuracy: float) -> np.ndarray:
     """Whether each δ(eps) interval [lo, up] is resolved at ``accuracy`` -- ``pld.delta``'s rule
     (the engine's and the samplers' δ queries): no wider than the change of δ a relative change ``accuracy`` of

@@ -54,7 +54,7 @@ import numpy as np
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, charge, metered
 from .certifiers import exact
-from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores
+from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores, within
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import make_engine
@@ -79,7 +79,7 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
 
     def single(engine, step):
         lo, up = engine.epsilon(target, step)[:2]
-        wide = not up - lo <= accuracy * up
+        wide = not within(lo, up, accuracy)
         short = sum(c for _, _, c in engine.schedule) < MIN_STEPS if isinstance(engine, Engine) else True
         return lo, up, int(wide) + int(short)  # (the engine's RDP calls: its cap where wide, a floor when short)
 

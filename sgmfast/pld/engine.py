@@ -17,7 +17,7 @@ from .._failures import GridFailure, GridTooLarge, StepUnderflow
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
-                     delta_groups, metered, resolved)
+                     delta_groups, metered, resolved, within)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.onestep import coarse_tail
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -273,7 +273,7 @@ class Engine(_DeltaPlan):
         except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
             lo, up, step = 0.0, self.rdp.epsilon(target), None
         lo, up = max(lo, g_lo, c_lo), min(up, g_up, c_up)
-        if not up - lo <= self.accuracy * up:  # a wide answer: RDP and the single steps' bound may help
+        if not within(lo, up, self.accuracy):  # a wide answer: RDP and the single steps' bound may help
             up = min(up, self.rdp.epsilon(target))
             lo = max(lo, self._eps_floor(target))
         return lo, up, step

@@ -46,7 +46,7 @@ import numpy as np
 from .._work import UNITS_PER_SECOND, Meter, metered
 from .certifiers import exact
 from .certifiers import RDPBound
-from .common import U
+from .common import U, within
 from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
 
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
@@ -177,7 +177,7 @@ class Sandwich:
             self.last_step = self.mix.last_step
         else:
             lo, up = self._sandwich_eps(target)
-        if not up - lo <= self.accuracy * up:  # a wide answer: RDP may help
+        if not within(lo, up, self.accuracy):  # a wide answer: RDP may help
             up = min(up, self.rdp.epsilon(target))
         return min(lo, up), up
 

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..._types import Bounds
-from ..common import refine_levels, resolved
+from ..common import refine_levels, resolved, within
 from ..grid.composition import eps_groups, recentred
 from . import balls_in_bins as bb, epoch_add, epoch_gauss as eg
 from .epoch_grid import first_tops, second_top
@@ -129,7 +129,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     capped: dict = {}  # (per count, the upper ends with the add direction capped: ``bb.eps_bounds``)
 
     def narrow(lo, up, each=False):
-        ok = up - lo <= accuracy * up
+        ok = within(lo, up, accuracy)
         return ok if each else bool(np.all(ok))
 
     def per_count(epoch, step, i):

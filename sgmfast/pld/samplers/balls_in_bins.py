@@ -82,7 +82,7 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, cache_put, refine_levels, resolved
+from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, cache_put, refine_levels, resolved, within
 from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
 from ..grid.onestep import OneStep
 from ..grid.queries import eps_bound
@@ -352,7 +352,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
                              centre, narrow, e_hi)
 
     def narrow(lo, up):
-        return up - lo <= accuracy * up
+        return within(lo, up, accuracy)
 
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
     attempt = _levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0], e_hi, narrow)

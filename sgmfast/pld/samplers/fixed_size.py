@@ -76,7 +76,7 @@ from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from ..._work import UNITS_PER_SECOND, metered
 from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit,
-                      both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores)
+                      both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
 from ..certifiers.rdp_cap import RDPBound
 from ..engine import Engine
 from ..grid.banded import compose_banded
@@ -338,7 +338,7 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
     events first where their first grid is short (``TAIL_FIRST_POINTS``), the compositions
     refining from what they leave; else the compositions first, and the events, on a grid cut to
     that length, only where those are not narrow.  Both are certified: the ends intersect."""
-    narrow = lambda lo, up: up - lo <= accuracy * up  # noqa: E731
+    narrow = lambda lo, up: within(lo, up, accuracy)  # noqa: E731
     if _tail_plan(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
         got = _tail_epsilon(run, delta, accuracy, lo0, up0, guess)
         if got is not None and narrow(got.lower, got.upper):
@@ -404,11 +404,11 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
         return recentred(lambda eps_c: _bounds_pair(parts, step, eps_c, delta, tilts.get(eps_c)), centre,
-                         lambda lo, up: up - lo <= accuracy * up)
+                         lambda lo, up: within(lo, up, accuracy))
 
     with bins_limit(COMPOSE_BINS):  # (memory: the arrays of one composition, a few hundred MB at most)
         lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
-                               lambda lo, up: up - lo <= accuracy * up, lo0, up0, BUDGET)
+                               lambda lo, up: within(lo, up, accuracy), lo0, up0, BUDGET)
     if lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
         attained, _ = _start(runs)
         lo = max(lo, float(attained.epsilon(delta)[0]))
@@ -477,9 +477,9 @@ def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, gu
         lo, up = attempt(0)
     except (GridFailure, ArithmeticError):
         return None
-    if up - lo <= accuracy * up:
+    if within(lo, up, accuracy):
         return Bounds(float(min(lo, up)), float(up))
-    lo, up = refine_levels(lambda level: attempt(level + 1), lambda lo, up: up - lo <= accuracy * up,
+    lo, up = refine_levels(lambda level: attempt(level + 1), lambda lo, up: within(lo, up, accuracy),
                            state["lo"], state["up"], budget)
     return Bounds(float(min(lo, up)), float(up))
 
