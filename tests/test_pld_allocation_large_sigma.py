@@ -88,7 +88,8 @@ def test_lower_sweeps_stopped_at_z_zero_change_no_bit(s, shift, t, r, step):
 _ZERO_STOP = r"""
 import math, numpy as np
 from sgmfast._kernels.pld import allocation_tail as kt
-for s, shift, t, r, step, f in ((0.1, 1.0, 24.0, 22.0, 1e-3, kt.two_tail_bins), (0.1, 0.0, 24.0, 22.0, 1e-3, kt.three_tail_bins),
+for s, shift, t, r, step, f in ((0.1, 1.0, 24.0, 22.0, 1e-3, kt.two_tail_bins),
+                                (0.1, 0.0, 24.0, 22.0, 1e-3, kt.three_tail_bins),
                                 (0.001, 1.0, 6.0, 4.0, 1e-5, kt.two_tail_bins)):
     w_max = math.exp(-0.5 * s * s + 3.0 * s)
     j_lo = math.floor(math.log((2 * w_max + r) / t) / step) - 3

@@ -173,7 +173,8 @@ class _Table:
         """Rows for the prefixes wc[0 .. k], k in ``ks`` (increasing); returns their work."""
         ks = np.ascontiguousarray(ks, dtype=np.int64)
         if not (ks.size and ks[0] >= 0 and ks[-1] < self.wc.size and np.all(np.diff(ks) > 0)):
-            raise GridFailure(f"Chernoff table rows {ks} outside the law's {self.wc.size} points")  # (the kernel reads w[k])
+            # (the kernel reads w[k] unchecked)
+            raise GridFailure(f"Chernoff table rows {ks} outside the law's {self.wc.size} points")
         m, dm, d2m = (np.empty((ks.size, self.lams.size)) for _ in range(3))
         kc.chernoff_prefix(np.ascontiguousarray(self.wc, dtype=np.float64), float(self.H), self.lams, ks, m, dm, d2m)
         # (``chernoff_prefix``'s (k + 1 + 2 lam k H + 3 B + 2) u, and 2u for the additions of q_M
