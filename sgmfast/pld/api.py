@@ -7,7 +7,6 @@ Arguments are validated here, before any work; closed forms are answered here wi
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -15,7 +14,7 @@ from .._executor import CHUNK_PLD, check_executor
 from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
-from .common import RELATIONS, broadcast_groups
+from .common import RELATIONS, broadcast_groups, within
 from . import samplers as _samplers
 from . import tradeoff as _tradeoff  # (here, before __init__ binds the name pld.tradeoff to the function)
 from .engine import BUDGET, Engine, monotone
@@ -67,13 +66,7 @@ def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
     ends alone cannot show."""
     if eps is not None:
         return b
-    if type(b.lower) is float and type(b.upper) is float:  # (one query: no numpy round trip)
-        lo, up = b.lower, b.upper
-        return Bounds(lo, up, lo == up or (up < math.inf and up - lo <= accuracy * up * (1 + 1e-9)))
-    lo, up = np.asarray(b.lower, dtype=float), np.asarray(b.upper, dtype=float)
-    with np.errstate(invalid="ignore"):  # (an infinite upper end over a finite lower one is not met: inf <= inf)
-        ok = (lo == up) | (np.isfinite(up) & (up - lo <= accuracy * up * (1 + 1e-9)))
-    return dataclasses.replace(b, met=bool(np.all(ok)))
+    return dataclasses.replace(b, met=bool(np.all(within(b.lower, b.upper, accuracy * (1 + 1e-9)))))
 
 
 def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation="add_remove", executor=None,

@@ -272,10 +272,6 @@ def _within_budget(rest: list, meter, limit: float):
         yield k, max(left / (len(order) - i), REST_MIN)
 
 
-def _narrow(lo, up, accuracy):
-    return np.isfinite(up) & (up - lo <= accuracy * up)
-
-
 #: checkpoints within this ratio of steps share one tilt, the saddle point of the largest of them
 #: (a tilt far from a checkpoint's own widens its interval, or sends it to its own engine).  At a
 #: fixed δ the saddle point moves slowly with the steps (eps grows like their square root): one
@@ -528,11 +524,11 @@ def _fast_epsilon(final: Engine, sub: Run, target, step, budget: _Budget, memo: 
         unused, complete = _shared_groups(final, sub, step, (1.0 - RDP_SHARE) * avail, TILT_GROUP_EPS,
                                           lambda g: _tilts(final, sub, g, step, max(est[g[-1]], 1e-9), target),
                                           eps_lo, _eps_reader(target, est), (math.inf, 0.0), up, lo)
-        wide = ~_narrow(lo, up, final.accuracy)
+        wide = ~within(lo, up, final.accuracy)
         if not final.replace and wide.any():  # RDP's bound where the grids left them wide
             up[wide] = np.minimum(up[wide], _rdp_bounds(Run(sub.parts, sub.counts[wide]), [math.log(target)], 0,
                                                         _Budget(RDP_SHARE * avail + unused), memo)[:, 0])
-    return lo, up, _narrow(lo, up, final.accuracy), complete
+    return lo, up, within(lo, up, final.accuracy), complete
 
 
 def _fast_delta(final: Engine, sub: Run, eps, step, budget: _Budget, memo: dict):

@@ -244,8 +244,7 @@ class Engine(_DeltaPlan):
         return meter is not None and meter.units > self.budget * UNITS_PER_SECOND
 
     def _narrow(self, found: Certified) -> bool:
-        up = found.upper
-        return up < math.inf and up - found.lower <= self.accuracy * up
+        return within(found.lower, found.upper, self.accuracy)
 
     # --- the plan ------------------------------------------------------------------------------
     def epsilon(self, target: float, step0: float | None = None) -> tuple[float, float, float | None]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, delta_groups, dot
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, delta_groups, dot, within
 from .grid.estimates import eps_estimate, initial_step
 from .grid.queries import delta_bound, eps_bound
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -254,7 +254,7 @@ class MixEngine(_MixDelta):
                 self.last_step = step
                 first = False
                 gap = u - l  # (this round's own width decides what to refine next)
-                if self.grid_step is not None or (up < math.inf and up - lo <= self.accuracy * up):
+                if self.grid_step is not None or within(lo, up, self.accuracy):
                     break
                 if meter.units + 2.0 * (meter.units - before) > self._limit():
                     break
@@ -275,7 +275,7 @@ class MixEngine(_MixDelta):
         lo, up = self._eps_tilt(pl, step, tau, target, lo_target, est, level, VAR_GROWTH, False)
         if tau * self.total <= SMALL_TAU:
             for growth in (VAR_GROWTH, VAR_GROWTH_SMALL):
-                if up < math.inf and up - lo <= self.accuracy * up:
+                if within(lo, up, self.accuracy):
                     break
                 l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
                 lo, up = max(lo, l), min(up, u)

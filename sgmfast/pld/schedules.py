@@ -237,7 +237,7 @@ class Sandwich:
                 e_up, e_lo = self._engines(g, budget)
                 up = min(up, e_up.epsilon(target)[1])
                 lo = max(lo, e_lo.epsilon(target)[0])
-            if up < math.inf and up - lo <= self.accuracy * up:
+            if within(lo, up, self.accuracy):
                 break
         return lo, up
 

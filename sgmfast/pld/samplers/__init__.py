@@ -86,13 +86,12 @@ def _one(kind: str, sampler: str, relation: str, sigma, q, steps, x, accuracy) -
     """One (sigma, q, steps) of a sampler: x is one δ (epsilon) or an array of ε (delta)."""
     from . import balls_in_bins as allocation, fixed_size, shuffle
 
-    if sampler != "fixed_size" and q > 0.0:
-        batches_per_epoch(q, sampler)  # (a q that is no 1/t is refused, whatever the steps and noise)
+    # (a q that is no 1/t is refused for the epoch samplers, whatever the steps and noise)
+    t = batches_per_epoch(q, sampler) if sampler != "fixed_size" and q > 0.0 else 0
     if q == 0.0 or steps == 0 or sigma == math.inf:
         return Bounds(0.0, 0.0)  # (no step uses the example, or every output is pure noise)
     if sampler == "fixed_size":
         return getattr(fixed_size, kind)(sigma, q, steps, x, accuracy=accuracy)
-    t = batches_per_epoch(q, sampler)
     if sampler == "shuffle":
         return getattr(shuffle, kind)(sigma, t, steps, x, relation=relation, accuracy=accuracy)
     return getattr(allocation, kind)(sigma, t, steps, x, accuracy=accuracy)  # (sigma = 0 too: ``epoch_gauss``)

@@ -455,12 +455,13 @@ def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, gu
     sigma, q, T = run
     state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
     step0 = tail_step0(accuracy, state["centre"])
-    for _ in range(40):
-        if _tail_plan(run, accuracy, lo0, up0, guess, step0) <= most:
-            break
-        step0 *= 2.0
-    else:
-        return None
+    if most < math.inf:
+        for _ in range(40):
+            if _tail_plan(run, accuracy, lo0, up0, guess, step0) <= most:
+                break
+            step0 *= 2.0
+        else:
+            return None
 
     def attempt(level):
         eps_c, lo, up = state["centre"], state["lo"], state["up"]
