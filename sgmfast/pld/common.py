@@ -240,7 +240,7 @@ def cache_put(key, value) -> None:
             del _SIZES[k]
         _SIZES[key] = size
         total = sum(_SIZES.values())
-        while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 64):
+        while STEP_CACHE and (total > CACHE_BYTES or len(STEP_CACHE) > 1024):
             old = next(iter(STEP_CACHE))
             del STEP_CACHE[old]
             total -= _SIZES.pop(old, 0)

@@ -52,13 +52,13 @@ import math
 import numpy as np
 
 from .._failures import GridFailure
-from .._work import UNITS_PER_SECOND, Meter, charge, metered
+from .._work import PER_BIN_DISCRETISE, UNITS_PER_SECOND, Meter, WorkLimit, charge, metered
 from .certifiers import exact
 from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores, within
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
-from .schedules import make_engine
-from .grid.onestep import coarse_tail
+from .schedules import cell_parts, make_engine, merged_cells
+from .grid.onestep import coarse_tail, grid_range
 from .grid.two_stage import MIN_STEPS
 from .grid.spectral import read_delta, read_eps
 
@@ -74,8 +74,31 @@ def _engine(run, k, accuracy, relation, budget):
     return make_engine(run.schedule(k), accuracy, None, relation, budget=budget)
 
 
+def _cell_runs(run: Run, accuracy: float):
+    """(upper run, lower run) where the run's parts merge into far fewer cells
+    (``schedules.merged_cells``: each cell at its most and its least revealing corner), else None."""
+    cell = merged_cells(run.parts, accuracy)
+    if cell is None:
+        return None
+    up, lo = cell_parts(run.parts, cell)
+    counts = np.zeros((run.counts.shape[0], len(up)), dtype=np.int64)
+    for j, c in enumerate(cell):
+        counts[:, c] += run.counts[:, j]
+    return Run(up, counts), Run(lo, counts)
+
+
+def _sandwiched(pair, curve):
+    """A curve's (lower, upper) from its lower run's lower bounds and its upper run's upper ones."""
+    up_run, lo_run = pair
+    lo, up = curve(lo_run)[0], curve(up_run)[1]
+    return np.minimum(lo, up), up
+
+
 def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
     """(lower, upper) of eps(target) at every checkpoint of ``run``."""
+    pair = _cell_runs(run, accuracy)
+    if pair is not None:
+        return _sandwiched(pair, lambda r: epsilon_curve(r, target, accuracy, relation))
 
     def single(engine, step):
         lo, up = engine.epsilon(target, step)[:2]
@@ -83,14 +106,19 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
         short = sum(c for _, _, c in engine.schedule) < MIN_STEPS if isinstance(engine, Engine) else True
         return lo, up, int(wide) + int(short)  # (the engine's RDP calls: its cap where wide, a floor when short)
 
+    # (eps = 0 exactly where δ(0), the total variation, is at most the target: no grid needed)
+    zero = exact.tv_uppers(run.parts, run.counts, relation) <= target
     return _curve(run, accuracy, relation, math.inf, run.plain,
                   lambda final: final.epsilon(target), lambda final: final.first_step(target),
                   lambda final, sub, step, budget, memo: _fast_epsilon(final, sub, target, step, budget, memo), single,
-                  lambda form: exact.eps_bounds(form, target))
+                  lambda form: exact.eps_bounds(form, target), zero)
 
 
 def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
     """(lower, upper) of δ(eps) at every checkpoint of ``run``."""
+    pair = _cell_runs(run, accuracy)
+    if pair is not None:
+        return _sandwiched(pair, lambda r: delta_curve(r, eps, accuracy, relation))
     e = np.array([eps])
 
     def answer(final):
@@ -178,18 +206,21 @@ def _merge(a, b):
     return np.maximum(a[0], b[0]), np.minimum(a[1], b[1]), b[2], b[3]
 
 
-def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step, shared, single, closed):
+def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step, shared, single, closed, zero=None):
     """The plan of both curves: the last checkpoint by its own engine (``answer(final)`` ->
     (lower, upper, grid step)), the others read off shared spectra on that step
     (``shared(final, sub, step, budget, memo)`` -> (lower, upper, narrow, complete); ``shareable``: the run
     allows it), closed forms where they apply (``closed(form)`` -> (lower, upper),
     ``_closed_forms``), those left wide by engines of their own (``single(engine, step)`` ->
     (lower, upper, its RDP calls)) within REST_BUDGET; then monotone in the steps.  ``trivial``
-    is the trivial upper bound.  All but the final engine is charged to one meter and kept
-    within ``_allowance``."""
+    is the trivial upper bound; ``zero`` marks the checkpoints whose answer is 0 exactly (a
+    prefix of them: the answers grow with the steps).  All but the final engine is charged to
+    one meter and kept within ``_allowance``."""
     kk = run.counts.shape[0]
     lo, up = np.zeros(kk), np.full(kk, trivial)
     live = run.counts.sum(axis=1) > 0
+    if zero is not None:
+        live &= ~zero
     if not live.any():
         return np.zeros(kk), np.zeros(kk)
     last = kk - 1
@@ -341,7 +372,7 @@ def _sparse_add(main_up: np.ndarray, bound_at, first) -> np.ndarray:
     return np.minimum.accumulate(out[::-1])[::-1]
 
 
-def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, lays, share: float):
+def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, lays, share: float, held: dict):
     """(upper, lower, units left, cut) at the checkpoints g of one tilt group, within ``share``.
 
     ``read(items, out, pess, ks)`` writes the bounds of the grids ``items`` ((position, grid)
@@ -401,11 +432,11 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
         second = _Budget(left, hard=True)
 
         def add_at(sel):
-            lay = _layout(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau,
-                          coarse_tail(final.schedule))
             t = trivial[0]
             out = np.full((len(sel),) + np.shape(t), t, dtype=np.float64)
             try:
+                lay = _layout(Run(sub.parts, sub.counts[g[sel]]), ADD, True, 4 * step, theta_a, lo_e[sel], tau,
+                              coarse_tail(final.schedule), held)
                 with metered(second.meter):
                     prep = None if lay is None else _prepare(lay, second.left())
                     read(_compose(prep, second), out, True, g[sel])
@@ -418,10 +449,23 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
     return up, lo, left, cut
 
 
-def _layout(run, add, pess, step, theta, eps_lo, tau, coarse):
-    """``_Layout``, or None where it fails (a grid too large)."""
+def _one_step_units(parts, main, step, tau, add: bool) -> float:
+    """The charge of the parts' one-step grids in the main direction, and the add direction's on
+    the 4x grid (``curve_grids.one_steps``)."""
+    units = 0.0
+    for s, q in parts:
+        for d, h in ((main, step), (ADD, 4 * step))[: 2 if add else 1]:
+            j_lo, j_hi = grid_range(s, q, d, h, tau)
+            units += PER_BIN_DISCRETISE * (j_hi - j_lo + 1) * (4.0 if d == REPLACE else 1.0)
+    return units
+
+
+def _layout(run, add, pess, step, theta, eps_lo, tau, coarse, held):
+    """``_Layout``, or None where it fails (a grid too large); past a hard budget, WorkLimit."""
     try:
-        return _Layout(run, add, pess, step, theta, eps_lo, tau, coarse)
+        return _Layout(run, add, pess, step, theta, eps_lo, tau, coarse, held)
+    except WorkLimit:
+        raise
     except (ArithmeticError, GridFailure, MemoryError):
         return None
 
@@ -469,17 +513,31 @@ def _shared_groups(final: Engine, sub: Run, step, units: float, ratio, tilt_at, 
     ``_plan``).  A group whose tilts fail keeps the trivial bounds."""
     plans = []
     main = REPLACE if final.replace else REMOVE
+    held: dict = {}  # (every group's layouts share the parts' one-step grids)
+    layouts = None
     for g in _tilt_groups(sub, ratio):
         try:
-            theta, theta_a, tau = tilt_at(g)
+            if layouts is None:  # (the first tilt gives tau: the layouts are stopped past the
+                # shared budget and the one-step grids' charge together)
+                with metered() as first:
+                    theta, theta_a, tau = tilt_at(g)
+                layouts = _Budget(units + _one_step_units(sub.parts, main, step, tau, theta_a is not None), hard=True)
+                layouts.meter.add(first.units)
+            else:
+                with metered(layouts.meter):
+                    theta, theta_a, tau = tilt_at(g)
+            with metered(layouts.meter):
+                coarse = coarse_tail(final.schedule)  # (the final engine's one-step grids, shared with it)
+                lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau, coarse, held)
+                        for pess in (True, False)]
+                sel = g[_add_sel(len(g))]
+                lays.append(None if theta_a is None else
+                            _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau,
+                                    coarse, held))
+        except WorkLimit:
+            break
         except (ArithmeticError, GridFailure, MemoryError):
             continue
-        coarse = coarse_tail(final.schedule)  # (the final engine's one-step grids, shared with it)
-        lays = [_layout(Run(sub.parts, sub.counts[g]), main, pess, step, theta, eps_lo[g], tau, coarse)
-                for pess in (True, False)]
-        sel = g[_add_sel(len(g))]
-        lays.append(None if theta_a is None else
-                    _layout(Run(sub.parts, sub.counts[sel]), ADD, True, 4 * step, theta_a, eps_lo[sel], tau, coarse))
         plans.append((g, theta_a, tau, lays))
     complete = len(plans) == len(_tilt_groups(sub, ratio))
     if not plans:
@@ -488,7 +546,7 @@ def _shared_groups(final: Engine, sub: Run, step, units: float, ratio, tilt_at, 
     for i in range(len(plans)):
         (g, theta_a, tau, lays), plans[i] = plans[i], None  # (each group's arrays dropped once read)
         share = _water_fill([sum(d) for d in needs[i:]], units)[0]
-        ups[g], lo[g], left, cut = _group(final, sub, g, step, theta_a, tau, eps_lo[g], read, trivial, lays, share)
+        ups[g], lo[g], left, cut = _group(final, sub, g, step, theta_a, tau, eps_lo[g], read, trivial, lays, share, held)
         units -= share - left
         complete = complete and not cut
     return units, complete

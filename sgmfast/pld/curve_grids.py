@@ -15,10 +15,10 @@ from scipy.special import log_ndtr, ndtr
 
 from .._failures import GridTooLarge
 from .._kernels.pld import fft_power as kf
-from .._work import charge
-from .common import SPLIT_MIN, split_pool, two_cores
+from .._work import PER_BIN_DISCRETISE, apart, charge
+from .common import REPLACE, SPLIT_MIN, split_pool, two_cores
 from .grid.composition import ArrayPart, TiltedStep, composite, part_spectra
-from .grid.onestep import one_step
+from .grid.onestep import grid_range, one_step
 from .schedules import MAX_PARTS
 from .grid.estimates import loss_moments
 from .grid.banded import (LOG_CUT, POWER_PER_FREQ, POWER_PER_ROW, SPECTRAL_FIXED,  # noqa: F401  (the curve's too)
@@ -182,10 +182,12 @@ class _Layout:
     arrays, each checkpoint's ``Composite`` and window (``choose_window``; None where the window
     would exceed the bins cap: that checkpoint gets no grid).  ``_compose`` builds the grids."""
 
-    def __init__(self, run: Run, add, pess: bool, step: float, theta: float, eps_lo, tau: float, coarse: bool = False):
+    def __init__(self, run: Run, add, pess: bool, step: float, theta: float, eps_lo, tau: float, coarse: bool = False,
+                 held: dict | None = None):
         self.run, self.pess, self.theta = run, pess, theta
         # (``coarse``: the one-step grids of the final checkpoint's engine, ``Engine.coarse``)
-        self.steps = [TiltedStep(one_step(s, q, add, step, tau, coarse), step, theta, pess) for s, q in run.parts]
+        ones = one_steps(run.parts, add, step, tau, coarse, {} if held is None else held)
+        self.steps = [TiltedStep(one, step, theta, pess) for one in ones]
         comps = [composite(self.steps, c, step, pess) for c in run.counts]
         tables = _Tables([s.part for s in self.steps], step, math.sqrt(comps[-1].var), run.counts)
         # (the lattice the windows' tables use: each composition's sd, lower tails as _chernoff_window says)
@@ -195,6 +197,23 @@ class _Layout:
         self.comps = comps
         self.los = [min(e, c.sup_hi * step) for e, c in zip(eps_lo, comps)]
         self.wins = [_window(c, theta, pess, e, tau) for c, e in zip(comps, self.los)]
+
+
+def one_steps(parts, add, step: float, tau: float, coarse: bool, held: dict) -> list:
+    """Each part's one-step grid, kept in ``held`` (a curve's layouts of every tilt group share
+    them: the one-step cache, bounded, would drop and rebuild them when a run has many parts) and
+    charged at its full discretisation whether it was built or found: the charge -- and where a
+    budget is hard, where it stops -- does not depend on what another thread has cached."""
+    out = []
+    for s, q in parts:
+        key = (s, q, add, step, tau, coarse)
+        one = held.get(key)
+        if one is None:
+            j_lo, j_hi = grid_range(s, q, add, step, tau)
+            charge(PER_BIN_DISCRETISE * (j_hi - j_lo + 1) * (4.0 if add == REPLACE else 1.0))
+            one = held[key] = apart(one_step, s, q, add, step, tau, coarse)[0]
+        out.append(one)
+    return out
 
 
 def _window(c, theta, pess, eps_lo, tau):

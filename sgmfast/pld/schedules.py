@@ -15,6 +15,11 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   theirs inside the product.  The interval is second order in the lattice spacing: 10^4
   distinct sigma in [0.9, 1.3] at q = 256/60000 are certified to 1e-3 (bench/README, "Per-step
   schedules certified to 1e-3").
+* **Cells** (more than ``CELLS_FROM`` distinct noisy steps that fall into at most a quarter as
+  many cells of a geometric lattice, relative spacing accuracy / 16 in sigma and in q: a
+  schedule whose values drift by rounding-sized amounts, or a short ramp between close
+  values): a sandwich of each cell at its extremes (as below), first order in a spread of a
+  sixteenth of the accuracy; a few distinct steps then cost what a few do.
 * **Sandwich** (replace-one, full batches among the steps, or more than ``MAX_RATES`` distinct
   sampling rates): the steps are sorted by sigma / q and cut into G groups of about equal step
   counts; every step of a group is replaced by (the group's smallest sigma, its largest q) for
@@ -62,6 +67,67 @@ RDP_GROUPS = 64
 MAX_RATES = 32
 
 
+#: distinct noisy steps past which steps whose sigma and q agree to within CELL_SHARE * accuracy
+#: (relative) are merged, for a sandwich of far fewer distinct steps (``cells``)
+CELLS_FROM = 8
+CELL_SHARE = 1.0 / 16.0
+#: the merge is taken where it leaves at most this share of the distinct steps
+CELLS_GAIN = 0.25
+
+
+def cells(parts, accuracy: float) -> np.ndarray:
+    """The cell of each part [(sigma, q)]: parts of one cell of a geometric lattice, relative
+    spacing CELL_SHARE * accuracy in sigma and in q, share it; the others (sigma 0 or +inf, q 0
+    or 1) keep cells of their own.  Heuristic only: the sandwich takes each cell's own extremes
+    (``cell_parts``)."""
+    r = math.log1p(CELL_SHARE * accuracy)
+    keys: dict = {}
+    out = np.empty(len(parts), dtype=np.int64)
+    for i, (s, q) in enumerate(parts):
+        s, q = float(s), float(q)
+        key = (math.floor(math.log(s) / r), math.floor(math.log(q) / r)) if 0.0 < s < math.inf and 0.0 < q < 1.0 \
+            else (s, q, None)
+        out[i] = keys.setdefault(key, len(keys))
+    return out
+
+
+def cell_parts(parts, cell: np.ndarray):
+    """(upper parts, lower parts), one per cell: its least sigma with its largest q (every step
+    of the cell at most as noisy and sampled at least as often: at least as revealing, module
+    notes) and its largest sigma with its least q (at most as revealing)."""
+    m = int(cell.max()) + 1 if cell.size else 0
+    s = np.array([p[0] for p in parts], dtype=np.float64)
+    q = np.array([p[1] for p in parts], dtype=np.float64)
+    s_lo, s_hi = np.full(m, math.inf), np.full(m, -math.inf)
+    q_lo, q_hi = np.full(m, math.inf), np.full(m, -math.inf)
+    np.minimum.at(s_lo, cell, s)
+    np.maximum.at(s_hi, cell, s)
+    np.minimum.at(q_lo, cell, q)
+    np.maximum.at(q_hi, cell, q)
+    return ([(float(a), float(b)) for a, b in zip(s_lo, q_hi)], [(float(a), float(b)) for a, b in zip(s_hi, q_lo)])
+
+
+def merged_cells(parts, accuracy: float):
+    """``cells`` of the parts where merging pays (more than CELLS_FROM distinct, at most CELLS_GAIN
+    of them left), else None."""
+    if len(parts) <= CELLS_FROM:
+        return None
+    cell = cells(parts, accuracy)
+    return cell if int(cell.max()) + 1 <= CELLS_GAIN * len(parts) else None
+
+
+def _cell_brackets(schedule, accuracy: float):
+    """(upper schedule, lower schedule) of a schedule whose steps merge into cells, else None."""
+    sched = [(s, q, c) for s, q, c in schedule if c > 0]
+    cell = merged_cells([(s, q) for s, q, _ in sched], accuracy)
+    if cell is None:
+        return None
+    up, lo = cell_parts([(s, q) for s, q, _ in sched], cell)
+    counts = np.zeros(len(up), dtype=np.int64)
+    np.add.at(counts, cell, [c for _, _, c in sched])
+    return ([(s, q, int(c)) for (s, q), c in zip(up, counts)], [(s, q, int(c)) for (s, q), c in zip(lo, counts)])
+
+
 def distinct_noisy(schedule) -> int:
     return len({(s, q) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf})
 
@@ -70,9 +136,20 @@ def make_engine(schedule, accuracy, grid_step=None, relation="add_remove", budge
     """An ``Engine`` for the schedule, or a ``Sandwich`` when it has more than ``MAX_PARTS``
     distinct noisy steps (and not every step is a full batch, whose composition is exact)."""
     noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
+    if grid_step is None and distinct_noisy(schedule) > CELLS_FROM:
+        if _cell_brackets(_merged(noisy), accuracy) is not None:
+            return Sandwich(schedule, accuracy, grid_step, relation, budget, cells=True)
     if distinct_noisy(schedule) > MAX_PARTS and any(q < 1.0 for _, q, _ in noisy):
         return Sandwich(schedule, accuracy, grid_step, relation, budget)
     return Engine(schedule, accuracy, grid_step, relation, budget=budget)
+
+
+def _merged(schedule):
+    """The schedule with each distinct (sigma, q) once, its counts summed."""
+    out: dict = {}
+    for s, q, c in schedule:
+        out[(s, q)] = out.get((s, q), 0) + c
+    return [(s, q, c) for (s, q), c in out.items()]
 
 
 def brackets(schedule, groups: int):
@@ -102,7 +179,7 @@ class Sandwich:
     """eps(δ) and δ(eps) of a schedule with many distinct steps (module notes); the ``Engine``
     interface that the accountant uses."""
 
-    def __init__(self, schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET):
+    def __init__(self, schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET, cells=False):
         self.schedule = tuple(schedule)
         self.accuracy = accuracy
         self.grid_step = grid_step
@@ -114,11 +191,13 @@ class Sandwich:
         self._tv = None
         noisy, (self.p_lo, self.p_hi) = exact.normalise(self.schedule)
         self.noisy = tuple(noisy)
+        # (``cells``: the steps merged into cells, ``_cell_brackets``: one round, no mixtures)
+        self.pair = _cell_brackets(_merged(self.noisy), accuracy) if cells else None
         self.mix = None
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
 
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
-        if fams is not None and len(fams) <= MAX_RATES:
+        if fams is not None and len(fams) <= MAX_RATES and self.pair is None:
             self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
 
     @property
@@ -136,7 +215,8 @@ class Sandwich:
         if self.accuracy >= DEFAULT_ACCURACY or self.grid_step is not None:
             return None
         if self._coarse is None:
-            self._coarse = Sandwich(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget)
+            self._coarse = Sandwich(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget,
+                                    cells=self.pair is not None)
         return self._coarse
 
     def first_step(self, target: float) -> float | None:
@@ -215,7 +295,7 @@ class Sandwich:
 
     # --- the sandwich (replace-one, full batches) ----------------------------------------------
     def _engines(self, g, budget):
-        up, lo = brackets(self.noisy, g)
+        up, lo = self.pair if self.pair is not None else brackets(self.noisy, g)
         return (Engine(up, self.accuracy, self.grid_step, self.relation, budget=budget),
                 Engine(lo, self.accuracy, self.grid_step, self.relation, budget=budget))
 
@@ -223,7 +303,7 @@ class Sandwich:
         """(group count, budget of each of its two engines) while work is left: ``meter`` counts
         the work of the rounds so far (units of ``_work``, never a clock: the same answer under
         any load)."""
-        for g in GROUPS:
+        for g in (None,) if self.pair is not None else GROUPS:
             left = self.budget - meter.units / UNITS_PER_SECOND
             if left <= 0.1 * self.budget:
                 return

@@ -173,13 +173,32 @@ def eps_bounds(form, target: float):
     return lo, up
 
 
-def tv_upper(schedule, relation) -> float:
-    """An upper bound on δ(0), the total variation of the composed pair: 1 - prod (1 - tv)^T."""
+def _tv_step(sigma: float, q: float, c: float) -> float:
+    """An upper bound on one step's total variation q (2 Phi(c / (2 sigma)) - 1)."""
+    if q >= 1.0 and sigma == 0.0:
+        return 1.0
+    g = 1.0 if sigma == 0.0 else math.erf(c / (2.0 * math.sqrt(2.0) * sigma))  # 2 Φ(x) - 1 = erf(x / sqrt 2)
+    return q * g * (1 + 8 * U) + 1e-300
+
+
+def tv_uppers(parts, counts, relation) -> np.ndarray:
+    """Upper bounds on δ(0), the total variation of the composed pair, after each row of
+    ``counts`` (the steps of each of ``parts`` [(sigma, q)]): 1 - prod (1 - tv)^T.  The sum of
+    the logs, all <= 0, errs by at most (P + 2) u of its size (P parts; log1p and the products
+    within u each): taken that much larger."""
     c = sensitivity(relation)
-    log_keep = 0.0
-    for sigma, q, count in schedule:
-        tv = q * math.erf(c / (2.0 * math.sqrt(2.0) * sigma)) * (1 + 8 * U) + 1e-300  # 2 Φ(x) - 1 = erf(x / sqrt 2)
-        if tv >= 1.0:
-            return 1.0
-        log_keep += count * math.log1p(-tv)
-    return min(1.0, -math.expm1(log_keep) * (1 + 8 * U))
+    counts = np.asarray(counts, dtype=np.float64).reshape(-1, len(parts))
+    tv = np.array([_tv_step(float(s), float(q), c) for s, q in parts], dtype=np.float64)
+    full = tv >= 1.0
+    logs = np.log1p(-np.where(full, 0.0, tv))
+    log_keep = (counts @ logs) * (1 + (len(parts) + 4) * U)
+    out = np.minimum(1.0, -np.expm1(log_keep) * (1 + 8 * U))
+    out[(counts[:, full] > 0).any(axis=1)] = 1.0
+    return out
+
+
+def tv_upper(schedule, relation) -> float:
+    """``tv_uppers`` of one schedule [(sigma, q, count)]."""
+    if not schedule:
+        return 0.0
+    return float(tv_uppers([(s, q) for s, q, _ in schedule], [[c for _, _, c in schedule]], relation)[0])
