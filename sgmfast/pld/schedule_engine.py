@@ -35,11 +35,8 @@ def families_of(schedule):
         return None
     order = np.lexsort((arr[:, 0], arr[:, 1]))
     arr = arr[order]
-    out = []
-    for q in np.unique(arr[:, 1]):
-        sel = arr[:, 1] == q
-        out.append((float(q), arr[sel, 0].copy(), arr[sel, 2].astype(np.int64)))
-    return out
+    cuts = np.flatnonzero(np.diff(arr[:, 1])) + 1  # (sorted by q: each rate one run of rows)
+    return [(float(a[0, 1]), a[:, 0].copy(), a[:, 2].astype(np.int64)) for a in np.split(arr, cuts)]
 
 
 

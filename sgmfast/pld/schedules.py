@@ -16,7 +16,7 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   distinct sigma in [0.9, 1.3] at q = 256/60000 are certified to 1e-3 (bench/README, "Per-step
   schedules certified to 1e-3").
 * **Cells** (more than ``CELLS_FROM`` distinct noisy steps that fall into at most a quarter as
-  many cells of a geometric lattice, relative spacing accuracy / 16 in sigma and in q: a
+  many cells, and at most ``CELLS_MAX``, of a geometric lattice, relative spacing accuracy / 16 in sigma and in q: a
   schedule whose values drift by rounding-sized amounts, or a short ramp between close
   values): a sandwich of each cell at its extremes (as below), first order in a spread of a
   sixteenth of the accuracy; a few distinct steps then cost what a few do.
@@ -71,8 +71,10 @@ MAX_RATES = 32
 #: (relative) are merged, for a sandwich of far fewer distinct steps (``cells``)
 CELLS_FROM = 8
 CELL_SHARE = 1.0 / 16.0
-#: the merge is taken where it leaves at most this share of the distinct steps
+#: the merge is taken where it leaves at most this share of the distinct steps, and at most
+#: CELLS_MAX cells (each an exact part of the sandwich's engines)
 CELLS_GAIN = 0.25
+CELLS_MAX = 32
 
 
 def cells(parts, accuracy: float) -> np.ndarray:
@@ -81,14 +83,13 @@ def cells(parts, accuracy: float) -> np.ndarray:
     or 1) keep cells of their own.  Heuristic only: the sandwich takes each cell's own extremes
     (``cell_parts``)."""
     r = math.log1p(CELL_SHARE * accuracy)
-    keys: dict = {}
-    out = np.empty(len(parts), dtype=np.int64)
-    for i, (s, q) in enumerate(parts):
-        s, q = float(s), float(q)
-        key = (math.floor(math.log(s) / r), math.floor(math.log(q) / r)) if 0.0 < s < math.inf and 0.0 < q < 1.0 \
-            else (s, q, None)
-        out[i] = keys.setdefault(key, len(keys))
-    return out
+    arr = np.array([(float(s), float(q)) for s, q in parts], dtype=np.float64).reshape(-1, 2)
+    s, q = arr[:, 0], arr[:, 1]
+    ok = (s > 0.0) & (s < math.inf) & (q > 0.0) & (q < 1.0)
+    keys = np.zeros((len(arr), 3))
+    keys[:, 0] = np.where(ok, -1.0, np.arange(len(arr)))  # (the others each a cell of its own)
+    keys[ok, 1], keys[ok, 2] = np.floor(np.log(s[ok]) / r), np.floor(np.log(q[ok]) / r)
+    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def cell_parts(parts, cell: np.ndarray):
@@ -109,11 +110,11 @@ def cell_parts(parts, cell: np.ndarray):
 
 def merged_cells(parts, accuracy: float):
     """``cells`` of the parts where merging pays (more than CELLS_FROM distinct, at most CELLS_GAIN
-    of them left), else None."""
+    of them and CELLS_MAX left), else None."""
     if len(parts) <= CELLS_FROM:
         return None
     cell = cells(parts, accuracy)
-    return cell if int(cell.max()) + 1 <= CELLS_GAIN * len(parts) else None
+    return cell if int(cell.max()) + 1 <= min(CELLS_GAIN * len(parts), CELLS_MAX) else None
 
 
 def _cell_brackets(schedule, accuracy: float):
