@@ -109,6 +109,10 @@ def _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson
             return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta), sampler=sampler))
         from .. import pld
 
+        if sampler == "fixed_size":  # (the same upper bound, without the lower bound's own work)
+            from ..pld.samplers import fixed_size
+
+            return fixed_size.upper_epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy)
         return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy,
                                  sampler=sampler).upper)
     return _make_accountant(accountant, accuracy).step(float(sigma), float(q), steps).epsilon_upper(float(delta))
@@ -334,6 +338,8 @@ def _regular_sigmas(sig, idx, e, d, qq, t, accountant, acc, progress) -> None:
 #: sigma under a sampler over the Poisson PLD sigma of a reference run (below): where the search
 #: starts; measured on the MNIST run (balls-in-bins 0.99; fixed size 1.16 over twice the Poisson sigma)
 _SAMPLER_START = {"balls_in_bins": 1.0, "fixed_size": 1.15}
+#: the accuracy of the Poisson sigma that a sampler's search starts from
+START_ACCURACY = 0.02
 
 
 def _check_sampler(sampler: str, accountant: str) -> str:
@@ -370,7 +376,8 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
             epochs = -(-int(t[i]) // round(1.0 / qq[i]))
             base = _exact_sigma(e[i], d[i], float(epochs)) if e[i] > 0 else 0.0
         else:
-            base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=acc)
+            # (a start only: the Poisson sigma at a coarse accuracy, about as close and cheaper)
+            base = calibrate_sigma(e[i], d[i], qq[i], t[i], accountant=accountant, accuracy=max(acc, START_ACCURACY))
         if not 0.0 < base < math.inf:  # (no Poisson answer to start from: the generic guess)
             base = float(_sigma_guess(e[i:i + 1], d[i:i + 1], qq[i:i + 1], t[i:i + 1])[0])
         guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START.get(sampler, 1.0)

@@ -78,7 +78,7 @@ from ..._work import UNITS_PER_SECOND, metered
 from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
 from ..certifiers.rdp_cap import RDPBound
-from ..engine import Engine
+from ..engine import BUDGET as ENGINE_BUDGET, Engine
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
 from ..grid.estimates import initial_step, saddle_eps
@@ -112,6 +112,8 @@ CUT_REACH = 1.25
 #: million points (σ 0.8-1.8, q 6.5e-5 to 3.6e-4, δ 1e-12 to 1e-9), narrow in 0.06-0.2 s where
 #: the compositions alone read 16-64 % wide.
 TAIL_FIRST_POINTS = 1 << 19
+#: the least work (seconds, counted) the Poisson pair's lower bound is given after the refinement
+ATTAINED_MIN = 0.25
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (a few ulp)
 _ULPS8 = 8.0 * 2.0 ** -53
 
@@ -265,6 +267,14 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     return _epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy)
 
 
+def upper_epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float = 1e-3) -> float:
+    """``epsilon(...).upper``, the same number, without the work that serves only the lower bound
+    (the Poisson pair's query where the compositions' lower end is returned as it is): what a
+    calibration searches on (the answer is then checked by ``epsilon`` itself)."""
+    sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
+    return float(_epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy, attained=False).upper)
+
+
 def _noiseless_mass(runs) -> tuple[float, float]:
     """p = 1 - prod (1 - q)^T over the runs without noise, rounded down and up: with probability p
     some noiseless step drew the example and released its gradient exactly."""
@@ -277,7 +287,7 @@ def _noiseless_mass(runs) -> tuple[float, float]:
     return p * (1 - r), min(1.0, p * (1 + r))
 
 
-def _start(runs, accuracy: float = 1e-3):
+def _start(runs, accuracy: float = 1e-3, budget: float = ENGINE_BUDGET):
     """What every query of the runs starts from: the PLD accountant of the Poisson add/remove pairs
     at noise sigma / 2 (a dataset pair attains it under fixed-size batches: module notes; its
     lower bounds are lower bounds here) and the noise multiplier of one Gaussian step equal to
@@ -286,7 +296,7 @@ def _start(runs, accuracy: float = 1e-3):
     merged: dict = {}  # (equal steps merged, as an accountant records them)
     for s, q, t in runs:
         merged[(0.5 * s, q)] = merged.get((0.5 * s, q), 0) + t
-    engine = make_engine([(s, q, t) for (s, q), t in merged.items()], accuracy)
+    engine = make_engine([(s, q, t) for (s, q), t in merged.items()], accuracy, budget=budget)
     return engine, 1.0 / math.sqrt(sum(t * (2.0 / s) ** 2 for s, _, t in runs))
 
 
@@ -300,8 +310,10 @@ def _active(runs):
     return [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
 
 
-def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
-    """``epsilon`` of consecutive runs [(sigma, q, T)] (validated scalars), composed."""
+def _epsilon(runs, delta: float, accuracy: float, attained: bool = True) -> Bounds:
+    """``epsilon`` of consecutive runs [(sigma, q, T)] (validated scalars), composed (``attained``
+    False: the Poisson pair's lower bound left out where no later choice reads it -- the same
+    upper bound)."""
     runs = _active(runs)
     if not runs:
         return Bounds(0.0, 0.0)
@@ -314,8 +326,8 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
             return Bounds(math.inf, math.inf)
         if not noisy:
             return Bounds(0.0, 0.0)
-        up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy).upper
-        return Bounds(min(_epsilon(noisy, delta, accuracy).lower, up), up)
+        up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy, attained).upper
+        return Bounds(min(_epsilon(noisy, delta, accuracy, attained).lower, up), up)
     coarse, s_gauss = _start(runs, START_ACCURACY)
     gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
@@ -323,29 +335,34 @@ def _epsilon(runs, delta: float, accuracy: float) -> Bounds:
     rdp = _poisson_rdp(runs, delta)  # (started beside the estimate, when a core is idle)
     estimate = _beyond_one_step(runs, delta)
     if estimate is not None:  # many steps set eps: straight to the pair's compositions
-        lo, up = _composed_epsilon(runs, delta, accuracy, 0.0, float(gauss.upper), start=estimate, rdp=rdp)
+        lo, up = _composed_epsilon(runs, delta, accuracy, 0.0, float(gauss.upper), start=estimate, rdp=rdp,
+                                   attained=attained)
         return Bounds(float(min(lo, up)), float(up))
     lo0, guess = (float(x) for x in coarse.epsilon(delta)[:2])
     up0 = float(gauss.upper)
     if len(runs) == 1 and runs[0][2] >= 2:
-        return _one_run(runs[0], delta, accuracy, lo0, up0, guess, rdp)
-    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp)
+        return _one_run(runs[0], delta, accuracy, lo0, up0, guess, rdp, attained)
+    lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp, attained=attained)
     return Bounds(float(min(lo, up)), float(up))
 
 
-def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, rdp) -> Bounds:
+def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, rdp,
+             attained: bool = True) -> Bounds:
     """``_epsilon`` of one run of T >= 2 steps from the certified start [lo0, up0]: the far-tail
     events first where their first grid is short (``TAIL_FIRST_POINTS``), the compositions
     refining from what they leave; else the compositions first, and the events, on a grid cut to
     that length, only where those are not narrow.  Both are certified: the ends intersect."""
     narrow = lambda lo, up: within(lo, up, accuracy)  # noqa: E731
     if _tail_plan(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
-        got = _tail_epsilon(run, delta, accuracy, lo0, up0, guess)
+        with metered() as meter:
+            got = _tail_epsilon(run, delta, accuracy, lo0, up0, guess)
         if got is not None and narrow(got.lower, got.upper):
             return got
         if got is not None:
             lo0, up0 = got.lower, got.upper
-        lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
+        # (one budget: the compositions refine with what the events left of it)
+        lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp,
+                                   budget=max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0), attained=attained)
         return Bounds(float(min(lo, up)), float(up))
     with metered() as meter:
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
@@ -389,7 +406,7 @@ def _beyond_one_step(runs, delta: float):
 
 
 def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: float, p_up: float = math.inf,
-                      start=None, rdp=None):
+                      start=None, rdp=None, budget: float = BUDGET, attained: bool = True):
     """(lower, upper) of ``_epsilon`` by the T-fold compositions of the one-step arrays (stages
     2-3), refined from the certified start [lo0, up0] (tilted towards lo0, or ``start`` = (eps
     estimate, its tilt)), intersected with the Poisson pair's lower bound at the accuracy of the
@@ -397,7 +414,9 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
     eps, hence at most ``p_up`` and RDP's bound (certified upper bounds on it): where the
     compositions' own lower end is already at or above either, it cannot raise it, and the
     Poisson query is not made (MNIST: 18.435 against 14.7, RDP 16.4).  ``rdp``: a callable
-    returning RDP's bound (``_poisson_rdp``)."""
+    returning RDP's bound (``_poisson_rdp``).  ``budget``: the work of the refinement and of that
+    Poisson query together (at least ``ATTAINED_MIN`` for the query); ``attained`` False leaves
+    that query out (the upper end is the same)."""
     # where the composition is tilted to: the answer's neighbourhood
     centre = [max(lo0, 1e-3) if start is None else start[0]]
     tilts = {} if start is None else {start[0]: start[1]}
@@ -406,11 +425,11 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
         return recentred(lambda eps_c: _bounds_pair(parts, step, eps_c, delta, tilts.get(eps_c)), centre,
                          lambda lo, up: within(lo, up, accuracy))
 
-    with bins_limit(COMPOSE_BINS):  # (memory: the arrays of one composition, a few hundred MB at most)
+    with metered() as meter, bins_limit(COMPOSE_BINS):  # (memory: one composition's arrays, a few hundred MB)
         lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
-                               lambda lo, up: within(lo, up, accuracy), lo0, up0, BUDGET)
-    if lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
-        attained, _ = _start(runs)
+                               lambda lo, up: within(lo, up, accuracy), lo0, up0, budget)
+    if attained and lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
+        attained, _ = _start(runs, budget=max(budget - meter.units / UNITS_PER_SECOND, ATTAINED_MIN))
         lo = max(lo, float(attained.epsilon(delta)[0]))
     return lo, up
 
