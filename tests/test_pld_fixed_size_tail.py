@@ -184,3 +184,15 @@ def test_a_query_shares_one_budget_between_its_paths():
 def test_upper_epsilon_is_the_queries_upper_bound(point):
     # what calibration searches on is the public query's own upper end, bit for bit
     assert fixed_size.upper_epsilon(*point) == fixed_size.epsilon(*point).upper
+
+
+def test_delta_at_several_eps_shares_one_budget():
+    # three eps at T = 52,656: the Poisson pair's engine paid each of its eps groups a budget of
+    # its own (20 units, 11-12 s); now they share one, with the same bounds here
+    eps = [0.0, 0.6865281420093406, 1.7783614114736128]
+    with metered() as m:
+        b = pld.delta(0.8707751473205988, 0.0001340487809625122, 52656, eps, sampler="fixed_size", accuracy=0.021)
+    assert m.units <= 3.0 * fixed_size.BUDGET * UNITS_PER_SECOND
+    one = pld.delta(0.8707751473205988, 0.0001340487809625122, 52656, eps[1], sampler="fixed_size", accuracy=0.021)
+    assert one.lower <= b.upper[1] and b.lower[1] <= one.upper
+    assert b.upper[1] <= 1.01 * b.lower[1]

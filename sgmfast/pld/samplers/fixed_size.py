@@ -75,10 +75,10 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from ..._work import UNITS_PER_SECOND, metered
-from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit,
+from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
 from ..certifiers.rdp_cap import RDPBound
-from ..engine import BUDGET as ENGINE_BUDGET, Engine
+from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, Engine
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
 from ..grid.estimates import initial_step, saddle_eps
@@ -538,12 +538,13 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
         noisy = [r for r in runs if r[0] > 0.0]
         lo, up = _delta(noisy, eps, accuracy) if noisy else (np.zeros(eps.size), np.zeros(eps.size))
         return np.maximum(lo, p_lo), np.minimum(1.0, np.where(up > 0.0, (p_up + (1.0 - p_up) * up) * (1 + _ULPS8), p_up))
-    attained, s_gauss = _start(runs)
-    if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
-        gauss = Bounds(*_gauss(s_gauss).delta(eps))
-        return flat(gauss.lower), flat(gauss.upper)
     n = eps.size
     eps = np.concatenate((eps, eps * (1.0 + accuracy)))  # (and each shifted by the accuracy: ``narrow``)
+    # (the Poisson pair's engine pays each of its eps groups a budget: here they share one)
+    attained, s_gauss = _start(runs, budget=ENGINE_BUDGET / min(np.unique(delta_groups(eps)).size, DELTA_GROUPS_PAID))
+    if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
+        gauss = Bounds(*_gauss(s_gauss).delta(eps[:n]))
+        return flat(gauss.lower), flat(gauss.upper)
     gauss = Bounds(*_gauss(s_gauss).delta(eps))
     lo0 = flat(attained.delta(eps)[0])
     eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6)[1]), 1e-3)  # (only where to tilt to)
