@@ -89,3 +89,14 @@ def test_no_noise_delta_brackets_the_exact_rational(sampler, t, steps):
     b = pld.delta(0.0, 1.0 / t, steps, np.array([0.0, 0.25, 3.0]), sampler=sampler)
     exact = min(Fraction(1), Fraction(steps, t))
     assert all(Fraction(float(lo)) <= exact <= Fraction(float(up)) for lo, up in zip(b.lower, b.upper))
+
+
+def test_balls_in_bins_delta_far_below_every_float_is_settled_by_its_start():
+    # eps 57.8 at sigma 2.7: the one-epoch Gaussian bound is below 1e-300 already, which the δ
+    # rule counts as resolved; the lattices still ran (14.7 units, 13 s) for [0, 1e-322]
+    from sgmfast._work import UNITS_PER_SECOND, metered
+
+    with metered() as m:
+        b = pld.delta(2.6976415368402904, 0.00021958717610891525, 4554, 57.82519445147265, sampler="balls_in_bins")
+    assert b.lower == 0.0 and 0.0 < b.upper <= 1e-300
+    assert m.units < 0.1 * UNITS_PER_SECOND
