@@ -105,10 +105,7 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
             h = min(max(1.5 * reach, tol), 16.0 * h)
         else:
             h *= 2.0
-    # (the ends' log ratios capped: a loose bound far above the target -- a query that stopped
-    # at its start bounds, 91857 for a target of 5.2 -- would pin the secant to the other end,
-    # and Illinois would take many halvings to undo it)
-    fa, fb = _capped(bad[1]), _capped(ok[1])
+    fa, fb = _capped(bad[1]), _capped(ok[1])  # (SECANT_CAP)
     side = 0
     close = math.log1p(-rel) if rel > 0.0 else 0.0  # (g at value = target (1 - rel))
     for _ in range(100):  # (Illinois converges superlinearly; the cap only guards the loop)

@@ -17,6 +17,12 @@ if that differs (the two answers intersected).  Checkpoints left wide get RDP's 
 (``_rdp_bounds``), closed forms where they apply (a single step) and, within ``REST_BUDGET``,
 engines of their own; any left then keep the bounds monotonicity gives them.
 
+Before any grid (``curve_bounds``): an eps curve is 0 exactly where the run's bound on the
+total variation is at most δ (``exact.tv_uppers``); a δ curve whose whole run RDP puts below
+1e-300 is [0, that bound] everywhere (resolved by the δ rule); and a run whose many parts
+merge into a few cells (``schedules.merged_cells``) is answered by the curves of its two cell
+runs, upper bounds from the more revealing, lower from the less.
+
 Work.  Everything but the final checkpoint's engine is charged to one meter, in units of work
 (``sgmfast._work``), never wall-clock time: the answers do not depend on the machine, its load or
 numba compiling.  The shared spectra get ``_fast_budget`` (5 ms of work more a checkpoint), the
@@ -52,46 +58,27 @@ import math
 import numpy as np
 
 from .._failures import GridFailure
-from .._work import PER_BIN_DISCRETISE, UNITS_PER_SECOND, Meter, WorkLimit, charge, metered
+from .._work import UNITS_PER_SECOND, Meter, WorkLimit, charge, metered
 from .certifiers import exact
 from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores, within
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
-from .schedules import cell_parts, make_engine, merged_cells
-from .grid.onestep import coarse_tail, grid_range
+from .schedules import make_engine
+from .grid.onestep import coarse_tail
 from .grid.two_stage import MIN_STEPS
 from .grid.spectral import read_delta, read_eps
 
 # the shared spectra and the fallback bounds live in their own modules
 from .curve_grids import (LOG_CUT, PAIR_BINS, POWER_PER_FREQ, POWER_PER_ROW, READ_PER_BIN, SHARED_BINS,  # noqa: F401
                           _BIG, Run, _compose, _estimates, _fft_units, _Layout, _monotone_in_steps, _plan, _power,
-                          _prepare, _spread)
-from .curve_bounds import RDP_SHARE, _closed_forms, _rdp_bounds, _rdp_caps, _rdp_units  # noqa: F401
+                          _prepare, _spread, one_step_units)
+from .curve_bounds import (RDP_SHARE, _below_floats, _cell_runs, _closed_forms, _rdp_bounds, _rdp_caps,  # noqa: F401
+                           _rdp_units, _sandwiched)
 
 # --- the curves --------------------------------------------------------------------------------
 
 def _engine(run, k, accuracy, relation, budget):
     return make_engine(run.schedule(k), accuracy, None, relation, budget=budget)
-
-
-def _cell_runs(run: Run, accuracy: float):
-    """(upper run, lower run) where the run's parts merge into far fewer cells
-    (``schedules.merged_cells``: each cell at its most and its least revealing corner), else None."""
-    cell = merged_cells(run.parts, accuracy)
-    if cell is None:
-        return None
-    up, lo = cell_parts(run.parts, cell)
-    counts = np.zeros((run.counts.shape[0], len(up)), dtype=np.int64)
-    for j, c in enumerate(cell):
-        counts[:, c] += run.counts[:, j]
-    return Run(up, counts), Run(lo, counts)
-
-
-def _sandwiched(pair, curve):
-    """A curve's (lower, upper) from its lower run's lower bounds and its upper run's upper ones."""
-    up_run, lo_run = pair
-    lo, up = curve(lo_run)[0], curve(up_run)[1]
-    return np.minimum(lo, up), up
 
 
 def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
@@ -116,6 +103,9 @@ def epsilon_curve(run: Run, target: float, accuracy: float, relation: str):
 
 def delta_curve(run: Run, eps: float, accuracy: float, relation: str):
     """(lower, upper) of δ(eps) at every checkpoint of ``run``."""
+    settled = _below_floats(run, eps, relation)
+    if settled is not None:
+        return settled
     pair = _cell_runs(run, accuracy)
     if pair is not None:
         return _sandwiched(pair, lambda r: delta_curve(r, eps, accuracy, relation))
@@ -449,17 +439,6 @@ def _group(final: Engine, sub: Run, g, step, theta_a, tau, lo_e, read, trivial, 
     return up, lo, left, cut
 
 
-def _one_step_units(parts, main, step, tau, add: bool) -> float:
-    """The charge of the parts' one-step grids in the main direction, and the add direction's on
-    the 4x grid (``curve_grids.one_steps``)."""
-    units = 0.0
-    for s, q in parts:
-        for d, h in ((main, step), (ADD, 4 * step))[: 2 if add else 1]:
-            j_lo, j_hi = grid_range(s, q, d, h, tau)
-            units += PER_BIN_DISCRETISE * (j_hi - j_lo + 1) * (4.0 if d == REPLACE else 1.0)
-    return units
-
-
 def _layout(run, add, pess, step, theta, eps_lo, tau, coarse, held):
     """``_Layout``, or None where it fails (a grid too large); past a hard budget, WorkLimit."""
     try:
@@ -521,7 +500,7 @@ def _shared_groups(final: Engine, sub: Run, step, units: float, ratio, tilt_at, 
                 # shared budget and the one-step grids' charge together)
                 with metered() as first:
                     theta, theta_a, tau = tilt_at(g)
-                layouts = _Budget(units + _one_step_units(sub.parts, main, step, tau, theta_a is not None), hard=True)
+                layouts = _Budget(units + one_step_units(sub.parts, main, step, tau, theta_a is not None), hard=True)
                 layouts.meter.add(first.units)
             else:
                 with metered(layouts.meter):

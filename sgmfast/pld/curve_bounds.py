@@ -13,8 +13,9 @@ from .._kernels.rdp import orders as _orders
 from .._kernels.rdp.log_a import QUAD_CHEAP
 from .. import rdp as _rdp
 from .._work import charge, metered
-from .certifiers import exact
+from .certifiers import RDPBound, exact
 from .curve_grids import Run, _spread
+from .schedules import cell_parts, merged_cells
 
 
 RDP_PER_NODE = 1000.0
@@ -112,3 +113,36 @@ def _rdp_caps(run: Run, target: float, mode: int, memo: dict) -> np.ndarray:
         v = _rdp_k.best_of_orders(np.ascontiguousarray(tot[k]), orders, target, mode)[0]
         out[k] = v if mode == 0 else _rdp._delta_of(v)
     return out
+
+
+def _cell_runs(run: Run, accuracy: float):
+    """(upper run, lower run) where the run's parts merge into far fewer cells
+    (``schedules.merged_cells``: each cell at its most and its least revealing corner), else None."""
+    cell = merged_cells(run.parts, accuracy)
+    if cell is None:
+        return None
+    up, lo = cell_parts(run.parts, cell)
+    counts = np.zeros((run.counts.shape[0], len(up)), dtype=np.int64)
+    for j, c in enumerate(cell):
+        counts[:, c] += run.counts[:, j]
+    return Run(up, counts), Run(lo, counts)
+
+
+def _below_floats(run: Run, eps: float, relation: str):
+    """(0, RDP's bound) at every checkpoint where RDP's δ(eps) of the whole run is below 1e-300
+    (resolved at once by the δ rule, ``common.resolved``; every prefix's δ is at most the run's),
+    else None: the shared spectra would spend their budget on a δ no float can hold."""
+    if not (math.isfinite(eps) and run.plain):
+        return None
+    cap = float(RDPBound(run.schedule(run.counts.shape[0] - 1), relation == "replace_one").delta(np.array([eps]))[0])
+    if not cap <= 1e-300:
+        return None
+    live = run.counts.sum(axis=1) > 0
+    return np.zeros(live.size), np.where(live, max(cap, exact.TINY), 0.0)
+
+
+def _sandwiched(pair, curve):
+    """A curve's (lower, upper) from its lower run's lower bounds and its upper run's upper ones."""
+    up_run, lo_run = pair
+    lo, up = curve(lo_run)[0], curve(up_run)[1]
+    return np.minimum(lo, up), up
