@@ -196,3 +196,12 @@ def test_delta_at_several_eps_shares_one_budget():
     one = pld.delta(0.8707751473205988, 0.0001340487809625122, 52656, eps[1], sampler="fixed_size", accuracy=0.021)
     assert one.lower <= b.upper[1] and b.lower[1] <= one.upper
     assert b.upper[1] <= 1.01 * b.lower[1]
+
+
+def test_delta_far_in_the_tail_spends_one_budget():
+    # eps 10.3, T 9548: δ ~ 1e-70; the Poisson pair's lower-bound engine took 5.1 of the query's
+    # 6.7 units (and an 8-checkpoint curve there 17 units, 10 s); it now has ATTAINED_DELTA
+    with metered() as m:
+        b = pld.delta(1.8273057217145652, 5.9371149146380336e-05, 9548, 10.287481467619806, sampler="fixed_size")
+    assert 0.0 < b.lower <= b.upper
+    assert m.units <= 1.25 * (fixed_size.BUDGET + fixed_size.ATTAINED_DELTA) * UNITS_PER_SECOND
