@@ -205,3 +205,13 @@ def test_delta_far_in_the_tail_spends_one_budget():
         b = pld.delta(1.8273057217145652, 5.9371149146380336e-05, 9548, 10.287481467619806, sampler="fixed_size")
     assert 0.0 < b.lower <= b.upper
     assert m.units <= 1.25 * (fixed_size.BUDGET + fixed_size.ATTAINED_DELTA) * UNITS_PER_SECOND
+
+
+def test_a_hard_query_stays_within_its_budget():
+    # sigma 0.6, q 1e-6, T 712, δ 1e-4 (a domain sweep's curve, seed 44: 15.7 s and an OOM of its
+    # worker): the start engine, the compositions, the Poisson lower bound (over its engine's own
+    # overrun) and a tail fallback with no budget left took 6.7 units for its last checkpoint
+    with metered() as m:
+        b = fixed_size.epsilon(0.6049624138733815, 1.0750944684402567e-06, 712, 0.00010398848032154291)
+    assert 0.0 <= b.lower <= b.upper <= 0.0042
+    assert m.units <= 1.25 * (fixed_size.BUDGET + fixed_size.START_BUDGET) * UNITS_PER_SECOND

@@ -78,7 +78,7 @@ from ..._work import UNITS_PER_SECOND, metered
 from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
 from ..certifiers.rdp_cap import RDPBound
-from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, Engine
+from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, HARD_LIMIT as ENGINE_HARD, Engine
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
 from ..grid.estimates import initial_step, saddle_eps
@@ -96,6 +96,8 @@ MAX_STEP_BINS = 1 << 21
 #: The Poisson pair's accuracy where a query starts (its lower bound is a lower bound here; its ε
 #: only says where to look: the fixed-size pair's own grids refine both ends).
 START_ACCURACY = 0.05
+#: Its work (seconds, counted): a start, not an answer (at sigma 0.6, q 1e-6 it took 1.5 units)
+START_BUDGET = 0.5
 #: The accuracy whose first grid step the saddle-point estimate of ``_beyond_one_step`` is taken
 #: on (twice the step of START_ACCURACY: MNIST's estimate 18.6 instead of 18.5, at ~0.5 ms less)
 ESTIMATE_ACCURACY = 0.2
@@ -331,7 +333,7 @@ def _epsilon(runs, delta: float, accuracy: float, attained: bool = True) -> Boun
             return Bounds(0.0, 0.0)
         up = _epsilon(noisy, (delta - p) / (1.0 - p) * (1 - _ULPS8), accuracy, attained).upper
         return Bounds(min(_epsilon(noisy, delta, accuracy, attained).lower, up), up)
-    coarse, s_gauss = _start(runs, START_ACCURACY)
+    coarse, s_gauss = _start(runs, START_ACCURACY, START_BUDGET)
     gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return gauss
@@ -369,8 +371,8 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
         return Bounds(float(min(lo, up)), float(up))
     with metered() as meter:
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
-    if not narrow(lo, up):  # (what is left of BUDGET refines the events after their first grid)
-        left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
+    left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
+    if not narrow(lo, up) and left > 0.0:  # (what is left of BUDGET refines the events after their first grid)
         got = _tail_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
                             most=TAIL_FIRST_POINTS, budget=left)
         if got is not None:
@@ -432,7 +434,8 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
         lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
                                lambda lo, up: within(lo, up, accuracy), lo0, up0, budget)
     if attained and lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
-        attained, _ = _start(runs, budget=max(budget - meter.units / UNITS_PER_SECOND, ATTAINED_MIN))
+        # (what is left, over the engine's own overrun allowance: the query stays within its budget)
+        attained, _ = _start(runs, budget=max(budget - meter.units / UNITS_PER_SECOND, ATTAINED_MIN) / ENGINE_HARD)
         lo = max(lo, float(attained.epsilon(delta)[0]))
     return lo, up
 
@@ -550,7 +553,7 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
         return flat(gauss.lower), flat(gauss.upper)
     gauss = Bounds(*_gauss(s_gauss).delta(eps))
     lo0 = flat(attained.delta(eps)[0])
-    eps_c = max(float(_start(runs, 0.05)[0].epsilon(1e-6)[1]), 1e-3)  # (only where to tilt to)
+    eps_c = max(float(_start(runs, START_ACCURACY, START_BUDGET)[0].epsilon(1e-6)[1]), 1e-3)  # (where to tilt to)
     groups = eps_groups(eps)
 
     def compose(parts, step):
