@@ -185,7 +185,7 @@ def tv_uppers(parts, counts, relation) -> np.ndarray:
     """Upper bounds on δ(0), the total variation of the composed pair, after each row of
     ``counts`` (the steps of each of ``parts`` [(sigma, q)]): 1 - prod (1 - tv)^T.  The sum of
     the logs, all <= 0, errs by at most (P + 2) u of its size (P parts; log1p and the products
-    within u each): taken that much larger."""
+    within u each): taken (P + 4) u larger, then expm1 within 8 u (tests: mpmath, 50 digits)."""
     c = sensitivity(relation)
     counts = np.asarray(counts, dtype=np.float64).reshape(-1, len(parts))
     tv = np.array([_tv_step(float(s), float(q), c) for s, q in parts], dtype=np.float64)
