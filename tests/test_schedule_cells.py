@@ -160,3 +160,22 @@ def test_families_split_the_schedule_by_rate(steps):
     for q, sig, cnt in fams:
         mine = sorted((s, c) for s, qq, c in steps if qq == q)
         assert np.all(np.diff(sig) >= 0) and sorted(zip(sig.tolist(), cnt.tolist())) == mine
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cells_agree_with_the_exact_engine(seed):
+    # steps jittered by 1e-5 relative merge into cells; the exact engine (a budget large enough for
+    # a dozen grids) is an independent composition of the same steps: the intervals must meet
+    from sgmfast.pld.engine import Engine
+
+    rng = np.random.default_rng(seed)
+    s0, q0 = float(np.exp(rng.uniform(np.log(0.6), np.log(4)))), float(np.exp(rng.uniform(np.log(1e-3), np.log(0.05))))
+    t, d = int(rng.integers(2, 40)), float(np.exp(rng.uniform(np.log(1e-9), np.log(1e-4))))
+    relation = ("add_remove", "replace_one")[seed % 2]
+    sched = [(s0 * (1 + 1e-5 * rng.standard_normal()), q0 * (1 + 1e-5 * rng.standard_normal()), t) for _ in range(12)]
+    merged = make_engine(sched, 1e-3, None, relation)
+    assert isinstance(merged, Sandwich) and merged.pair is not None
+    lo, up = merged.epsilon(d)[:2]
+    e_lo, e_up = Engine(sched, 1e-3, None, relation, budget=20.0).epsilon(d)[:2]
+    assert lo <= e_up and e_lo <= up
+    assert up - lo <= 2e-3 * up
