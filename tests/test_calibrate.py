@@ -278,3 +278,14 @@ def test_no_noise_needed_under_a_sampler(sampler, q, steps):
     delta = 9.49e-3
     assert cal.calibrate_sigma(3.0, delta, q, steps, sampler=sampler) == 0.0
     assert pld.epsilon(0.0, q, steps, delta, sampler=sampler).upper == 0.0
+
+
+def test_pld_refinement_does_not_leap_to_an_expensive_sigma():
+    # q 1.3e-5, T 10328, δ 7e-8: PLD's eps falls far faster in sigma than RDP's (0.022 at the RDP
+    # sigma 0.715, 8.6 at 0.317), so RDP's slope sent the first step to 0.317, whose one query
+    # spent the point's budget; the search then ran on RDP and returned RDP's sigma, 0.715, where
+    # PLD's own is ~0.47 (pld.epsilon: 1.74 at 0.45, 0.69 at 0.5)
+    eps, delta, q, steps = 1.2565719918271565, 6.97091551016405e-08, 1.288951134113177e-05, 10328
+    s = cal.calibrate_sigma(eps, delta, q, steps)
+    assert pld.epsilon(s, q, steps, delta).upper <= eps
+    assert 0.45 < s < 0.6
