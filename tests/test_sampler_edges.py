@@ -100,3 +100,22 @@ def test_balls_in_bins_delta_far_below_every_float_is_settled_by_its_start():
         b = pld.delta(2.6976415368402904, 0.00021958717610891525, 4554, 57.82519445147265, sampler="balls_in_bins")
     assert b.lower == 0.0 and 0.0 < b.upper <= 1e-300
     assert m.units < 0.1 * UNITS_PER_SECOND
+
+
+def test_one_calls_answers_are_monotone_when_a_query_is_cut_short(monkeypatch):
+    # a domain sweep (seed 45): under memory pressure the larger δ's query fell back to its start
+    # bounds, 3551 against 0.60 at the smaller δ in the same call; eps(δ) falls as δ grows, so
+    # the smaller δ's upper bound holds there too
+    from sgmfast._types import Bounds
+    from sgmfast.pld import samplers
+
+    real = samplers._one
+
+    def cut_short(kind, sampler, relation, sigma, q, steps, x, accuracy):
+        return Bounds(0.0, 3551.0) if kind == "epsilon" and x > 0.01 else real(kind, sampler, relation, sigma, q,
+                                                                                  steps, x, accuracy)
+
+    monkeypatch.setattr(samplers, "_one", cut_short)
+    b = pld.epsilon(1.840611478438744, 0.0003263778162649505, 5771, [4.458471690209781e-12, 0.0391],
+                    sampler="fixed_size")
+    assert b.upper[1] <= b.upper[0] < 1.0 and b.lower[1] == 0.0

@@ -32,6 +32,7 @@ from ..._failures import GridFailure
 from ..._types import Bounds
 from ..._work import UNITS_PER_SECOND, Meter, metered
 from ..common import broadcast_groups, shared_budget
+from ..engine import monotone
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
 
@@ -126,6 +127,9 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
                 for i in idx:
                     b = _one(kind, sampler, relation, s, qq, int(t), float(flat[3][i]), accuracy)
                     lo[i], up[i] = b.lower, b.upper
+        # (both eps(δ) and δ(eps) fall as their argument grows: each bound holds beyond its own
+        # point, so one call's answers agree -- a query cut short keeps its neighbours' bounds)
+        lo[idx], up[idx] = monotone(np.asarray(flat[3][idx], dtype=np.float64), lo[idx], up[idx])
     out = Bounds(float(lo[0]), float(up[0])) if shape == () else Bounds(lo.reshape(shape), up.reshape(shape))
     warn_if_loose(sampler, out)
     return out
