@@ -137,10 +137,11 @@ def make_engine(schedule, accuracy, grid_step=None, relation="add_remove", budge
     """An ``Engine`` for the schedule, or a ``Sandwich`` when it has more than ``MAX_PARTS``
     distinct noisy steps (and not every step is a full batch, whose composition is exact)."""
     noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
-    if grid_step is None and distinct_noisy(schedule) > CELLS_FROM:
-        if _cell_brackets(_merged(noisy), accuracy) is not None:
-            return Sandwich(schedule, accuracy, grid_step, relation, budget, cells=True)
-    if distinct_noisy(schedule) > MAX_PARTS and any(q < 1.0 for _, q, _ in noisy):
+    distinct = distinct_noisy(schedule)
+    pair = _cell_brackets(_merged(noisy), accuracy) if grid_step is None and distinct > CELLS_FROM else None
+    if pair is not None:  # (the noisy steps here are ``exact.normalise``'s, which the sandwich takes)
+        return Sandwich(schedule, accuracy, grid_step, relation, budget, pair=pair)
+    if distinct > MAX_PARTS and any(q < 1.0 for _, q, _ in noisy):
         return Sandwich(schedule, accuracy, grid_step, relation, budget)
     return Engine(schedule, accuracy, grid_step, relation, budget=budget)
 
@@ -180,7 +181,7 @@ class Sandwich:
     """eps(δ) and δ(eps) of a schedule with many distinct steps (module notes); the ``Engine``
     interface that the accountant uses."""
 
-    def __init__(self, schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET, cells=False):
+    def __init__(self, schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET, pair=None):
         self.schedule = tuple(schedule)
         self.accuracy = accuracy
         self.grid_step = grid_step
@@ -192,8 +193,7 @@ class Sandwich:
         self._tv = None
         noisy, (self.p_lo, self.p_hi) = exact.normalise(self.schedule)
         self.noisy = tuple(noisy)
-        # (``cells``: the steps merged into cells, ``_cell_brackets``: one round, no mixtures)
-        self.pair = _cell_brackets(_merged(self.noisy), accuracy) if cells else None
+        self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
 
@@ -216,8 +216,8 @@ class Sandwich:
         if self.accuracy >= DEFAULT_ACCURACY or self.grid_step is not None:
             return None
         if self._coarse is None:
-            self._coarse = Sandwich(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget,
-                                    cells=self.pair is not None)
+            pair = None if self.pair is None else _cell_brackets(_merged(self.noisy), DEFAULT_ACCURACY)
+            self._coarse = Sandwich(self.schedule, DEFAULT_ACCURACY, None, self.relation, self.budget, pair)
         return self._coarse
 
     def first_step(self, target: float) -> float | None:
