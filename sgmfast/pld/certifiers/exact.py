@@ -187,11 +187,14 @@ def tv_uppers(parts, counts, relation) -> np.ndarray:
     the logs, all <= 0, errs by at most (P + 2) u of its size (P parts; log1p and the products
     within u each): taken (P + 4) u larger, then expm1 within 8 u (tests: mpmath, 50 digits)."""
     c = sensitivity(relation)
-    counts = np.asarray(counts, dtype=np.float64).reshape(-1, len(parts))
+    counts = np.asarray(counts).reshape(-1, len(parts))
     tv = np.array([_tv_step(float(s), float(q), c) for s, q in parts], dtype=np.float64)
     full = tv >= 1.0
     logs = np.log1p(-np.where(full, 0.0, tv))
-    log_keep = (counts @ logs) * (1 + (len(parts) + 4) * U)
+    log_keep = np.empty(counts.shape[0])
+    for a in range(0, counts.shape[0], 256):  # (in row blocks: a curve's counts can be 10^4 x 10^4)
+        log_keep[a:a + 256] = counts[a:a + 256].astype(np.float64) @ logs
+    log_keep *= 1 + (len(parts) + 4) * U
     out = np.minimum(1.0, -np.expm1(log_keep) * (1 + 8 * U))
     out[(counts[:, full] > 0).any(axis=1)] = 1.0
     return out
