@@ -216,8 +216,7 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
     last = kk - 1
     final = _engine(run, last, accuracy, relation, BUDGET)
     todo = [k for k in range(last) if live[k]]
-    # (a view where every earlier checkpoint is live: a run of 10^4 distinct steps has a 10^4 x 10^4 table)
-    sub = Run(run.parts, run.counts[:last] if len(todo) == last else run.counts[todo])
+    sub = Run(run.parts, run.counts[:last] if len(todo) == last else run.counts[todo])  # (a view: 10^4 x 10^4)
     work = Meter()  # everything but the final engine
     fast_units = _fast_budget(len(todo))
     share = shareable and bool(todo)
