@@ -426,14 +426,16 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
                   stall: float = 0.75):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified
-    start values lo0, up0, until ``narrow(lower, upper)``, ``levels`` are done, a level narrows
-    no interval to ``stall`` of the one before (finer grids no longer pay: round-off has caught up with the
-    discretisation), or the next level would end past ``budget`` seconds of work (units of
-    ``_work``, counted, never read off a clock: the answer does not depend on the machine's load;
-    scaled inside ``shared_budget``).
+    start values lo0, up0 (returned at once where they are narrow), until ``narrow(lower, upper)``,
+    ``levels`` are done, a level narrows no interval to ``stall`` of the one before (finer grids no
+    longer pay: round-off has caught up with the discretisation), or the next level would end past
+    ``budget`` seconds of work (units of ``_work``, counted, never read off a clock: the answer
+    does not depend on the machine's load; scaled inside ``shared_budget``).
     An attempt that cannot be built (GridFailure, ArithmeticError, MemoryError) ends the
     refinement: what is certified so far is returned."""
     best_lo, best_up = lo0, up0
+    if narrow(best_lo, best_up):  # (the start settles it: a δ below 1e-300, say -- no level needed)
+        return best_lo, best_up
     limit = budget * _SHARE.get() * UNITS_PER_SECOND
     last = 0.0
     width = np.inf

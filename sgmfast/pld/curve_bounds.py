@@ -123,8 +123,7 @@ def _cell_runs(run: Run, accuracy: float):
         return None
     up, lo = cell_parts(run.parts, cell)
     counts = np.zeros((run.counts.shape[0], len(up)), dtype=np.int64)
-    for j, c in enumerate(cell):
-        counts[:, c] += run.counts[:, j]
+    np.add.at(counts, (slice(None), cell), run.counts)
     return Run(up, counts), Run(lo, counts)
 
 

@@ -15,10 +15,10 @@ from scipy.special import log_ndtr, ndtr
 
 from .._failures import GridTooLarge
 from .._kernels.pld import fft_power as kf
-from .._work import PER_BIN_DISCRETISE, apart, charge
-from .common import ADD, REPLACE, SPLIT_MIN, split_pool, two_cores
+from .._work import apart, charge
+from .common import ADD, SPLIT_MIN, split_pool, two_cores
 from .grid.composition import ArrayPart, TiltedStep, composite, part_spectra
-from .grid.onestep import grid_range, one_step
+from .grid.onestep import one_step, planned_units
 from .schedules import MAX_PARTS
 from .grid.estimates import loss_moments
 from .grid.banded import (LOG_CUT, POWER_PER_FREQ, POWER_PER_ROW, SPECTRAL_FIXED,  # noqa: F401  (the curve's too)
@@ -209,8 +209,7 @@ def one_steps(parts, add, step: float, tau: float, coarse: bool, held: dict) -> 
         key = (s, q, add, step, tau, coarse)
         one = held.get(key)
         if one is None:
-            j_lo, j_hi = grid_range(s, q, add, step, tau)
-            charge(PER_BIN_DISCRETISE * (j_hi - j_lo + 1) * (4.0 if add == REPLACE else 1.0))
+            charge(planned_units(s, q, add, step, tau))
             one = held[key] = apart(one_step, s, q, add, step, tau, coarse)[0]
         out.append(one)
     return out
@@ -219,12 +218,8 @@ def one_steps(parts, add, step: float, tau: float, coarse: bool, held: dict) -> 
 def one_step_units(parts, main, step, tau, add: bool) -> float:
     """The charge of the parts' one-step grids in the main direction, and the add direction's on
     the 4x grid (``curve_grids.one_steps``)."""
-    units = 0.0
-    for s, q in parts:
-        for d, h in ((main, step), (ADD, 4 * step))[: 2 if add else 1]:
-            j_lo, j_hi = grid_range(s, q, d, h, tau)
-            units += PER_BIN_DISCRETISE * (j_hi - j_lo + 1) * (4.0 if d == REPLACE else 1.0)
-    return units
+    dirs = ((main, step), (ADD, 4 * step))[: 2 if add else 1]
+    return sum(planned_units(s, q, d, h, tau) for s, q in parts for d, h in dirs)
 
 
 def _window(c, theta, pess, eps_lo, tau):

@@ -425,8 +425,6 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
         return bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy)))
 
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
-    if narrow(lo0, gauss):  # (the start settles it: a δ far below 1e-300, eps 57.8 at sigma 2.7 -- no lattice)
-        return out(lo0[:n], gauss[:n])
     hint = float(np.min(eps[eps > 0])) if np.any(eps > 0) else math.inf  # (the loss step's scale)
     attempt = _levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint, e_hi, narrow)
     lo, up = refine_levels(attempt, narrow, lo0, gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)

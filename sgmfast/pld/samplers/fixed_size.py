@@ -337,7 +337,8 @@ def _epsilon(runs, delta: float, accuracy: float, attained: bool = True) -> Boun
     gauss = Bounds(*(float(x) for x in _gauss(s_gauss).epsilon(delta)[:2]))
     if all(q == 1.0 for _, q, _ in runs):  # full batches: the composed Gaussian, exact
         return gauss
-    rdp = _poisson_rdp(runs, delta)  # (started beside the estimate, when a core is idle)
+    # (started beside the estimate, when a core is idle; only the lower bound's query reads it)
+    rdp = _poisson_rdp(runs, delta) if attained else None
     estimate = _beyond_one_step(runs, delta)
     if estimate is not None:  # many steps set eps: straight to the pair's compositions
         lo, up = _composed_epsilon(runs, delta, accuracy, 0.0, float(gauss.upper), start=estimate, rdp=rdp,
