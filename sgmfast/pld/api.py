@@ -520,16 +520,14 @@ class PLDAccountant(Accountant):
         lo, up = lo.reshape(d.shape), up.reshape(d.shape)
         return _with_met(Bounds(float(lo), float(up)) if d.ndim == 0 else Bounds(lo, up), self.accuracy)
 
-    def _run(self):
-        """The history as checkpoints: one per recorded segment."""
+    def _curve(self, fn, x):
+        """``fn`` (``curve.epsilon_curve`` or ``delta_curve``) at every recorded segment: on the
+        history's run, or an even spread of it (``curve_grids.history_run``) and bounds by
+        monotonicity between."""
         from . import curve as _curve
-        parts: dict = {}
-        for st in self.history:
-            parts.setdefault((st.sigma, st.q), len(parts))
-        counts = np.zeros((len(self.history), len(parts)), dtype=np.int64)
-        for k, st in enumerate(self.history):
-            counts[k:, parts[(st.sigma, st.q)]] += st.count
-        return _curve.Run(list(parts), counts)
+        run, kept = _curve.history_run([(st.sigma, st.q, st.count) for st in self.history])
+        lo, up = fn(run, x, self.accuracy, self.relation)
+        return _curve.spread_back(kept, lo, up, len(self.history))
 
     def epsilon_curve(self, delta) -> Bounds:
         """Certified bounds on ε(δ) after each recorded segment (arrays, one entry per ``step``
@@ -538,7 +536,7 @@ class PLDAccountant(Accountant):
         d = _scalar(check_delta(delta), "delta")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
-        lo, up = _curve.epsilon_curve(self._run(), d, self.accuracy, self.relation)
+        lo, up = self._curve(_curve.epsilon_curve, d)
         return _with_met(Bounds(lo, up), self.accuracy)
 
     def delta_curve(self, epsilon) -> Bounds:
@@ -547,7 +545,7 @@ class PLDAccountant(Accountant):
         e = _scalar(check_epsilon(epsilon), "epsilon")
         if not self.history:
             return Bounds(np.zeros(0), np.zeros(0))
-        lo, up = _curve.delta_curve(self._run(), e, self.accuracy, self.relation)
+        lo, up = self._curve(_curve.delta_curve, e)
         return _with_met(Bounds(lo, up), self.accuracy, e)
 
     def delta(self, epsilon) -> Bounds:

@@ -63,7 +63,7 @@ from .certifiers import exact
 from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores, within
 from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
-from .schedules import make_engine
+from .schedules import MAX_PARTS, make_engine
 from .grid.onestep import coarse_tail
 from .grid.two_stage import MIN_STEPS
 from .grid.spectral import read_delta, read_eps
@@ -71,7 +71,7 @@ from .grid.spectral import read_delta, read_eps
 # the shared spectra and the fallback bounds live in their own modules
 from .curve_grids import (LOG_CUT, PAIR_BINS, POWER_PER_FREQ, POWER_PER_ROW, READ_PER_BIN, SHARED_BINS,  # noqa: F401
                           _BIG, Run, _compose, _estimates, _fft_units, _Layout, _monotone_in_steps, _plan, _power,
-                          _prepare, _spread, one_step_units)
+                          _prepare, _spread, history_run, one_step_units, spread_back)
 from .curve_bounds import (RDP_SHARE, _below_floats, _cell_runs, _closed_forms, _rdp_bounds, _rdp_caps,  # noqa: F401
                            _rdp_units, _sandwiched)
 
@@ -134,6 +134,9 @@ REST_BUDGET = 2.0
 REST_MIN = 0.05
 #: at most this many checkpoints left wide are given all of REST_BUDGET (``_curve``)
 REST_FEW = 8
+#: checkpoints of a run of many distinct steps (``Sandwich`` engines, each about as costly as the
+#: final one) that share the whole allowance: a spread few that the others are bracketed between
+REST_MIXED = 4
 #: all of a curve's work but its final engine's is at most CURVE_FACTOR times that engine's, or
 #: the shared spectra's budget where that is more (a cheap last checkpoint), and never more
 #: than the two budgets above together: a curve costs a few single queries
@@ -265,7 +268,10 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
     # a few checkpoints left wide get the whole REST_BUDGET (their engines as fine as ever); many
     # -- a hard corner, where the shared spectra say little -- share what the allowance leaves
     limit = REST_BUDGET * UNITS_PER_SECOND
-    if len(rest) > REST_FEW:
+    if len(run.parts) > MAX_PARTS:  # (engines of many distinct steps, each about the final's cost: a spread few)
+        rest = sorted(rest[i] for i in _spread(len(rest))[1:][:REST_MIXED])  # (not the final's neighbour)
+        limit = max(allowance - work.units, 0.0)
+    elif len(rest) > REST_FEW:
         limit = min(limit, allowance - work.units)
     with metered(work):
         # each on its own engine (the exact paths, or a tilt of its own)

@@ -50,6 +50,45 @@ class Run:
         return len(self.parts) <= MAX_PARTS and all(0.0 < s < math.inf and 0.0 < q < 1.0 for s, q in self.parts)
 
 
+#: most entries (checkpoints x parts) of a run's counts table (32 MB): a history past it is
+#: answered at an even spread of its checkpoints (``history_run``), the rest by monotonicity
+TABLE_MAX = 1 << 22
+
+
+def history_run(segments):
+    """(run, kept) of a history [(sigma, q, count)], one checkpoint per segment: the run's rows are
+    the checkpoints ``kept`` (all of them, unless checkpoints x distinct parts exceeds TABLE_MAX;
+    then an even spread that fits, the last included), built without the full table."""
+    index: dict = {}
+    seg_part = np.array([index.setdefault((s, q), len(index)) for s, q, _ in segments], dtype=np.int64)
+    seg_count = np.array([c for _, _, c in segments], dtype=np.int64)
+    kk, m = len(segments), len(index)
+    rows = max(1, min(kk, TABLE_MAX // max(m, 1)))
+    kept = np.unique(np.linspace(0, kk - 1, rows).round().astype(np.int64)) if rows < kk else np.arange(kk)
+    counts = np.zeros((kept.size, m), dtype=np.int64)
+    row = np.zeros(m, dtype=np.int64)
+    at = 0
+    for k in range(kk):
+        row[seg_part[k]] += seg_count[k]
+        if at < kept.size and kept[at] == k:
+            counts[at] = row
+            at += 1
+    return Run(list(index), counts), kept
+
+
+def spread_back(kept, lo, up, kk: int):
+    """Bounds at all ``kk`` checkpoints from those at ``kept`` (sorted, the last included): a
+    checkpoint between two kept ones has the earlier one's lower bound and the later one's upper
+    bound (both grow with the steps), before the first kept one lower bound 0."""
+    lo, up = np.asarray(lo, dtype=np.float64), np.asarray(up, dtype=np.float64)
+    if kept.size == kk:
+        return lo, up
+    k = np.arange(kk)
+    before = np.searchsorted(kept, k, side="right") - 1
+    after = np.searchsorted(kept, k, side="left")
+    return np.where(before >= 0, lo[np.maximum(before, 0)], 0.0), up[after]
+
+
 def _monotone_in_steps(lo, up):
     """Non-decreasing in the checkpoints: an upper bound holds at every earlier one, a lower
     bound at every later one."""

@@ -20,8 +20,11 @@ from .schedule_mix import H_SHARE, Layout, Plan, U
 
 
 # --- the engine ------------------------------------------------------------------------------------------
-#: past this multiple of the budget the work in progress is abandoned (as ``engine.HARD_LIMIT``)
+#: past this multiple of the budget the work in progress is abandoned (as ``engine.HARD_LIMIT``);
+#: the first round, which alone gives any answer, at FIRST_HARD times (cut at 1.5 it wasted its
+#: work and left [0, inf]: 10^4 drifting sigmas cost 4 units in one round, 1e-3 wide)
 HARD_LIMIT = 1.5
+FIRST_HARD = 4.0
 #: a tilt farther than this from the interval's midpoint is re-centred once more
 RECENTRE = 0.05
 
@@ -63,7 +66,7 @@ class _MixDelta:
         up_shift = np.ones(eps.size)
         limit = self._limit(len(groups))
         last_gap, level, refined_step = None, 0, False
-        with metered(Meter(limit)) as meter:
+        with metered(Meter(limit * FIRST_HARD / HARD_LIMIT)) as meter:
             first = True
             while True:
                 before = meter.units
@@ -78,7 +81,7 @@ class _MixDelta:
                 except (GridFailure, ArithmeticError, MemoryError):
                     break
                 self.last_step = step
-                first = False
+                first, meter.limit = False, limit
                 if self.grid_step is not None or ((lo >= up_shift) | (up - lo <= 1e-300)).all():
                     break
                 if meter.units + 2.0 * (meter.units - before) > limit:
@@ -229,7 +232,7 @@ class MixEngine(_MixDelta):
         lo, up = 0.0, math.inf
         last_gap, level, refined_step = None, 0, False
         centre = max(est, 1e-6)
-        with metered(Meter(self._limit())) as meter:
+        with metered(Meter(self._limit() * FIRST_HARD / HARD_LIMIT)) as meter:
             first = True
             while True:
                 before = meter.units
@@ -249,7 +252,7 @@ class MixEngine(_MixDelta):
                 except (GridFailure, ArithmeticError, MemoryError):
                     break
                 self.last_step = step
-                first = False
+                first, meter.limit = False, self._limit()
                 gap = u - l  # (this round's own width decides what to refine next)
                 if self.grid_step is not None or within(lo, up, self.accuracy):
                     break

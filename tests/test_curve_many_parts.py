@@ -1,0 +1,95 @@
+"""Curves of histories with many distinct steps (issue #31 item 3): a ``PLDAccountant`` that
+records a new (sigma, q) at every step.
+
+Its run used to be one dense table of checkpoints by distinct parts (10^4 x 10^4 int64: 0.8 GB;
+10^5 steps could not be allocated); now at most ``curve_grids.TABLE_MAX`` entries, on an even
+spread of the checkpoints, the others bracketed by monotonicity.  And the checkpoints between
+were all left at [0, last upper]: each got an engine of many distinct steps at 1/20 s of budget,
+whose first round (the only one that answers) was cut short; now a spread few share the
+allowance, and a mixture engine's first round runs to FIRST_HARD times its budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgmfast.pld import PLDAccountant
+from sgmfast.pld import curve_grids
+from sgmfast.pld.schedule_engine import MixEngine
+
+Q = 256 / 60000
+
+
+def _history(n, lo=0.9, hi=1.3):
+    acc = PLDAccountant()
+    for s in np.linspace(hi, lo, n):
+        acc.step(float(s), Q)
+    return acc
+
+
+def test_history_run_spread_and_back():
+    """The run's rows are the kept checkpoints' cumulative counts (against a direct sum), and
+    ``spread_back`` gives every checkpoint its neighbours' bounds."""
+    segs = [(1.0 + 0.01 * (k % 7), Q, k + 1) for k in range(40)]
+    run, kept = curve_grids.history_run(segs)
+    assert kept.tolist() == list(range(40))  # (7 parts x 40 rows: under the cap)
+    for k in (0, 13, 39):
+        direct = {}
+        for s, q, c in segs[: k + 1]:
+            direct[(s, q)] = direct.get((s, q), 0) + c
+        assert {p: int(c) for p, c in zip(run.parts, run.counts[k]) if c} == direct
+    kept = np.array([0, 10, 39])
+    lo, up = curve_grids.spread_back(kept, [1.0, 2.0, 3.0], [1.5, 2.5, 3.5], 40)
+    assert lo[0] == 1.0 and lo[9] == 1.0 and lo[10] == 2.0 and lo[38] == 2.0 and lo[39] == 3.0
+    assert up[0] == 1.5 and up[1] == 2.5 and up[10] == 2.5 and up[11] == 3.5
+
+
+def test_history_run_capped(monkeypatch):
+    monkeypatch.setattr(curve_grids, "TABLE_MAX", 200)
+    segs = [(1.0 + 0.001 * k, Q, 1) for k in range(50)]  # 50 distinct parts: 4 rows fit
+    run, kept = curve_grids.history_run(segs)
+    assert run.counts.size <= 200 and kept[-1] == 49 and kept[0] == 0
+    assert run.counts[-1].sum() == 50 and (run.counts[-1] == 1).all()
+
+
+def test_capped_curve_brackets_each_prefix(monkeypatch):
+    """With the table capped, every checkpoint's interval still meets its own query's (both
+    certified), and the curve is monotone."""
+    monkeypatch.setattr(curve_grids, "TABLE_MAX", 150)
+    acc = PLDAccountant()
+    for k in range(30):
+        acc.step(1.0 + 0.02 * k, Q, steps=50)
+    b = acc.epsilon_curve(1e-5)
+    assert np.all(np.diff(b.lower) >= 0) and np.all(np.diff(b.upper) >= 0)
+    for k in (0, 7, 18, 29):
+        single = PLDAccountant()
+        for j in range(k + 1):
+            single.step(1.0 + 0.02 * j, Q, steps=50)
+        s = single.epsilon(1e-5)
+        assert b.lower[k] <= s.upper and s.lower <= b.upper[k]
+
+
+def test_mix_engine_first_round_completes():
+    """A first round that costs more than 1.5 budgets used to be abandoned, leaving [0, inf]."""
+    sched = [(float(s), Q, 1) for s in np.linspace(1.3, 0.9, 10000)]
+    lo, up, _ = MixEngine(sched, 1e-3, 1.2).epsilon(1e-5)
+    assert 0.0 < lo <= up < 2.2 and up - lo <= 2e-3 * up
+
+
+@pytest.mark.parametrize("kind", ["epsilon", "delta"])
+def test_many_distinct_steps_curve_has_interior_points(kind):
+    """10^4 distinct sigmas: the curve answers a spread of interior checkpoints (it used to
+    answer only the last), each meeting an independent per-prefix query."""
+    n = 10000
+    acc = _history(n)
+    b = acc.epsilon_curve(1e-5) if kind == "epsilon" else acc.delta_curve(2.0)
+    answered = np.flatnonzero(np.diff(np.concatenate(([0.0], b.lower))) > 0)
+    assert len(answered) >= 2
+    k = int(answered[0]) if answered[0] < n - 1 else int(answered[1])
+    single = _history(n)
+    single.history = single.history[: k + 1]
+    s = single.epsilon(1e-5) if kind == "epsilon" else single.delta(2.0)
+    assert b.lower[k] <= s.upper * (1 + 1e-12) and s.lower <= b.upper[k] * (1 + 1e-12)
+    if kind == "epsilon":
+        assert len(answered) >= 4
