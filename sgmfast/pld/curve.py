@@ -134,8 +134,7 @@ REST_BUDGET = 2.0
 REST_MIN = 0.05
 #: at most this many checkpoints left wide are given all of REST_BUDGET (``_curve``)
 REST_FEW = 8
-#: checkpoints of a run of many distinct steps (``Sandwich`` engines, each about as costly as the
-#: final one) that share the whole allowance: a spread few that the others are bracketed between
+#: a run of many distinct steps (each engine costs about the final's): a spread few share the allowance
 REST_MIXED = 4
 #: all of a curve's work but its final engine's is at most CURVE_FACTOR times that engine's, or
 #: the shared spectra's budget where that is more (a cheap last checkpoint), and never more
