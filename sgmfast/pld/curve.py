@@ -132,10 +132,8 @@ FAST_BUDGET = 2.0
 FAST_PER_POINT = 0.005
 REST_BUDGET = 2.0
 REST_MIN = 0.05
-#: at most this many checkpoints left wide are given all of REST_BUDGET (``_curve``)
-REST_FEW = 8
-#: a run of many distinct steps (each engine costs about the final's): a spread few share the allowance
-REST_MIXED = 4
+#: at most this many checkpoints left wide are given all of REST_BUDGET; REST_MIXED (``_rest_plan``)
+REST_FEW, REST_MIXED = 8, 4
 #: all of a curve's work but its final engine's is at most CURVE_FACTOR times that engine's, or
 #: the shared spectra's budget where that is more (a cheap last checkpoint), and never more
 #: than the two budgets above together: a curve costs a few single queries
@@ -264,14 +262,7 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
         c_lo, c_up = _closed_forms(run, relation, closed)
         lo, up = np.maximum(lo, c_lo), np.minimum(up, c_up)
         rest = [k for k in rest if not c_up[k] < math.inf]
-    # a few checkpoints left wide get the whole REST_BUDGET (their engines as fine as ever); many
-    # -- a hard corner, where the shared spectra say little -- share what the allowance leaves
-    limit = REST_BUDGET * UNITS_PER_SECOND
-    if len(run.parts) > MAX_PARTS:  # (engines of many distinct steps, each about the final's cost: a spread few)
-        rest = sorted(rest[i] for i in _spread(len(rest))[1:][:REST_MIXED])  # (not the final's neighbour)
-        limit = max(allowance - work.units, 0.0)
-    elif len(rest) > REST_FEW:
-        limit = min(limit, allowance - work.units)
+    rest, limit = _rest_plan(run, rest, allowance - work.units)
     with metered(work):
         # each on its own engine (the exact paths, or a tilt of its own)
         for k, budget in _within_budget(rest, work, limit):
@@ -281,6 +272,15 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
             lo[k], up[k] = max(lo[k], e_lo), min(up[k], e_up)
     lo[~live], up[~live] = 0.0, 0.0
     return _monotone_in_steps(lo, up)
+
+
+def _rest_plan(run: Run, rest: list, left: float):
+    """(checkpoints, units) for engines of their own: a few wide get all of REST_BUDGET; many (a hard
+    corner) share ``left``; with many distinct steps (engines as costly as the final) a spread few do."""
+    if len(run.parts) > MAX_PARTS:
+        return sorted(rest[i] for i in _spread(len(rest))[1:][:REST_MIXED]), max(left, 0.0)
+    limit = REST_BUDGET * UNITS_PER_SECOND
+    return rest, (min(limit, left) if len(rest) > REST_FEW else limit)
 
 
 def _within_budget(rest: list, meter, limit: float):
