@@ -6,7 +6,7 @@ Its run used to be one dense table of checkpoints by distinct parts (10^4 x 10^4
 spread of the checkpoints, the others bracketed by monotonicity.  And the checkpoints between
 were all left at [0, last upper]: each got an engine of many distinct steps at 1/20 s of budget,
 whose first round (the only one that answers) was cut short; now a spread few share the
-allowance, and a mixture engine's first round runs to FIRST_HARD times its budget.
+allowance, and a mixture engine's first round may run FIRST_EXTRA seconds of work past its limit.
 """
 
 from __future__ import annotations

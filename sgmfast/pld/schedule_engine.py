@@ -21,10 +21,10 @@ from .schedule_mix import H_SHARE, Layout, Plan, U
 
 # --- the engine ------------------------------------------------------------------------------------------
 #: past this multiple of the budget the work in progress is abandoned (as ``engine.HARD_LIMIT``);
-#: the first round, which alone gives any answer, at FIRST_HARD times (cut at 1.5 it wasted its
-#: work and left [0, inf]: 10^4 drifting sigmas cost 4 units in one round, 1e-3 wide)
+#: the first round, which alone gives any answer, FIRST_EXTRA seconds of work later (cut at 1.5
+#: budgets it wasted its work and left [0, inf]: 10^4 drifting sigmas cost 4 units in one round)
 HARD_LIMIT = 1.5
-FIRST_HARD = 4.0
+FIRST_EXTRA = 4.0
 #: a tilt farther than this from the interval's midpoint is re-centred once more
 RECENTRE = 0.05
 
@@ -66,7 +66,7 @@ class _MixDelta:
         up_shift = np.ones(eps.size)
         limit = self._limit(len(groups))
         last_gap, level, refined_step = None, 0, False
-        with metered(Meter(limit * FIRST_HARD / HARD_LIMIT)) as meter:
+        with metered(Meter(limit + FIRST_EXTRA * UNITS_PER_SECOND)) as meter:
             first = True
             while True:
                 before = meter.units
@@ -115,14 +115,14 @@ class _MixDelta:
             th_a = saddle(lat_a, base.up, eps_c)
             g = compose_mix(lat_a, base.up, th_a, True, e_lo)
             up_a, up_a_shift = np.minimum(up_a, delta_bound(g, e)), np.minimum(up_a_shift, delta_bound(g, e_shift))
-        add_matters = (up_a > up).any()
         up, up_shift = np.maximum(up, up_a), np.maximum(up_shift, up_a_shift)
         # the lower bound's failure mass: a small share of the least upper δ of the group
         pl = self.plan(H_SHARE * self.accuracy * max(float(up.min()), 1e-300), level)
-        lo = delta_bound(compose_mix(lat, pl.lo, th_r, False, e_lo), e)
-        if add_matters and th_a is not None:  # (its lower bound can only matter where its upper is larger)
+        lo = self._lo_delta(lat, pl, th_r, e, e_lo)
+        if (up_a > lo).any():  # (the add direction's lower bound can only matter where its upper is larger)
             lat_a = self.lattice(ADD, step, tau, level)
-            lo = np.maximum(lo, delta_bound(compose_mix(lat_a, pl.lo, th_a, False, e_lo), e))
+            th_a = saddle(lat_a, base.up, eps_c) if th_a is None else th_a
+            lo = np.maximum(lo, self._lo_delta(lat_a, pl, th_a, e, e_lo))
         lo = np.maximum(lo - pl.H * (1 + 4 * U), 0.0)
         return lo, up, up_shift
 
@@ -232,7 +232,7 @@ class MixEngine(_MixDelta):
         lo, up = 0.0, math.inf
         last_gap, level, refined_step = None, 0, False
         centre = max(est, 1e-6)
-        with metered(Meter(self._limit() * FIRST_HARD / HARD_LIMIT)) as meter:
+        with metered(Meter(self._limit() + FIRST_EXTRA * UNITS_PER_SECOND)) as meter:
             first = True
             while True:
                 before = meter.units
@@ -286,17 +286,26 @@ class MixEngine(_MixDelta):
         lat = self.lattice(REMOVE, step, tau, level)
         theta = saddle(lat, pl.up, est, growth, bracket)
         up_r = eps_bound(compose_mix(lat, pl.up, theta, True, eps_lo), target)
-        lo_r = eps_bound(compose_mix(lat, pl.lo, theta, False, eps_lo), lo_target) if lo_target < 1.0 else 0.0
+        lo_r = self._lo_eps(lat, pl, theta, lo_target, eps_lo) if lo_target < 1.0 else 0.0
         lat_c = self.lattice(ADD, 4 * step, tau, level)
         up_a = eps_bound(compose_mix(lat_c, pl.up, saddle(lat_c, pl.up, est, growth, bracket), True, eps_lo), target)
         lo_a = 0.0
-        if up_a > up_r:
+        if up_a > lo_r:  # (the add direction matters to the upper bound, or may to the lower)
             lat_a = self.lattice(ADD, step, tau, level)
             th_a = saddle(lat_a, pl.up, est, growth, bracket)
             fine = eps_bound(compose_mix(lat_a, pl.up, th_a, True, eps_lo), target)
-            if fine > up_r and lo_target < 1.0:
-                lo_a = eps_bound(compose_mix(lat_a, pl.lo, th_a, False, eps_lo), lo_target)
+            if fine > lo_r and lo_target < 1.0:
+                lo_a = self._lo_eps(lat_a, pl, th_a, lo_target, eps_lo)
             up_a = min(up_a, fine)
         return max(lo_r, lo_a), max(up_r, up_a)
+
+    # --- the lower bounds of one direction (``schedule_rates.RateEngine`` has its own) -----------
+    def _lo_eps(self, lat, pl, theta, lo_target, eps_lo) -> float:
+        """A lower bound on eps(lo_target) of the lower mixtures on ``lat``'s grid."""
+        return eps_bound(compose_mix(lat, pl.lo, theta, False, eps_lo), lo_target)
+
+    def _lo_delta(self, lat, pl, theta, e, e_lo) -> np.ndarray:
+        """Lower bounds on δ at ``e`` of the lower mixtures on ``lat``'s grid (before H)."""
+        return delta_bound(compose_mix(lat, pl.lo, theta, False, e_lo), e)
 
     # --- δ(eps) ----------------------------------------------------------------------------------

@@ -196,10 +196,14 @@ class Sandwich:
         self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
+        from .schedule_rates import MAX_SIGMAS, RateEngine
 
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
-        if fams is not None and len(fams) <= MAX_RATES and self.pair is None:
-            self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
+        if fams is not None and self.pair is None:
+            if len(fams) <= MAX_RATES:
+                self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
+            elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
+                self.mix = RateEngine(self.noisy, accuracy, budget, grid_step)
 
     @property
     def rdp(self) -> RDPBound:

@@ -1,0 +1,122 @@
+"""Schedules whose sampling rate changes every step (issue #31 item 2): ``pld.schedule_rates``.
+
+References: the statistic's masses in mpmath (50 digits) at the kernel's own edges (the
+statistic is whatever function those edges define; its masses are what must be right); the
+chord weights in exact rationals; the exact engine on schedules of a few dozen rates (both
+certified: their intervals must meet); schedules of one repeated rate, which bracket a schedule
+of rates between them (a smaller rate is a post-processing: ``schedules`` module notes).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sgmfast.pld import PLDAccountant
+from sgmfast._kernels.pld import statistic as kst
+from sgmfast._kernels.pld.losses import z_of_loss_with
+from sgmfast.pld.engine import Engine
+from sgmfast.pld.schedule_rates import RateEngine, chord_weights, sigma_families
+from sgmfast.pld.schedules import make_engine
+
+mpmath.mp.dps = 50
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.3, 20.0), st.floats(1e-5, 0.9), st.sampled_from([1e-3, 1e-2, 0.1]), st.integers(-40, 5),
+       st.integers(2, 60))
+def test_statistic_masses_bracket_mpmath(sigma, q, step, j_lo, n):
+    j_lo = max(j_lo, math.floor(math.log1p(-q) / step) - 2)
+    up1, lo0, lo1, up0 = (np.empty(n) for _ in range(4))
+    kst.statistic_masses(sigma, q, step, j_lo, n, up1, lo0, lo1, up0)
+    s2, l1q, lq = sigma * sigma, math.log1p(-q), math.log(q)
+    edges = [-math.inf] + [z_of_loss_with((j_lo + i - 0.5) * step, s2, q, l1q, lq) for i in range(1, n)] + [math.inf]
+    for i in range(1, len(edges)):  # (as the kernel: a float inversion is an empty bin)
+        edges[i] = max(edges[i], edges[i - 1])
+
+    def mass(a, b, m):  # (N(m, sigma^2)-mass of [a, b], on the side of m where it does not cancel)
+        za = -mpmath.inf if a == -math.inf else (mpmath.mpf(a) - m) / mpmath.mpf(sigma)
+        zb = mpmath.inf if b == math.inf else (mpmath.mpf(b) - m) / mpmath.mpf(sigma)
+        return mpmath.ncdf(-za) - mpmath.ncdf(-zb) if za > 0 else mpmath.ncdf(zb) - mpmath.ncdf(za)
+
+    for i in range(n):
+        m0, m1 = mass(edges[i], edges[i + 1], 0), mass(edges[i], edges[i + 1], 1)
+        assert lo0[i] <= m0 <= up0[i] and lo1[i] <= m1 <= up1[i]
+        assert up0[i] <= m0 * (1 + 1e-9) + 1e-299 and lo1[i] >= m1 * (1 - 1e-9) - 1e-289
+    assert abs(float(np.sum(lo0)) - 1.0) < 1e-9 and abs(float(np.sum(lo1)) - 1.0) < 1e-9
+
+
+def test_tilted_suffix():
+    rng = np.random.default_rng(3)
+    t = rng.random(200)
+    out = np.empty(200)
+    kst.tilted_suffix(t, 0.9, out)
+    for j in (0, 50, 199):
+        ref = sum(Fraction(float(t[i])) * Fraction(0.9) ** (i - j) for i in range(j, 200))
+        assert abs(Fraction(float(out[j])) - ref) <= ref * Fraction(2 * 200 + 4, 2 ** 53)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1e-6, 0.5), st.floats(1.0001, 3.0), st.floats(0.0, 1.0))
+def test_chord_weights_round_up(qa, ratio, x):
+    qb = qa * ratio
+    q = min(max(qa + x * (qb - qa), qa), qb)
+    lam = chord_weights(np.array([q]), qa, qb)[0]
+    exact = (Fraction(q) - Fraction(qa)) / (Fraction(qb) - Fraction(qa))
+    assert Fraction(float(lam)) >= exact and lam <= 1.0
+
+
+def _schedule(seed, n_rates, n_sigma):
+    rr = random.Random(seed)
+    sigmas = [0.6 * 5 ** rr.random() for _ in range(n_sigma)]
+    q0 = 10 ** rr.uniform(-4, -0.7)
+    return [(sigmas[i % n_sigma], q0 * (1 + rr.random() * 1.5), rr.randint(1, 150)) for i in range(n_rates)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rate_engine_meets_exact_engine(seed):
+    """Schedules of 30-60 distinct rates among 1-3 noise levels: the rate engine's intervals
+    (eps and δ) meet the exact engine's."""
+    rr = random.Random(100 + seed)
+    sched = _schedule(seed, rr.randint(30, 60), rr.randint(1, 3))
+    delta = 10 ** rr.uniform(-10, -3)
+    lo, up, _ = RateEngine(sched, 1e-3, 4.0).epsilon(delta)
+    e_lo, e_up, _ = Engine(sched, 1e-3).epsilon(delta)
+    assert lo <= e_up * (1 + 1e-12) and e_lo <= up * (1 + 1e-12)
+    assert 0.0 < lo and up - lo <= 5e-3 * up
+    eps = np.array([0.5 * (e_lo + e_up), 2.0 * e_up])
+    d_lo, d_up = RateEngine(sched, 1e-3, 4.0).delta(eps)
+    x_lo, x_up = Engine(sched, 1e-3).delta(eps)
+    assert np.all(d_lo <= x_up * (1 + 1e-12)) and np.all(x_lo <= d_up * (1 + 1e-12))
+
+
+def test_sigma_families():
+    fam = sigma_families([(1.0, 0.2, 3), (0.5, 0.1, 1), (1.0, 0.1, 2)])
+    assert [f[0] for f in fam] == [0.5, 1.0]
+    assert fam[1][1].tolist() == [0.1, 0.2] and fam[1][2].tolist() == [2, 3]
+
+
+@pytest.mark.parametrize("kind", ["ramp", "random"])
+def test_many_rates_certified(kind):
+    """10^4 steps, each with its own rate (a batch-size ramp; random rates) at one noise level:
+    certified to 1e-3 (the sandwich of 32 groups used to give a few per cent), inside the
+    bracket of the constant schedules at the least and the largest rate."""
+    n = 10000
+    rr = random.Random(7)
+    qs = np.linspace(0.002, 0.006, n) if kind == "ramp" else np.array([rr.uniform(0.003, 0.006) for _ in range(n)])
+    acc = PLDAccountant()
+    for q in qs:
+        acc.step(1.1, float(q))
+    b = acc.epsilon(1e-6)
+    assert b.met and b.upper - b.lower <= 1e-3 * b.upper
+    assert type(make_engine(acc._schedule(), 1e-3).mix).__name__ == "RateEngine"
+    low = PLDAccountant().step(1.1, float(qs.min()), n).epsilon(1e-6)
+    high = PLDAccountant().step(1.1, float(qs.max()), n).epsilon(1e-6)
+    assert low.lower <= b.upper and b.lower <= high.upper
