@@ -120,3 +120,29 @@ def test_many_rates_certified(kind):
     low = PLDAccountant().step(1.1, float(qs.min()), n).epsilon(1e-6)
     high = PLDAccountant().step(1.1, float(qs.max()), n).epsilon(1e-6)
     assert low.lower <= b.upper and b.lower <= high.upper
+
+
+def _sweep_case(seed, case):
+    """Case ``case`` of the comparison sweep that found it (random noise levels and rates)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(case + 1):
+        nq, ns = int(rng.integers(20, 110)), int(rng.integers(1, 4))
+        sigs = np.exp(rng.uniform(np.log(0.5), np.log(4), ns))
+        qlo = math.exp(rng.uniform(math.log(1e-4), math.log(0.3)))
+        qs = rng.uniform(qlo, qlo * rng.uniform(1.05, 3), nq)
+        sched = [(float(sigs[i % ns]), float(min(q, 0.95)), int(rng.integers(1, 200))) for i, q in enumerate(qs)]
+        delta = 10 ** rng.uniform(-12, -2)
+    return sched, delta
+
+
+def test_q_chain_tail_does_not_underflow():
+    """Large rates, small noise, eps ~ 740: the Q-chain's tail e^{log_scale - theta s} underflows
+    where e^eps times it does not (it used to be read as 0, and δ's lower bound passed the exact
+    engine's upper bound: 1.21e-4 against 1.14e-4)."""
+    sched, delta = _sweep_case(4, 1)
+    e_lo, e_up, _ = Engine(sched, 1e-3).epsilon(delta)
+    eps = np.array([0.5 * (e_lo + e_up)])
+    x_lo, x_up = Engine(sched, 1e-3).delta(eps)
+    d_lo, d_up = RateEngine(sched, 1e-3, 4.0).delta(eps)
+    assert d_lo[0] <= x_up[0] * (1 + 1e-12) and x_lo[0] <= d_up[0] * (1 + 1e-12)
+    assert d_lo[0] <= d_up[0]

@@ -55,8 +55,11 @@ from .schedule_compose import _Lattice, compose_mix
 from .schedule_engine import MixEngine
 from .schedule_mix import MAX_CELLS, MAX_POINTS, MERGE_SHARE, U, _arrays, _merge
 
-#: most distinct noise levels whose steps' rates get lattices of their own (each a family)
+#: most distinct noise levels whose steps' rates get lattices of their own (each a family), and
+#: most lattice points in all (about 0.1 s of work each at 10^4 steps: 127 points passed the
+#: first round's work limit, 96 took 6.4 units; beyond, ``schedules.Sandwich``'s groups)
 MAX_SIGMAS = 32
+RATE_POINTS = 96
 #: the rate lattice's ratio q_{k+1} / q_k is at most 1 + RATE_SPACING sqrt(accuracy) / 2^level
 #: (the chord's width is about (ratio - 1)^2 / 12 of eps: a quarter of the accuracy at level 0)
 RATE_SPACING = 1.6
@@ -203,13 +206,17 @@ def _tails(grid, lower: bool):
     kst.tilted_suffix(t, math.exp(-grid.theta * grid.step), suffix)
     kappa = 2.0 * (t.size + 4) * U + 1e-12  # (the suffix sums, the exp and the log)
     j = grid.offset + np.arange(t.size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if lower:
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        if lower:  # (a mass that underflows is 0 here: a lower bound still)
             core = np.maximum(suffix * (1 - kappa) - grid.err, 0.0)
             mass = np.exp(np.log(core) + grid.log_scale - grid.theta * j * grid.step) * (1 - kappa) - grid.inf_err
             return j, np.log(np.maximum(mass, 0.0))
-        mass = np.exp(np.log(suffix) + grid.log_scale - grid.theta * j * grid.step) * (1 + kappa)
-        return j, np.log(np.minimum(mass + grid.p_inf + grid.inf_err, 1.0))
+        # in logs throughout: e^{log_scale - theta s} may underflow where e^eps times it does not
+        log_mass = np.log(suffix) + grid.log_scale - grid.theta * j * grid.step + math.log1p(kappa)
+        extra = grid.p_inf + grid.inf_err
+        if extra > 0.0:
+            log_mass = np.logaddexp(log_mass, math.log(extra) + 1e-12)
+        return j, np.minimum(log_mass * (1 - 1e-15) + 1e-15, 0.0)
 
 
 class RateEngine(MixEngine):

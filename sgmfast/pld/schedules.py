@@ -15,13 +15,20 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   theirs inside the product.  The interval is second order in the lattice spacing: 10^4
   distinct sigma in [0.9, 1.3] at q = 256/60000 are certified to 1e-3 (bench/README, "Per-step
   schedules certified to 1e-3").
+* **Rate chords** (add/remove, every q < 1, more than ``MAX_RATES`` distinct q among at most
+  ``schedule_rates.MAX_SIGMAS`` noise levels, and at most ``RATE_POINTS`` lattice points;
+  ``schedule_rates``): for each noise level a lattice of rates; each step is below the revealed
+  mixture of its two neighbouring rates (the chord), and bounded below by the test {S >= s} of a
+  sum of lattice points' losses, whose laws are linear in each step's own rate.  10^4 steps each
+  with its own q at one or a few noise levels are certified to 1e-3 in about a second.
 * **Cells** (more than ``CELLS_FROM`` distinct noisy steps that fall into at most a quarter as
   many cells, and at most ``CELLS_MAX``, of a geometric lattice, relative spacing accuracy / 16 in sigma and in q: a
   schedule whose values drift by rounding-sized amounts, or a short ramp between close
   values): a sandwich of each cell at its extremes (as below), first order in a spread of a
   sixteenth of the accuracy; a few distinct steps then cost what a few do.
 * **Sandwich** (replace-one, full batches among the steps, or more than ``MAX_RATES`` distinct
-  sampling rates): the steps are sorted by sigma / q and cut into G groups of about equal step
+  sampling rates among more noise levels or lattice points than the rate chords take): the
+  steps are sorted by sigma / q and cut into G groups of about equal step
   counts; every step of a group is replaced by (the group's smallest sigma, its largest q) for
   the upper bound and by (its largest sigma, its smallest q) for the lower bound (first order in
   the groups' spread).
@@ -196,14 +203,15 @@ class Sandwich:
         self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
-        from .schedule_rates import MAX_SIGMAS, RateEngine
+        from .schedule_rates import MAX_SIGMAS, RATE_POINTS, RateEngine
 
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
         if fams is not None and self.pair is None:
             if len(fams) <= MAX_RATES:
                 self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
-                self.mix = RateEngine(self.noisy, accuracy, budget, grid_step)
+                rates = RateEngine(self.noisy, accuracy, budget, grid_step)
+                self.mix = rates if len(rates.layout(0).qs) <= RATE_POINTS else None
 
     @property
     def rdp(self) -> RDPBound:
