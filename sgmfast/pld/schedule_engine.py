@@ -277,7 +277,10 @@ class MixEngine(_MixDelta):
             for growth in (VAR_GROWTH, VAR_GROWTH_SMALL):
                 if within(lo, up, self.accuracy):
                     break
-                l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
+                try:
+                    l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
+                except (GridFailure, ArithmeticError, MemoryError):
+                    break  # (the extra tilts only narrow: the first one's bounds stand)
                 lo, up = max(lo, l), min(up, u)
         return lo, up
 

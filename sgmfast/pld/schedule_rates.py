@@ -189,7 +189,10 @@ class RatePlan:
                 inner = ~(at_a | at_b)
                 if inner.any():
                     lam = chord_weights(qs[sel][inner], lat[c], lat[c + 1])
-                    for p, k in _merge(lam, cnt[sel][inner], tol, True):
+                    # (a weight moved towards q_b costs about that share of the cell's first-order
+                    # width, log(q_b / q_a) of eps: MERGE_SHARE of the accuracy in all)
+                    tol_up = min(max(tol / math.log(lat[c + 1] / lat[c]), 1e-3), 0.25)
+                    for p, k in _merge(lam, cnt[sel][inner], tol_up, True):
                         up.append((ia, ib, p, k))
         self.up = _arrays(up)
         self.plo = _arrays(plo)

@@ -202,6 +202,7 @@ class Sandwich:
         self.noisy = tuple(noisy)
         self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
+        self.rates = False  # (the mixture engine is a RateEngine: where it is wide, the groups' sandwich too)
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
         from .schedule_rates import MAX_SIGMAS, RATE_POINTS, RateEngine
 
@@ -212,6 +213,7 @@ class Sandwich:
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
                 rates = RateEngine(self.noisy, accuracy, budget, grid_step)
                 self.mix = rates if len(rates.layout(0).qs) <= RATE_POINTS else None
+                self.rates = self.mix is not None
 
     @property
     def rdp(self) -> RDPBound:
@@ -268,6 +270,9 @@ class Sandwich:
         if self.mix is not None:
             lo, up, _ = self.mix.epsilon(target, step0)
             self.last_step = self.mix.last_step
+            if self.rates and not within(lo, up, self.accuracy):  # (both certified: intersected)
+                s_lo, s_up = self._sandwich_eps(target)
+                lo, up = max(lo, s_lo), min(up, s_up)
         else:
             lo, up = self._sandwich_eps(target)
         if not within(lo, up, self.accuracy):  # a wide answer: RDP may help
@@ -292,6 +297,9 @@ class Sandwich:
             if self.mix is not None:
                 l, u = self.mix.delta(e)
                 self.last_step = self.mix.last_step
+                if self.rates and not (u - l <= self.accuracy * u).all():  # (both certified: intersected)
+                    s_l, s_u = self._sandwich_delta(e)
+                    l, u = np.maximum(l, s_l), np.minimum(u, s_u)
             else:
                 l, u = self._sandwich_delta(e)
             wide = ~(u - l <= self.accuracy * u)
