@@ -232,6 +232,11 @@ class RateEngine(MixEngine):
         self.rates = sigma_families(self.schedule)
         self._stat: dict = {}
 
+    def release(self) -> None:
+        """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""
+        self._lat.clear()
+        self._stat.clear()
+
     def proxy(self):
         """A short schedule of about the same loss moments: each family's steps in 16 groups of
         rates, each at its root-mean-square rate (heuristic: estimates and grid steps)."""

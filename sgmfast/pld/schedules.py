@@ -271,6 +271,7 @@ class Sandwich:
             lo, up, _ = self.mix.epsilon(target, step0)
             self.last_step = self.mix.last_step
             if self.rates and not within(lo, up, self.accuracy):  # (both certified: intersected)
+                self.mix.release()
                 s_lo, s_up = self._sandwich_eps(target)
                 lo, up = max(lo, s_lo), min(up, s_up)
         else:
@@ -298,6 +299,7 @@ class Sandwich:
                 l, u = self.mix.delta(e)
                 self.last_step = self.mix.last_step
                 if self.rates and not (u - l <= self.accuracy * u).all():  # (both certified: intersected)
+                    self.mix.release()
                     s_l, s_u = self._sandwich_delta(e)
                     l, u = np.maximum(l, s_l), np.minimum(u, s_u)
             else:
