@@ -48,9 +48,10 @@ import math
 import numpy as np
 
 from .._kernels.pld import statistic as kst
-from .._work import charge
+from .._work import UNITS_PER_SECOND, charge
 from .common import REMOVE, STEP_CACHE, cache_put, dot
-from .grid.onestep import discretise_units, grid_range
+from .grid.estimates import initial_step
+from .grid.onestep import discretise_units, grid_range, planned_units
 from .schedule_compose import _Lattice, compose_mix
 from .schedule_engine import MixEngine
 from .schedule_mix import MAX_CELLS, MAX_POINTS, MERGE_SHARE, U, _arrays, _merge
@@ -60,6 +61,10 @@ from .schedule_mix import MAX_CELLS, MAX_POINTS, MERGE_SHARE, U, _arrays, _merge
 #: first round's work limit, 96 took 6.4 units; beyond, ``schedules.Sandwich``'s groups)
 MAX_SIGMAS = 32
 RATE_POINTS = 96
+#: nor where discretising them for a query at δ = 1e-5 plans more than RATE_PLAN seconds of work
+#: (``RateEngine.planned``): tiny rates on fine grids, where the statistic's tails are loose and a
+#: first round took 10 units to no avail (0.52-1.9 s planned; those that answered planned <= 0.35)
+RATE_PLAN = 0.4
 #: the rate lattice's ratio q_{k+1} / q_k is at most 1 + RATE_SPACING sqrt(accuracy) / 2^level
 #: (the chord's width is about (ratio - 1)^2 / 12 of eps: a quarter of the accuracy at level 0)
 RATE_SPACING = 1.6
@@ -231,6 +236,14 @@ class RateEngine(MixEngine):
         super().__init__(schedule, accuracy, budget, grid_step)
         self.rates = sigma_families(self.schedule)
         self._stat: dict = {}
+
+    def planned(self) -> float:
+        """Seconds of work to discretise the lattice's points on the first grid step of a query at
+        δ = 1e-5 (a reference: it gates the engine, and bounds nothing)."""
+        est, _ = self.estimate(1e-5)
+        step = initial_step(self.proxy(), self.accuracy, est)
+        lay = self.layout(0)
+        return sum(planned_units(s, q, REMOVE, step, self.tau(1e-5)) for s, q in zip(lay.sigmas, lay.qs)) / UNITS_PER_SECOND
 
     def release(self) -> None:
         """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""
