@@ -43,6 +43,14 @@ def families_of(schedule):
 
 
 
+def quantile_groups(x: np.ndarray, groups: int = 16):
+    """Boolean selections of ``x`` in up to ``groups`` groups between its quantiles (the proxies'
+    groups: a heuristic)."""
+    cut = np.unique(np.quantile(x, np.linspace(0, 1, min(groups + 1, x.size + 1))))
+    idx = np.clip(np.searchsorted(cut, x, side="right") - 1, 0, max(cut.size - 2, 0))
+    return [idx == j for j in np.unique(idx)]
+
+
 class _MixDelta:
     """``MixEngine``'s δ(eps) queries (a mixin: the engine's lattice, plan and budget)."""
 
@@ -161,10 +169,7 @@ class MixEngine(_MixDelta):
         noise, each at its mean 1 / sigma^2), for estimates and grid steps only."""
         out = []
         for q, sig, cnt in self.families:
-            cut = np.unique(np.quantile(sig, np.linspace(0, 1, min(17, sig.size + 1))))
-            idx = np.clip(np.searchsorted(cut, sig, side="right") - 1, 0, max(cut.size - 2, 0))
-            for j in np.unique(idx):
-                sel = idx == j
+            for sel in quantile_groups(sig):
                 w = cnt[sel]
                 s_eff = 1.0 / math.sqrt(dot(w, 1.0 / sig[sel] ** 2) / float(w.sum()))
                 out.append((s_eff, q, int(w.sum())))

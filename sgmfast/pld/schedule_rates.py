@@ -53,7 +53,7 @@ from .common import REMOVE, STEP_CACHE, cache_put, dot
 from .grid.estimates import initial_step
 from .grid.onestep import discretise_units, grid_range, planned_units
 from .schedule_compose import _Lattice, compose_mix
-from .schedule_engine import MixEngine
+from .schedule_engine import MixEngine, quantile_groups
 from .schedule_mix import MAX_CELLS, MAX_POINTS, MERGE_SHARE, U, _arrays, _merge
 
 #: most distinct noise levels whose steps' rates get lattices of their own (each a family), and
@@ -255,10 +255,7 @@ class RateEngine(MixEngine):
         rates, each at its root-mean-square rate (heuristic: estimates and grid steps)."""
         out = []
         for sigma, qs, cnt in self.rates:
-            cut = np.unique(np.quantile(qs, np.linspace(0, 1, min(17, qs.size + 1))))
-            idx = np.clip(np.searchsorted(cut, qs, side="right") - 1, 0, max(cut.size - 2, 0))
-            for j in np.unique(idx):
-                sel = idx == j
+            for sel in quantile_groups(qs):
                 w = cnt[sel]
                 out.append((sigma, math.sqrt(dot(w.astype(np.float64), qs[sel] ** 2) / float(w.sum())), int(w.sum())))
         return out
