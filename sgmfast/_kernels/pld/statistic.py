@@ -27,8 +27,8 @@ __all__ = ["statistic_masses", "tilted_suffix"]
 @jit
 def statistic_masses(sigma, q, step, j_lo, n, up, lo0, lo1, hi0):
     """Fills the n masses of f on grid points j_lo .. j_lo + n - 1: ``lo0``/``lo1`` the N0- and
-    N1-masses rounded down by their error bounds, ``up`` ... and ``hi0`` the N0-masses rounded up
-    (``up`` is scratch: the N1-masses rounded up, unused by the caller but kept for tests)."""
+    N1-masses rounded down by their error bounds, ``hi0``/``up`` the same rounded up (the lower
+    bound's P-chain reads the first two, its Q-chain the others)."""
     s2 = sigma * sigma
     log_q = math.log(q)
     l1q = math.log1p(-q) if q < 1.0 else NEG_INF
