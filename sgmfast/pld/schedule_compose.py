@@ -11,13 +11,18 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import PER_BIN_MOMENTS, charge, charge_fft
-from .common import SPLIT_MIN, Grid, dot, irfft, rfft, split_pool, two_cores
+from .common import SPLIT_MIN, Grid, GridTooLarge, dot, irfft, rfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.onestep import one_step
 from .grid.tilting import VAR_GROWTH, saddle_search
 from .grid.windows import CHERNOFF_K, choose_window
 
 from .schedule_mix import PER_PART_FREQ, U
+
+
+#: most memory for a composition's table of lattice spectra (frequencies x points, complex): past it
+#: the composition is refused (a 96-point rate lattice on a 10^6-bin window asked for 0.77 GB)
+TABLE_BYTES = 512 << 20
 
 
 class _Lattice:
@@ -171,6 +176,8 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     eps_lo = min(eps_lo, c.sup_hi * lat.step)
     win = choose_window(c, theta, pess, eps_lo, lat.tau)
     n = win.n
+    if (n // 2 + 1) * len(used) * 16 > TABLE_BYTES:  # (before any spectrum: the engines keep what they have)
+        raise GridTooLarge(f"{len(used)} lattice spectra of {n // 2 + 1} frequencies exceed {TABLE_BYTES >> 20} MB")
     index = {int(g): j for j, g in enumerate(used)}
     specs = [lat.spectrum(int(g), theta, pess, n) for g in used]
     table = np.empty((n // 2 + 1, len(used)), dtype=np.complex128)  # (frequency-major)

@@ -63,8 +63,14 @@ MAX_SIGMAS = 32
 RATE_POINTS = 96
 #: nor where discretising them for a query at δ = 1e-5 plans more than RATE_PLAN seconds of work
 #: (``RateEngine.planned``): tiny rates on fine grids, where the statistic's tails are loose and a
-#: first round took 10 units to no avail (0.52-1.9 s planned; those that answered planned <= 0.35)
-RATE_PLAN = 0.4
+#: first round took 10-17 units to no avail (0.29-1.9 s planned; 1.23 GB at 0.29)
+RATE_PLAN = 0.2
+#: nor where a run of more than RATE_LONG steps samples fewer than RATE_SAMPLED of them in
+#: expectation (sum of q): its loss is a sum of rare large draws, whose tilted tails the two
+#: chains bound too loosely for the test (σ 1, q 1e-4 to 2e-4 over 10^4 steps, δ 1e-10: 15 units,
+#: 8.6 s on one core, wide; two fuzz cases alike)
+RATE_SAMPLED = 3.0
+RATE_LONG = 1000
 #: the rate lattice's ratio q_{k+1} / q_k is at most 1 + RATE_SPACING sqrt(accuracy) / 2^level
 #: (the chord's width is about (ratio - 1)^2 / 12 of eps: a quarter of the accuracy at level 0)
 RATE_SPACING = 1.6
@@ -244,6 +250,14 @@ class RateEngine(MixEngine):
         step = initial_step(self.proxy(), self.accuracy, est)
         lay = self.layout(0)
         return sum(planned_units(s, q, REMOVE, step, self.tau(1e-5)) for s, q in zip(lay.sigmas, lay.qs)) / UNITS_PER_SECOND
+
+    def fits(self) -> bool:
+        """Whether the engine takes the schedule: at most RATE_POINTS lattice points, RATE_PLAN
+        seconds of planned discretisation, and RATE_SAMPLED expected sampled steps in a long run."""
+        sampled = sum(c * q for _, q, c in self.schedule)
+        if self.total > RATE_LONG and sampled < RATE_SAMPLED:
+            return False
+        return len(self.layout(0).qs) <= RATE_POINTS and self.planned() <= RATE_PLAN
 
     def release(self) -> None:
         """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""

@@ -204,7 +204,7 @@ class Sandwich:
         self.mix = None
         self.rates = False  # (the mixture engine is a RateEngine: where it is wide, the groups' sandwich too)
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
-        from .schedule_rates import MAX_SIGMAS, RATE_PLAN, RATE_POINTS, RateEngine
+        from .schedule_rates import MAX_SIGMAS, RateEngine
 
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
         if fams is not None and self.pair is None:
@@ -212,7 +212,7 @@ class Sandwich:
                 self.mix = MixEngine(self.noisy, accuracy, budget, grid_step)
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
                 rates = RateEngine(self.noisy, accuracy, budget, grid_step)
-                self.mix = rates if len(rates.layout(0).qs) <= RATE_POINTS and rates.planned() <= RATE_PLAN else None
+                self.mix = rates if rates.fits() else None
                 self.rates = self.mix is not None
 
     @property
