@@ -53,16 +53,6 @@ def test_statistic_masses_bracket_mpmath(sigma, q, step, j_lo, n):
     assert abs(float(np.sum(lo0)) - 1.0) < 1e-9 and abs(float(np.sum(lo1)) - 1.0) < 1e-9
 
 
-def test_tilted_suffix():
-    rng = np.random.default_rng(3)
-    t = rng.random(200)
-    out = np.empty(200)
-    kst.tilted_suffix(t, 0.9, out)
-    for j in (0, 50, 199):
-        ref = sum(Fraction(float(t[i])) * Fraction(0.9) ** (i - j) for i in range(j, 200))
-        assert abs(Fraction(float(out[j])) - ref) <= ref * Fraction(2 * 200 + 4, 2 ** 53)
-
-
 @settings(max_examples=50, deadline=None)
 @given(st.floats(1e-6, 0.5), st.floats(1.0001, 3.0), st.floats(0.0, 1.0))
 def test_chord_weights_round_up(qa, ratio, x):

@@ -50,6 +50,7 @@ import numpy as np
 from .._kernels.pld import statistic as kst
 from .._work import UNITS_PER_SECOND, charge
 from .common import REMOVE, STEP_CACHE, cache_put, dot
+from .grid.queries import suffix_sums
 from .grid.estimates import initial_step
 from .grid.onestep import discretise_units, grid_range, planned_units
 from .schedule_compose import _Lattice, compose_mix
@@ -214,19 +215,21 @@ class RatePlan:
 def _tails(grid, lower: bool):
     """(grid indices, log of a bound on the untilted mass at losses >= each index's): below
     (``lower``: the optimistic grid's excess and rounding subtracted) or above (its +inf mass
-    added)."""
-    t = np.maximum(grid.t, 0.0)
-    suffix = np.empty(t.size)
-    kst.tilted_suffix(t, math.exp(-grid.theta * grid.step), suffix)
-    kappa = 2.0 * (t.size + 4) * U + 1e-12  # (the suffix sums, the exp and the log)
-    j = grid.offset + np.arange(t.size)
+    added).  The tilted tail sums are the grid's own (``queries.suffix_sums``, non-negative terms:
+    each within (2n + 2) u)."""
+    _, a, _ = suffix_sums(grid)
+    n = grid.t.size
+    j = grid.offset + np.arange(n)
+    kappa = 2.0 * (n + 4) * U + 1e-12  # (the suffix sums, the exp and the log)
+    # the mass at points >= j is a[j - offset] at the scale of the point below j
+    log_base = grid.log_scale - grid.theta * (j - 1) * grid.step
     with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
         if lower:  # (a mass that underflows is 0 here: a lower bound still)
-            core = np.maximum(suffix * (1 - kappa) - grid.err, 0.0)
-            mass = np.exp(np.log(core) + grid.log_scale - grid.theta * j * grid.step) * (1 - kappa) - grid.inf_err
+            core = np.maximum(a[:n] * (1 - kappa) - grid.err, 0.0)  # (err at j's own scale is smaller)
+            mass = np.exp(np.log(core) + log_base) * (1 - kappa) - grid.inf_err
             return j, np.log(np.maximum(mass, 0.0))
         # in logs throughout: e^{log_scale - theta s} may underflow where e^eps times it does not
-        log_mass = np.log(suffix) + grid.log_scale - grid.theta * j * grid.step + math.log1p(kappa)
+        log_mass = np.log(a[:n]) + log_base + math.log1p(kappa)
         extra = grid.p_inf + grid.inf_err
         if extra > 0.0:
             log_mass = np.logaddexp(log_mass, math.log(extra) + 1e-12)

@@ -21,7 +21,7 @@ from ..logmath import NEG_INF
 from .bins import _normal_logmass, mass_slack
 from .losses import z_of_loss_with
 
-__all__ = ["statistic_masses", "tilted_suffix"]
+__all__ = ["statistic_masses"]
 
 
 @jit
@@ -51,12 +51,3 @@ def statistic_masses(sigma, q, step, j_lo, n, up, lo0, lo1, hi0):
         lo1[i] = m1 * (1.0 - r1) if m1 > 1e-290 else 0.0
         up[i] = m1 * (1.0 + r1) + 1e-300
 
-
-@jit
-def tilted_suffix(t, c, out):
-    """out[j] = sum_{i >= j} t[i] c^(i - j) (t >= 0, 0 <= c <= 1), backwards: each entry within
-    (2 (n - j) + 1) u of the exact sum relative (positive terms, one product and one sum a step)."""
-    acc = 0.0
-    for j in range(t.shape[0] - 1, -1, -1):
-        acc = t[j] + c * acc
-        out[j] = acc

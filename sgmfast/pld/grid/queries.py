@@ -16,7 +16,9 @@ from ..._work import PER_TERM_DIRECT, charge
 from ..common import Grid
 
 
-def _sums(g: Grid):
+def suffix_sums(g: Grid):
+    """(t with a zero first, a, b): ``kq.suffix_sums`` of the grid, built once and kept on it
+    (a[i]: the tilted mass above t[i]'s point, relative to it)."""
     if g.sums is None:
         # a zero at offset-1 makes eps below the grid a regular case
         t = g.padded if g.padded is not None else np.concatenate(([0.0], g.t))
@@ -30,7 +32,7 @@ def _sums(g: Grid):
 def delta_bound(g: Grid, eps: np.ndarray) -> np.ndarray:
     """The grid's δ bound (upper if pessimistic, lower if optimistic) at each eps, from suffix
     sums: O(1) per eps, rounding slack ~n u of the mass above eps."""
-    t, a, b = _sums(g)
+    t, a, b = suffix_sums(g)
     out = np.empty(eps.size)
     kq.delta_curve(np.ascontiguousarray(eps, dtype=np.float64), g.offset - 1, g.step, g.theta, g.log_scale,
                    t, a, b, g.p_inf, g.inf_err, g.err, g.pess, g.floor, out)
@@ -51,7 +53,7 @@ def eps_bound(g: Grid, target: float) -> float:
     """The grid's eps bound at δ = target: upper (pessimistic) -- some eps whose upper δ is <=
     target (+inf if none on the grid); lower (optimistic) -- some eps whose lower δ exceeds it,
     or 0."""
-    t, a, b = _sums(g)
+    t, a, b = suffix_sums(g)
     return kq.eps_search(target, g.offset - 1, g.step, g.theta, g.log_scale, t, a, b, g.p_inf, g.inf_err, g.err,
                          g.pess, g.floor)
 
