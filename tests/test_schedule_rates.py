@@ -136,3 +136,22 @@ def test_q_chain_tail_does_not_underflow():
     d_lo, d_up = RateEngine(sched, 1e-3, 4.0).delta(eps)
     assert d_lo[0] <= x_up[0] * (1 + 1e-12) and x_lo[0] <= d_up[0] * (1 + 1e-12)
     assert d_lo[0] <= d_up[0]
+
+
+def test_wide_rate_engine_gets_the_groups_sandwich(monkeypatch):
+    """Where the rate engine ends wider than the accuracy, the groups' sandwich runs beside it and
+    the two certified intervals are intersected (here the rate engine is made to answer nothing)."""
+    from sgmfast.pld import schedules
+    from sgmfast.pld.schedule_rates import RateEngine as RE
+
+    monkeypatch.setattr(RE, "epsilon", lambda self, target, step0=None: (0.0, math.inf, None))
+    monkeypatch.setattr(RE, "delta", lambda self, eps: (np.zeros(len(eps)), np.ones(len(eps))))
+    sched = [(1.1, float(q), 1) for q in np.linspace(0.003, 0.006, 300)]
+    eng = schedules.Sandwich(sched, 1e-3)
+    assert isinstance(eng.mix, RE)
+    lo, up, _ = eng.epsilon(1e-5)
+    d_lo, d_up = eng.delta(np.array([1.0]))
+    low = PLDAccountant().step(1.1, 0.003, 300).epsilon(1e-5)
+    high = PLDAccountant().step(1.1, 0.006, 300).epsilon(1e-5)
+    assert low.lower <= up <= high.upper * (1 + 1e-9) and low.lower * (1 - 1e-9) <= lo <= high.upper
+    assert 0.0 < d_lo[0] <= d_up[0] < 1.0

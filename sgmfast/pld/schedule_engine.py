@@ -146,6 +146,10 @@ class MixEngine(_MixDelta):
     (``_work``), never timed; the lattice depends only on the schedule, the accuracy and the
     refinement level, so an answer does not depend on earlier queries."""
 
+    #: where its answer is wider than the accuracy, ``schedules.Sandwich`` also runs its groups'
+    #: sandwich and intersects the two (an engine with a known wide corner: ``RateEngine``)
+    sandwich_if_wide = False
+
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         self.schedule = tuple(schedule)
         self.families = families_of(self.schedule)
@@ -162,6 +166,10 @@ class MixEngine(_MixDelta):
         self._lat: dict = {}
         self._layouts: dict = {}
         self.last_step = None
+
+    def release(self) -> None:
+        """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""
+        self._lat.clear()
 
     # --- heuristics: where eps lies, its sensitivity to the noise, the lattice ---------------
     def proxy(self):

@@ -241,6 +241,8 @@ class RateEngine(MixEngine):
     and whose noise levels few (module notes); ``MixEngine``'s plan of refinement, with its
     lattice over the rates and its lower bound from the statistic."""
 
+    sandwich_if_wide = True  # (tiny rates: the statistic's tails, module notes)
+
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         super().__init__(schedule, accuracy, budget, grid_step)
         self.rates = sigma_families(self.schedule)
@@ -263,8 +265,7 @@ class RateEngine(MixEngine):
         return len(self.layout(0).qs) <= RATE_POINTS and self.planned() <= RATE_PLAN
 
     def release(self) -> None:
-        """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""
-        self._lat.clear()
+        super().release()
         self._stat.clear()
 
     def proxy(self):

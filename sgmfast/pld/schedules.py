@@ -202,7 +202,6 @@ class Sandwich:
         self.noisy = tuple(noisy)
         self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
-        self.rates = False  # (the mixture engine is a RateEngine: where it is wide, the groups' sandwich too)
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
         from .schedule_rates import MAX_SIGMAS, RateEngine
 
@@ -213,7 +212,6 @@ class Sandwich:
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
                 rates = RateEngine(self.noisy, accuracy, budget, grid_step)
                 self.mix = rates if rates.fits() else None
-                self.rates = self.mix is not None
 
     @property
     def rdp(self) -> RDPBound:
@@ -270,7 +268,7 @@ class Sandwich:
         if self.mix is not None:
             lo, up, _ = self.mix.epsilon(target, step0)
             self.last_step = self.mix.last_step
-            if self.rates and not within(lo, up, self.accuracy):  # (both certified: intersected)
+            if self.mix.sandwich_if_wide and not within(lo, up, self.accuracy):  # (both certified: intersected)
                 self.mix.release()
                 s_lo, s_up = self._sandwich_eps(target)
                 lo, up = max(lo, s_lo), min(up, s_up)
@@ -298,7 +296,7 @@ class Sandwich:
             if self.mix is not None:
                 l, u = self.mix.delta(e)
                 self.last_step = self.mix.last_step
-                if self.rates and not (u - l <= self.accuracy * u).all():  # (both certified: intersected)
+                if self.mix.sandwich_if_wide and not (u - l <= self.accuracy * u).all():  # (both certified)
                     self.mix.release()
                     s_l, s_u = self._sandwich_delta(e)
                     l, u = np.maximum(l, s_l), np.minimum(u, s_u)
