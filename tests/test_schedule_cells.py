@@ -179,3 +179,33 @@ def test_cells_agree_with_the_exact_engine(seed):
     e_lo, e_up = Engine(sched, 1e-3, None, relation, budget=20.0).epsilon(d)[:2]
     assert lo <= e_up and e_lo <= up
     assert up - lo <= 2e-3 * up
+
+
+def test_brackets_take_the_grouping_that_spreads_less():
+    """The groups' sandwich: runs in sigma / q where sigma and q move together, cells of a grid of
+    their quantiles where they do not (10^4 steps with sigma and q each uniform were 58 % wide)."""
+    from sgmfast.pld.engine import Engine
+    from sgmfast.pld.schedules import _by_cells, _by_ratio, _spread, brackets
+
+    rr = random.Random(5)
+    indep = np.array([(0.9 + 0.4 * rr.random(), 0.003 + 0.003 * rr.random(), 1) for _ in range(2000)])
+    together = np.array([(1.3 - 0.4 * i / 1999, 0.003 + 0.003 * i / 1999, 1) for i in range(2000)])
+    assert _spread(indep, _by_cells(indep, 32)) < _spread(indep, _by_ratio(indep, 32))
+    assert _spread(together, _by_ratio(together, 32)) < _spread(together, _by_cells(together, 32))
+    # every step is in a group whose upper key is at least as revealing and lower key at most
+    up, lo = brackets([tuple(r) for r in indep], 32)
+    assert sum(c for *_, c in up) == sum(c for *_, c in lo) == 2000 and len(up) <= 32
+    # certified either way: the sandwich of a schedule the exact engine can compose meets it
+    small = [(0.9 + 0.4 * rr.random(), 0.003 + 0.003 * rr.random(), rr.randint(1, 100)) for _ in range(100)]
+    s_lo, s_up, _ = Sandwich(small, 1e-3).epsilon(1e-5)
+    e_lo, e_up, _ = Engine(small, 1e-3).epsilon(1e-5)
+    assert s_lo <= e_up * (1 + 1e-12) and e_lo <= s_up * (1 + 1e-12)
+    many = [(0.9 + 0.4 * rr.random(), 0.003 + 0.003 * rr.random()) for _ in range(10000)]
+    acc = pld.PLDAccountant()
+    for s, q in many:
+        acc.step(s, q)
+    b = acc.epsilon(1e-5)
+    assert b.upper - b.lower <= 0.3 * b.upper
+    low = pld.PLDAccountant().step(1.3, 0.003, 10000).epsilon(1e-5)
+    high = pld.PLDAccountant().step(0.9, 0.006, 10000).epsilon(1e-5)
+    assert low.lower <= b.upper and b.lower <= high.upper

@@ -28,10 +28,10 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   sixteenth of the accuracy; a few distinct steps then cost what a few do.
 * **Sandwich** (replace-one, full batches among the steps, or more than ``MAX_RATES`` distinct
   sampling rates among more noise levels or lattice points than the rate chords take): the
-  steps are sorted by sigma / q and cut into G groups of about equal step
-  counts; every step of a group is replaced by (the group's smallest sigma, its largest q) for
-  the upper bound and by (its largest sigma, its smallest q) for the lower bound (first order in
-  the groups' spread).
+  steps are cut into G groups -- runs of about equal step counts in the order of sigma / q, or
+  the cells of a grid of sigma and q quantiles, whichever spreads less (``brackets``); every step
+  of a group is replaced by (the group's smallest sigma, its largest q) for the upper bound and
+  by (its largest sigma, its smallest q) for the lower bound (first order in the groups' spread).
 
 Soundness.  Mixtures: ``schedule_mix`` (module notes) -- every replacement is ordered against
 the step it replaces in δ at every eps (the order composition keeps), the lower one up to a
@@ -163,25 +163,72 @@ def _merged(schedule):
 
 def brackets(schedule, groups: int):
     """(upper schedule, lower schedule) of at most ``groups`` distinct noisy steps each (module
-    notes); other steps are kept in both."""
+    notes); other steps are kept in both.  The groups: runs of the steps sorted by sigma / q, or
+    cells of a grid of sigma and q quantiles, whichever spreads less (the count-weighted sum of
+    each group's log sigma and log q ranges): the first where sigma and q move together, the
+    second where they do not (10^4 steps with sigma and q each uniform: 58 % wide -> 21 %)."""
     noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
     other = [(s, q, c) for s, q, c in schedule if not (c > 0 and q > 0.0 and 0.0 < s < math.inf)]
-    noisy.sort(key=lambda p: (p[0] / p[1], p[0]))
-    total = sum(c for _, _, c in noisy)
+    if not noisy:
+        return other, other
+    arr = np.array(noisy, dtype=np.float64).reshape(-1, 3)
+    grp = min((_by_ratio(arr, groups), _by_cells(arr, groups)), key=lambda g: _spread(arr, g))
     up: dict = {}
     lo: dict = {}
-    start, acc = 0, 0
-    for i, (s, q, c) in enumerate(noisy):
-        acc += c
-        if acc * groups >= total * (len(up) + 1) or i == len(noisy) - 1:  # close this group
-            grp = noisy[start : i + 1]
-            n = sum(x[2] for x in grp)
-            key_u = (min(x[0] for x in grp), max(x[1] for x in grp))
-            key_l = (max(x[0] for x in grp), min(x[1] for x in grp))
-            up[key_u] = up.get(key_u, 0) + n
-            lo[key_l] = lo.get(key_l, 0) + n
-            start = i + 1
-    return ([(s, q, c) for (s, q), c in up.items()] + other, [(s, q, c) for (s, q), c in lo.items()] + other)
+    m = int(grp.max()) + 1
+    s_lo, s_hi, q_lo, q_hi = _extremes(arr, grp, m)
+    n = np.zeros(m, dtype=np.int64)
+    np.add.at(n, grp, arr[:, 2].astype(np.int64))
+    for g in np.flatnonzero(n):
+        up[(s_lo[g], q_hi[g])] = up.get((s_lo[g], q_hi[g]), 0) + int(n[g])
+        lo[(s_hi[g], q_lo[g])] = lo.get((s_hi[g], q_lo[g]), 0) + int(n[g])
+    return ([(float(s), float(q), c) for (s, q), c in up.items()] + other,
+            [(float(s), float(q), c) for (s, q), c in lo.items()] + other)
+
+
+def _by_ratio(arr, groups: int) -> np.ndarray:
+    """The group of each step: runs of about equal step counts in the order of sigma / q."""
+    order = np.lexsort((arr[:, 0], arr[:, 0] / arr[:, 1]))
+    acc = np.cumsum(arr[order, 2])
+    grp = np.empty(arr.shape[0], dtype=np.int64)
+    grp[order] = np.minimum((acc - 1) * groups // acc[-1], groups - 1).astype(np.int64)
+    return grp
+
+
+def _by_cells(arr, groups: int) -> np.ndarray:
+    """The group of each step: its cell of a grid of about sqrt(groups) sigma quantiles by as
+    many q quantiles (count-weighted)."""
+    nx = max(1, int(math.isqrt(groups)))
+    ny = max(1, groups // nx)
+
+    def bins(x, k):
+        order = np.argsort(x, kind="stable")
+        acc = np.cumsum(arr[order, 2])
+        out = np.empty(x.size, dtype=np.int64)
+        out[order] = np.minimum((acc - 1) * k // acc[-1], k - 1).astype(np.int64)
+        return out
+
+    return bins(arr[:, 0], nx) * ny + bins(arr[:, 1], ny)
+
+
+def _extremes(arr, grp, m):
+    s_lo, s_hi = np.full(m, math.inf), np.full(m, -math.inf)
+    q_lo, q_hi = np.full(m, math.inf), np.full(m, -math.inf)
+    np.minimum.at(s_lo, grp, arr[:, 0])
+    np.maximum.at(s_hi, grp, arr[:, 0])
+    np.minimum.at(q_lo, grp, arr[:, 1])
+    np.maximum.at(q_hi, grp, arr[:, 1])
+    return s_lo, s_hi, q_lo, q_hi
+
+
+def _spread(arr, grp) -> float:
+    """Count-weighted sum over the groups of their log sigma and log q ranges (a heuristic)."""
+    m = int(grp.max()) + 1
+    s_lo, s_hi, q_lo, q_hi = _extremes(arr, grp, m)
+    n = np.zeros(m)
+    np.add.at(n, grp, arr[:, 2])
+    used = n > 0
+    return float(np.sum(n[used] * (np.log(s_hi[used] / s_lo[used]) + np.log(q_hi[used] / q_lo[used]))))
 
 
 class Sandwich:
