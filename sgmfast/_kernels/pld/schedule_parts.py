@@ -1,21 +1,22 @@
-"""Composition of two-point mixtures of lattice spectra (``sgmfast.pld.schedule_mix``).
+"""Composition of mixtures of a few lattice spectra (``sgmfast.pld.schedule_mix``, ``schedule_product``).
 
-Part j of a composition is the mixture y_j = wa[j] F[ia[j]] + wb[j] F[ib[j]] of two lattice
-spectra (half spectra of folded, tilted one-step arrays), composed T_j times.  Its spectrum is
-formed on the fly, frequency by frequency, so that many parts cost no transform and no memory
-of their own.  The product prod_j y_j^{T_j} is taken bit by bit of the exponents (z <- z^2
-prod_{j: bit b of T_j} y_j, from the top bit down): popcount(T_j) products per part instead of
-a power each.
+Part j of a composition is the mixture y_j = sum_c w[j, c] F[idx[j, c]] of K lattice spectra
+(half spectra of folded, tilted one-step arrays; K = 2 for the noise-level and rate chords, 4 for
+their products), composed T_j times.  Its spectrum is formed on the fly, frequency by frequency,
+so that many parts cost no transform and no memory of their own.  The product prod_j y_j^{T_j}
+is taken bit by bit of the exponents (z <- z^2 prod_{j: bit b of T_j} y_j, from the top bit
+down): popcount(T_j) products per part instead of a power each.
 
-Error bounds, as in ``fft_power.power_product`` (whose notes apply).  Parts are grouped in
-pairs (parts with the same two lattice points); for a pair, R = s max(|F_a|, |F_b|) + e2 bounds
-the exact and the computed modulus of each of its parts (s >= (wa + wb)(1 + 4u) over the pair,
-covering the combination's rounding; e2 >= each part's spectrum error bound, the l2 norm over
-the full spectrum of the error of its computed spectrum, which bounds every single frequency's).
-With Z_k = prod_pairs R^{T_pair} and any R in place of a part's modulus:
+Error bounds, as in ``fft_power.power_product`` (whose notes apply).  Parts are grouped in sets
+(parts with the same K lattice points); for a set, R = s max_c |F_c| + e2 bounds the exact and
+the computed modulus of each of its parts (s >= (sum_c w_c)(1 + 2Ku) over the set, covering the
+combination's rounding: each real and imaginary part is a K-term dot product, within K u of
+sum_c w_c |F_c|; e2 >= each part's spectrum error bound, the l2 norm over the full spectrum of
+the error of its computed spectrum, which bounds every single frequency's).  With Z_k =
+prod_sets R^{T_set} and any R in place of a part's modulus:
 
-* |prod y^T - prod yhat^T| <= sum_j T_j |e_jk| W_jk, W_jk = Z_k / R_{pair(j),k} <= Z_k /
-  min_pairs R =: V_k; summed over the full spectrum with Cauchy-Schwarz this is <=
+* |prod y^T - prod yhat^T| <= sum_j T_j |e_jk| W_jk, W_jk = Z_k / R_{set(j),k} <= Z_k /
+  min_sets R =: V_k; summed over the full spectrum with Cauchy-Schwarz this is <=
   (sum_j T_j e2_j) sqrt(sum_k V_k^2);
 * the squarings and products of the bitwise power: a stage z <- z^2 * prod_{bit b} y (the
   product in four running products) takes at most c_b + 4 products (c_b parts with bit b), each
@@ -58,32 +59,36 @@ def _rpow(r, c):
 
 
 @jit
-def mix_power_range(lat, ia, ib, wa, wb, bit_ptr, bit_idx, pa, pb, ps, pe2, pcnt, n_ops, y, out, k0, k1):
-    """out[k] = prod_j (wa[j] lat[k, ia[j]] + wb[j] lat[k, ib[j]])^{T_j} for k0 <= k < k1.
+def mix_power_range(lat, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_ops, y, out, k0, k1):
+    """out[k] = prod_j (sum_c w[j, c] lat[k, idx[j, c]])^{T_j} for k0 <= k < k1.
 
     ``lat`` is frequency-major (a frequency's lattice values are contiguous).  The exponents are
     given by their bits: for bit b, the parts bit_idx[bit_ptr[b]:bit_ptr[b + 1]] have it set.
-    Pairs: lattice points pa, pb, factor ps, error bound pe2 and total count pcnt (module notes).
-    ``n_ops`` = sum T_j + 4 (2^B - 1); ``y`` is scratch of one entry per part.
+    Sets: lattice points sidx[i, :], factor ss, error bound se2 and total count scnt (module
+    notes).  ``n_ops`` = sum T_j + 4 (2^B - 1); ``y`` is scratch of one entry per part.
 
     Returns (err, z2, vsum): a bound on the rounding and cut-off part of the full-spectrum l1
     error of out, its squared full-spectrum l2 norm, and sum_k V_k^2 rounded up (the caller adds
     (sum_j T_j e2_j) sqrt(vsum) for the input errors)."""
     h = lat.shape[0]
-    m = ia.shape[0]
+    m = idx.shape[0]
+    kk = idx.shape[1]
     nb = bit_ptr.shape[0] - 1
-    npair = pa.shape[0]
+    nset = sidx.shape[0]
     rel = math.expm1(n_ops * math.log1p(3.0 * EPS64))
     ntot = 0.0
-    for i in range(npair):
-        ntot += pcnt[i]
+    for i in range(nset):
+        ntot += scnt[i]
     err = 0.0
     z2 = 0.0
     vsum = 0.0
     for k in range(k0, k1):
         wk = 1.0 if (k == 0 or k == h - 1) else 2.0
         for j in range(m):
-            y[j] = wa[j] * lat[k, ia[j]] + wb[j] * lat[k, ib[j]]
+            acc = w[j, 0] * lat[k, idx[j, 0]]
+            for c in range(1, kk):
+                acc = acc + w[j, c] * lat[k, idx[j, c]]
+            y[j] = acc
         z = complex(1.0, 0.0)
         for b in range(nb - 1, -1, -1):
             # four independent running products (no chain of dependent multiplications)
@@ -104,20 +109,20 @@ def mix_power_range(lat, ia, ib, wa, wb, bit_ptr, bit_idx, pa, pb, ps, pe2, pcnt
                 a0 = a0 * y[bit_idx[t]]
                 t += 1
             z = (z * z) * ((a0 * a1) * (a2 * a3))
-        # Z_k: the pairs' bounds R^T, product with its exponent kept apart
+        # Z_k: the sets' bounds R^T, product with its exponent kept apart
         mant = 1.0
         expo = 0
         ops = 0
         rmin = math.inf
-        for i in range(npair):
-            fa = lat[k, pa[i]]
-            fb = lat[k, pb[i]]
-            ma = math.sqrt(fa.real * fa.real + fa.imag * fa.imag)
-            mb = math.sqrt(fb.real * fb.real + fb.imag * fb.imag)
-            r = ps[i] * max(ma, mb) * (1.0 + 4.0 * EPS64) + pe2[i]
+        for i in range(nset):
+            mx = 0.0
+            for c in range(kk):
+                f = lat[k, sidx[i, c]]
+                mx = max(mx, math.sqrt(f.real * f.real + f.imag * f.imag))
+            r = ss[i] * mx * (1.0 + 4.0 * EPS64) + se2[i]
             if r < rmin:
                 rmin = r
-            p, o = _rpow(r, pcnt[i])
+            p, o = _rpow(r, scnt[i])
             ops += o + 1
             mant *= max(p, 1e-150)
             if mant < 1e-150:  # (exact rescaling by a power of two)
