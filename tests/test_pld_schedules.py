@@ -11,7 +11,7 @@ import pytest
 
 from sgmfast import pld
 from sgmfast.pld.engine import Engine
-from sgmfast.pld.schedules import MAX_PARTS, Sandwich, brackets, make_engine
+from sgmfast.pld.schedules import MAX_PARTS, MAX_PARTS_MIXED, Sandwich, brackets, make_engine
 
 
 def _schedule(sigmas, q=0.01, count=1):
@@ -42,14 +42,24 @@ def test_sandwich_contains_the_exact_composition():
     rng = np.random.default_rng(1)
     sched = [(float(s), float(q), 25) for s, q in zip(rng.uniform(0.9, 1.2, MAX_PARTS + 8),
                                                        rng.uniform(0.005, 0.02, MAX_PARTS + 8))]
-    sw = make_engine(sched, 1e-3)
-    assert isinstance(sw, Sandwich)
+    sw = Sandwich(sched, 1e-3)  # (``make_engine`` composes these exactly: ``MAX_PARTS_MIXED``)
     lo, up, _ = sw.epsilon(1e-5)
     ex_lo, ex_up, _ = Engine(sched, 1e-3).epsilon(1e-5)
     assert lo <= ex_up and ex_lo <= up
     dl, du = sw.delta(np.array([0.5, 2.0]))
     el, eu = Engine(sched, 1e-3).delta(np.array([0.5, 2.0]))
     assert (dl <= eu).all() and (el <= du).all()
+
+
+def test_mixed_schedules_are_composed_exactly_up_to_their_own_limit():
+    rng = np.random.default_rng(3)
+    def sched(n):
+        return [(float(s), float(q), 1) for s, q in zip(rng.uniform(0.9, 1.3, n), rng.uniform(0.003, 0.006, n))]
+    assert isinstance(make_engine(sched(MAX_PARTS + 8), 1e-3), Engine)
+    assert isinstance(make_engine(sched(MAX_PARTS_MIXED + 8), 1e-3), Sandwich)
+    # one rate (or few noise levels): the lattice engines take over from MAX_PARTS on
+    one_q = [(s, 0.004, c) for s, _, c in sched(MAX_PARTS + 8)]
+    assert isinstance(make_engine(one_q, 1e-3), Sandwich)
 
 
 def test_brackets_dominate_step_by_step():

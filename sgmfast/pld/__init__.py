@@ -31,27 +31,29 @@ floor  module                          what it holds
 4      ``schedule_engine``             ``MixEngine``: the engine of a schedule on the lattice mixtures
 5      ``schedule_rates``              many distinct rates among few noise levels: rate chords above, a
                                        test statistic below (``RateEngine``)
-6      ``schedules``                   many distinct (sigma, q): the lattice mixtures, the rate chords,
-                                       or a certified sandwich of engines
-7      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
-7      ``samplers.epoch_chernoff``     Chernoff bounds on an epoch's sums: majorants, truncated MGF tables
-7      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
-7      ``samplers.epoch_sums``         the tail's other coordinates' sum, from the epoch's lattice
-7      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
-7      ``samplers.epoch_grid``         one balls-in-bins epoch's grids: lattice spacing, top, cap; loss step
-7      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
-7      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
-7      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0
-7      ``samplers.shuffle``            the permutation shuffle: sound, loose
-7      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5)
-7      ``samplers.fixed_size``         sampling without replacement, replace-one
-7      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile
-7      ``curve_grids``                 privacy curves: the spectra all checkpoints share
-8      ``curve_bounds``                the closed forms and RDP caps a curve falls back on
-8      ``samplers.allocation_curve``   balls-in-bins curves: one epoch lattice for all checkpoints
-9      ``curve``                       the curve's plan, budgets and public calls
-10     ``samplers``                    the sampler table: sampler -> relations -> certifier
-11     ``api``                         validation, broadcasting, the exact shortcuts, ``PLDAccountant``
+6      ``schedule_product``            many noise levels and many rates at once: the product of the two
+                                       lattices, chords and statistic (``ProductEngine``)
+7      ``schedules``                   many distinct (sigma, q): the lattice mixtures, the rate chords,
+                                       their product, or a certified sandwich of engines
+8      ``samplers.balls_in_bins``      random allocation (k = 1; public: ``pld.allocation.epsilon``)
+8      ``samplers.epoch_chernoff``     Chernoff bounds on an epoch's sums: majorants, truncated MGF tables
+8      ``samplers.epoch_tail``         one balls-in-bins epoch's heavy tail in closed form
+8      ``samplers.epoch_sums``         the tail's other coordinates' sum, from the epoch's lattice
+8      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
+8      ``samplers.epoch_grid``         one balls-in-bins epoch's grids: lattice spacing, top, cap; loss step
+8      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
+8      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
+8      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0
+8      ``samplers.shuffle``            the permutation shuffle: sound, loose
+8      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5)
+8      ``samplers.fixed_size``         sampling without replacement, replace-one
+8      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile
+8      ``curve_grids``                 privacy curves: the spectra all checkpoints share
+9      ``curve_bounds``                the closed forms and RDP caps a curve falls back on
+9      ``samplers.allocation_curve``   balls-in-bins curves: one epoch lattice for all checkpoints
+10     ``curve``                       the curve's plan, budgets and public calls
+11     ``samplers``                    the sampler table: sampler -> relations -> certifier
+12     ``api``                         validation, broadcasting, the exact shortcuts, ``PLDAccountant``
 =====  ==============================  ==================================================================
 
 Neighbouring relations.  ``"add_remove"`` (dominating pairs remove:

@@ -17,10 +17,10 @@ from .grid.onestep import one_step
 from .grid.tilting import VAR_GROWTH, saddle_search
 from .grid.windows import CHERNOFF_K, choose_window
 
-from .schedule_mix import PER_PART_FREQ, U
+from .schedule_mix import PER_PRODUCT_FREQ, PER_SET_POINT_FREQ, U
 
 
-#: most memory for a composition's table of lattice spectra (frequencies x points, complex): past it
+#: most memory for a composition's table of lattice spectra (points x frequencies, complex): past it
 #: the composition is refused (a 96-point rate lattice on a 10^6-bin window asked for 0.77 GB)
 TABLE_BYTES = 512 << 20
 
@@ -71,12 +71,14 @@ class _Lattice:
     def moments(self, parts, theta):
         """(mean, variance) of the tilted composed loss of the parts (heuristic: tilts)."""
         idx, w, k = kparts(parts)
-        st = {}
-        for g in np.unique(idx):
+        used = np.unique(idx)
+        st = np.empty((used.size, 3))
+        for j, g in enumerate(used):
             one = self.one(int(g))
             charge(PER_BIN_MOMENTS * one.pess.size)
-            st[int(g)] = kt.tilted_stats(one.pess, one.j_lo, self.step, theta)
-        ls, m, v = (np.array([[st[int(g)][j] for g in row] for row in idx]).reshape(idx.shape) for j in range(3))
+            st[j] = kt.tilted_stats(one.pess, one.j_lo, self.step, theta)
+        row = np.searchsorted(used, idx)
+        ls, m, v = st[row, 0], st[row, 1], st[row, 2]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             la = np.log(w) + ls
             mx = la.max(axis=1, keepdims=True)
@@ -117,22 +119,20 @@ def _mix_weights(w, s, pess):
 
 def _mix_mgf(ts, used, idx, wt, kf64, step):
     """The composite's log-MGF table (Chernoff bounds on the window's outside mass)."""
+    row = np.searchsorted(used, idx)
+    with np.errstate(divide="ignore"):
+        lw = np.where(wt > 0.0, np.log(wt), -np.inf)[:, :, None]
 
     def mgf(sd, lower=True):
         base = 2.0 ** (CHERNOFF_K / 2.0) / (sd if sd > 0.0 else step)
         lams = np.concatenate((base, -base)) if lower else base
-        tab = {}
-        for g in used:
+        tab = np.empty((used.size, lams.size))
+        for j, g in enumerate(used):
             part = ts[int(g)].part
-            out = np.empty(lams.size)
-            kt.log_mgf_multi(part.t, part.j_lo, step, lams, out)
-            tab[int(g)] = out
-        total = np.zeros(lams.size)
+            kt.log_mgf_multi(part.t, part.j_lo, step, lams, tab[j])
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for i in range(idx.shape[0]):
-                terms = [np.log(wt[i, c]) + tab[int(idx[i, c])] for c in range(idx.shape[1]) if wt[i, c] > 0.0]
-                v = np.logaddexp.reduce(terms, axis=0) if len(terms) > 1 else terms[0]
-                total += kf64[i] * (v + 1e-12 * (1.0 + np.abs(v)))
+            v = np.logaddexp.reduce(lw + tab[row], axis=1)  # (points of weight 0 add exp(-inf) = 0)
+            total = kf64 @ (v + 1e-12 * (1.0 + np.abs(v)))
         return lams, total
 
     return mgf
@@ -143,9 +143,10 @@ def _mix_composite(lat, parts, ts, used, theta, pess):
     support."""
     idx, w, k = parts
     live = w > 0.0
+    row = np.searchsorted(used, idx)
 
     def field(name):
-        return np.array([[getattr(ts[int(g)], name) for g in row] for row in idx], dtype=np.float64).reshape(idx.shape)
+        return np.array([getattr(ts[int(g)], name) for g in used], dtype=np.float64)[row]
 
     wt, s_mix = _mix_weights(w, field("s"), pess)
     rho = np.where(live, field("rho"), 0.0).max(axis=1)
@@ -182,24 +183,24 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     n = win.n
     if (n // 2 + 1) * len(used) * 16 > TABLE_BYTES:  # (before any spectrum: the engines keep what they have)
         raise GridTooLarge(f"{len(used)} lattice spectra of {n // 2 + 1} frequencies exceed {TABLE_BYTES >> 20} MB")
-    specs = [lat.spectrum(int(g), theta, pess, n) for g in used]
-    table = np.empty((n // 2 + 1, len(used)), dtype=np.complex128)  # (frequency-major)
-    for j, sp in enumerate(specs):
-        table[:, j] = sp[0]
-    e2 = np.array([sp[1] for sp in specs])
-    nrm = np.array([sp[2] for sp in specs])
-    jdx = np.searchsorted(used, idx)  # (each point's column in the table)
+    lre = np.empty((len(used), n // 2 + 1))  # (point-major: ``schedule_parts``)
+    lim = np.empty((len(used), n // 2 + 1))
+    e2, nrm = np.empty(len(used)), np.empty(len(used))
+    for j, g in enumerate(used):
+        sp, e2[j], nrm[j] = lat.spectrum(int(g), theta, pess, n)
+        lre[j], lim[j] = sp.real, sp.imag
+    jdx = np.searchsorted(used, idx)  # (each point's row in the tables)
     # each part's spectrum error: the lattice spectra's, weighted, plus the combination's
     # rounding (2Ku of the l2 norm, ``schedule_parts``) and 4u absolute
     kk = idx.shape[1]
     pe2 = ((wt * e2[jdx]).sum(axis=1) + 2 * kk * U * (wt * nrm[jdx]).sum(axis=1) + 4 * U) * (1 + 1e-9)
-    err, z = _mix_power(table, jdx, wt, pe2, k, n)
+    err, z = _mix_power(lre, lim, jdx, wt, pe2, k, n)
     charge_fft(n)
     x = irfft(z, n)
     return grid_of(c, win, theta, pess, eps_lo, x, err[0], err[1])
 
 
-def _mix_power(table, jdx, wt, pe2, k, n):
+def _mix_power(lre, lim, jdx, wt, pe2, k, n):
     """((error bound, sum |z|^2), z): the product of the mixture spectra (kernel
     ``schedule_parts.mix_power_range``), in two halves of the frequencies from SPLIT_MIN (the same
     sums on any machine), the upper on a second thread where there are two cores."""
@@ -211,17 +212,16 @@ def _mix_power(table, jdx, wt, pe2, k, n):
     n_ops = float(k.sum()) + 4.0 * (2.0 ** nbits - 1.0) + 4.0
     z = np.empty(n // 2 + 1, dtype=np.complex128)
     kk = jdx.shape[1]
-    charge(PER_PART_FREQ * (bit_idx.size + jdx.size // 2 + 2 * kk * ss.size) * z.size)
+    charge((PER_PRODUCT_FREQ * bit_idx.size + PER_SET_POINT_FREQ * (kk + 2) * ss.size) * z.size)
     jdx, wt = np.ascontiguousarray(jdx), np.ascontiguousarray(wt)
-    args = (table, jdx, wt, bit_ptr, bit_idx, sidx, ss, set_e2, scnt, n_ops)
+    args = (lre, lim, jdx, wt, bit_ptr, bit_idx, sidx, ss, set_e2, scnt, n_ops)
     h = z.size
-    m = jdx.shape[0]
     if h < SPLIT_MIN:
-        err, z2, vsum = ks.mix_power_range(*args, np.empty(m, dtype=np.complex128), z, 0, h)
+        err, z2, vsum = ks.mix_power_range(*args, z, 0, h)
     else:  # (two halves, the upper on the helper thread where there are two cores: the same sums on one)
-        upper = (*args, np.empty(m, dtype=np.complex128), z, h // 2, h)
+        upper = (*args, z, h // 2, h)
         fut = split_pool().submit(ks.mix_power_range, *upper) if two_cores() else None
-        err, z2, vsum = ks.mix_power_range(*args, np.empty(m, dtype=np.complex128), z, 0, h // 2)
+        err, z2, vsum = ks.mix_power_range(*args, z, 0, h // 2)
         e_hi, z2_hi, v_hi = fut.result() if fut is not None else ks.mix_power_range(*upper)
         err, z2, vsum = err + e_hi, z2 + z2_hi, vsum + v_hi
     err += dot(k.astype(np.float64), pe2) * math.sqrt(vsum) * (1 + 1e-12)

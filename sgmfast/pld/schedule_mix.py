@@ -68,11 +68,12 @@ from .._kernels.pld import schedule_parts as ks
 from .common import dot
 
 U = 2.0 ** -53  # unit round-off
-#: work units charged per (part, frequency) of the mixture product, measured against the FFT: a
-#: counted operation took 5.4-14 ns where the FFT runs 1.7 ns a unit (σ linear in [0.9, 1.3] and
-#: random in [2.6, 8.4], 10^4 steps; the larger figure for 800+ parts, whose table outgrows the
-#: caches).  At 1.0 the second took 14 s for 6 units and 1 GB, and ended [0, inf]
-PER_PART_FREQ = 6.0
+#: work units charged per product and frequency of the mixture kernel (a part's mixture formed and
+#: multiplied in: 3.4-4.0 ns measured at 400-10^4 parts, where the FFT runs 1.7 ns a unit), and per
+#: set of K lattice points and frequency, K + 2 times this (its bound R^T: 14-16 ns for K = 2 or
+#: 4): margins of 1.3-1.9
+PER_PRODUCT_FREQ = 3.0
+PER_SET_POINT_FREQ = 3.0
 #: share of the accuracy the lattice may use (the rest is the grid's), split as below
 LATTICE_SHARE = 0.25
 MERGE_SHARE = 0.1

@@ -64,6 +64,10 @@ from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
 #: lattice mixtures (or the sandwich)
 MAX_PARTS = 128
+#: the same where both sigma and q take more values than the mixtures and the rate chords take
+#: (``mixed``): their product lattice is no tighter there (200 random (sigma, q): [0.38310,
+#: 0.38671] in 3.3 s, exactly [0.384575, 0.384644] in 1.4 s; 400 exactly in 3.9 s)
+MAX_PARTS_MIXED = 320
 #: group counts the sandwich tries in turn while the interval is wider than the accuracy and the
 #: budget lasts (32: a 10^4-step schedule in about a second on the reference machine)
 GROUPS = (32,)
@@ -158,15 +162,25 @@ def distinct_noisy(schedule) -> int:
     return len({(s, q) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf})
 
 
+def mixed(noisy) -> bool:
+    """Whether the noisy steps take more distinct rates than the mixtures take (``MAX_RATES``) and
+    more noise levels than the rate chords take (``schedule_rates.MAX_SIGMAS``)."""
+    from .schedule_rates import MAX_SIGMAS
+
+    return len({q for _, q, _ in noisy}) > MAX_RATES and len({s for s, _, _ in noisy}) > MAX_SIGMAS
+
+
 def make_engine(schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET):
     """An ``Engine`` for the schedule, or a ``Sandwich`` when it has more than ``MAX_PARTS``
-    distinct noisy steps (and not every step is a full batch, whose composition is exact)."""
+    distinct noisy steps (``MAX_PARTS_MIXED`` where they are ``mixed``; and not every step is a
+    full batch, whose composition is exact)."""
     noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
     distinct = distinct_noisy(schedule)
     pair = _cell_brackets(_merged(noisy), accuracy) if grid_step is None and distinct > CELLS_FROM else None
     if pair is not None:  # (the noisy steps here are ``exact.normalise``'s, which the sandwich takes)
         return Sandwich(schedule, accuracy, grid_step, relation, budget, pair=pair)
-    if distinct > MAX_PARTS and any(q < 1.0 for _, q, _ in noisy):
+    exact_up_to = MAX_PARTS_MIXED if distinct <= MAX_PARTS_MIXED and mixed(noisy) else MAX_PARTS
+    if distinct > exact_up_to and any(q < 1.0 for _, q, _ in noisy):
         return Sandwich(schedule, accuracy, grid_step, relation, budget)
     return Engine(schedule, accuracy, grid_step, relation, budget=budget)
 
@@ -246,6 +260,7 @@ class Sandwich:
         self.pair = pair  # (the noisy steps merged into cells, ``_cell_brackets``: one round, no mixtures)
         self.mix = None
         from .schedule_engine import MixEngine, families_of  # (here: a one-step run's query needs neither)
+        from .schedule_product import ProductEngine
         from .schedule_rates import MAX_SIGMAS, RateEngine
 
         fams = families_of(self.noisy) if relation == "add_remove" and self.noisy else None
@@ -255,6 +270,9 @@ class Sandwich:
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
                 rates = RateEngine(self.noisy, accuracy, budget, grid_step)
                 self.mix = rates if rates.fits() else None
+            else:  # (many rates and many noise levels)
+                both = ProductEngine(self.noisy, accuracy, budget, grid_step)
+                self.mix = both if both.fits() else None
 
     @property
     def rdp(self) -> RDPBound:

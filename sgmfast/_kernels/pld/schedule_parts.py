@@ -18,9 +18,9 @@ prod_sets R^{T_set} and any R in place of a part's modulus:
 * |prod y^T - prod yhat^T| <= sum_j T_j |e_jk| W_jk, W_jk = Z_k / R_{set(j),k} <= Z_k /
   min_sets R =: V_k; summed over the full spectrum with Cauchy-Schwarz this is <=
   (sum_j T_j e2_j) sqrt(sum_k V_k^2);
-* the squarings and products of the bitwise power: a stage z <- z^2 * prod_{bit b} y (the
-  product in four running products) takes at most c_b + 4 products (c_b parts with bit b), each
-  within 3u (Higham 2002, 3.6), and the squarings that follow raise the stage's error to the
+* the squarings and products of the bitwise power: a stage z <- z^2 * prod_{bit b} y takes at
+  most c_b + 1 products (c_b parts with bit b; frequencies in blocks of ``_BLOCK``, a part's
+  points read once a block), each within 3u (Higham 2002, 3.6), and the squarings that follow raise the stage's error to the
   power 2^b: the relative error is <= (1 + 3u)^N - 1, N = sum_j T_j + 4 (2^B - 1) (B the
   exponents' bit length);
 * frequencies where Z_k < e^{-740} are set to 0, error <= Z_k.
@@ -32,6 +32,8 @@ afterwards is <= 1 + 1e-12, so no product underflows).  Every sum of squares is 
 """
 
 import math
+
+import numpy as np
 
 from .._jit import jit
 from ..logmath import EPS64
@@ -58,89 +60,135 @@ def _rpow(r, c):
     return acc, ops
 
 
-@jit
-def mix_power_range(lat, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_ops, y, out, k0, k1):
-    """out[k] = prod_j (sum_c w[j, c] lat[k, idx[j, c]])^{T_j} for k0 <= k < k1.
+#: frequencies formed together: a part's points and weights are read once per block, and its
+#: points' values for the block are contiguous (the tables are point-major)
+_BLOCK = 32
 
-    ``lat`` is frequency-major (a frequency's lattice values are contiguous).  The exponents are
-    given by their bits: for bit b, the parts bit_idx[bit_ptr[b]:bit_ptr[b + 1]] have it set.
-    Sets: lattice points sidx[i, :], factor ss, error bound se2 and total count scnt (module
-    notes).  ``n_ops`` = sum T_j + 4 (2^B - 1); ``y`` is scratch of one entry per part.
+
+@jit
+def _mix_block(lre, lim, idx, w, bit_ptr, bit_idx, kb, nf, zr, zi):
+    """(zr + i zi)[f] = prod_j y_j(kb + f)^{T_j} for f < nf, by the bits of the exponents from the
+    top down (z <- z^2, then times each y_j whose T_j has the bit: at most c_b + 1 products a
+    stage), y_j = sum_c w[j, c] (lre + i lim)[idx[j, c]] summed in the order of c, and each
+    product (a + ib)(c + id) = (ac - bd) + i(ad + bc)."""
+    kk = idx.shape[1]
+    for f in range(nf):
+        zr[f] = 1.0
+        zi[f] = 0.0
+    for b in range(bit_ptr.shape[0] - 2, -1, -1):
+        for f in range(nf):
+            a, c = zr[f], zi[f]
+            zr[f] = a * a - c * c
+            zi[f] = a * c + c * a
+        for t in range(bit_ptr[b], bit_ptr[b + 1]):
+            j = bit_idx[t]
+            if kk == 4:
+                w0, w1, w2, w3 = w[j, 0], w[j, 1], w[j, 2], w[j, 3]
+                r0, r1, r2, r3 = lre[idx[j, 0], kb:kb + nf], lre[idx[j, 1], kb:kb + nf], \
+                    lre[idx[j, 2], kb:kb + nf], lre[idx[j, 3], kb:kb + nf]
+                m0, m1, m2, m3 = lim[idx[j, 0], kb:kb + nf], lim[idx[j, 1], kb:kb + nf], \
+                    lim[idx[j, 2], kb:kb + nf], lim[idx[j, 3], kb:kb + nf]
+                for f in range(nf):
+                    yr = ((w0 * r0[f] + w1 * r1[f]) + w2 * r2[f]) + w3 * r3[f]
+                    yi = ((w0 * m0[f] + w1 * m1[f]) + w2 * m2[f]) + w3 * m3[f]
+                    a, c = zr[f], zi[f]
+                    zr[f] = a * yr - c * yi
+                    zi[f] = a * yi + c * yr
+            elif kk == 2:
+                w0, w1 = w[j, 0], w[j, 1]
+                r0, r1 = lre[idx[j, 0], kb:kb + nf], lre[idx[j, 1], kb:kb + nf]
+                m0, m1 = lim[idx[j, 0], kb:kb + nf], lim[idx[j, 1], kb:kb + nf]
+                for f in range(nf):
+                    yr = w0 * r0[f] + w1 * r1[f]
+                    yi = w0 * m0[f] + w1 * m1[f]
+                    a, c = zr[f], zi[f]
+                    zr[f] = a * yr - c * yi
+                    zi[f] = a * yi + c * yr
+            else:
+                for f in range(nf):
+                    yr = 0.0
+                    yi = 0.0
+                    for cc in range(kk):
+                        yr += w[j, cc] * lre[idx[j, cc], kb + f]
+                        yi += w[j, cc] * lim[idx[j, cc], kb + f]
+                    a, c = zr[f], zi[f]
+                    zr[f] = a * yr - c * yi
+                    zi[f] = a * yi + c * yr
+
+
+@jit
+def _set_bounds(lre, lim, sidx, ss, se2, scnt, kb, nf, mant, expo, ops, rmin):
+    """For f < nf: Z_{kb + f} = mant[f] 2^expo[f] (before rounding: ops[f] products), the sets'
+    bounds R^T with the exponent kept apart (module notes), and rmin[f] the least R."""
+    for f in range(nf):
+        mant[f] = 1.0
+        expo[f] = 0
+        ops[f] = 0
+        rmin[f] = math.inf
+    for i in range(sidx.shape[0]):
+        for f in range(nf):
+            mx = 0.0
+            for c in range(sidx.shape[1]):
+                re = lre[sidx[i, c], kb + f]
+                im = lim[sidx[i, c], kb + f]
+                mx = max(mx, math.sqrt(re * re + im * im))
+            r = ss[i] * mx * (1.0 + 4.0 * EPS64) + se2[i]
+            if r < rmin[f]:
+                rmin[f] = r
+            p, o = _rpow(r, scnt[i])
+            ops[f] += o + 1
+            mant[f] *= max(p, 1e-150)
+            if mant[f] < 1e-150:  # (exact rescaling by a power of two)
+                fm, fe = math.frexp(mant[f])
+                mant[f] = fm
+                expo[f] += fe
+
+
+@jit
+def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_ops, out, k0, k1):
+    """out[k] = prod_j (sum_c w[j, c] lat[idx[j, c], k])^{T_j} for k0 <= k < k1, lat = lre + i lim.
+
+    The tables are point-major (a point's values over the frequencies are contiguous).  The
+    exponents are given by their bits: for bit b, the parts bit_idx[bit_ptr[b]:bit_ptr[b + 1]]
+    have it set.  Sets: lattice points sidx[i, :], factor ss, error bound se2 and total count scnt
+    (module notes).  ``n_ops`` = sum T_j + 4 (2^B - 1).
 
     Returns (err, z2, vsum): a bound on the rounding and cut-off part of the full-spectrum l1
     error of out, its squared full-spectrum l2 norm, and sum_k V_k^2 rounded up (the caller adds
     (sum_j T_j e2_j) sqrt(vsum) for the input errors)."""
-    h = lat.shape[0]
-    m = idx.shape[0]
-    kk = idx.shape[1]
-    nb = bit_ptr.shape[0] - 1
-    nset = sidx.shape[0]
+    h = lre.shape[1]
     rel = math.expm1(n_ops * math.log1p(3.0 * EPS64))
     ntot = 0.0
-    for i in range(nset):
+    for i in range(sidx.shape[0]):
         ntot += scnt[i]
     err = 0.0
     z2 = 0.0
     vsum = 0.0
-    for k in range(k0, k1):
-        wk = 1.0 if (k == 0 or k == h - 1) else 2.0
-        for j in range(m):
-            acc = w[j, 0] * lat[k, idx[j, 0]]
-            for c in range(1, kk):
-                acc = acc + w[j, c] * lat[k, idx[j, c]]
-            y[j] = acc
-        z = complex(1.0, 0.0)
-        for b in range(nb - 1, -1, -1):
-            # four independent running products (no chain of dependent multiplications)
-            a0 = complex(1.0, 0.0)
-            a1 = complex(1.0, 0.0)
-            a2 = complex(1.0, 0.0)
-            a3 = complex(1.0, 0.0)
-            t0 = bit_ptr[b]
-            t1 = bit_ptr[b + 1]
-            t = t0
-            while t + 3 < t1:
-                a0 = a0 * y[bit_idx[t]]
-                a1 = a1 * y[bit_idx[t + 1]]
-                a2 = a2 * y[bit_idx[t + 2]]
-                a3 = a3 * y[bit_idx[t + 3]]
-                t += 4
-            while t < t1:
-                a0 = a0 * y[bit_idx[t]]
-                t += 1
-            z = (z * z) * ((a0 * a1) * (a2 * a3))
-        # Z_k: the sets' bounds R^T, product with its exponent kept apart
-        mant = 1.0
-        expo = 0
-        ops = 0
-        rmin = math.inf
-        for i in range(nset):
-            mx = 0.0
-            for c in range(kk):
-                f = lat[k, sidx[i, c]]
-                mx = max(mx, math.sqrt(f.real * f.real + f.imag * f.imag))
-            r = ss[i] * mx * (1.0 + 4.0 * EPS64) + se2[i]
-            if r < rmin:
-                rmin = r
-            p, o = _rpow(r, scnt[i])
-            ops += o + 1
-            mant *= max(p, 1e-150)
-            if mant < 1e-150:  # (exact rescaling by a power of two)
-                fm, fe = math.frexp(mant)
-                mant = fm
-                expo += fe
-        grow = 1.0 + 8.0 * EPS64 * (ops + 2)
-        lz = math.log(mant * grow) + expo * _LOG2 + 4.0 * EPS64 * (1.0 + abs(expo) * _LOG2)
-        v = math.exp(lz - math.log(rmin)) if rmin > 0.0 else math.inf
-        vsum += wk * v * v
-        if lz < -740.0:
-            out[k] = 0.0
-            err += wk * (math.exp(lz) + 1e-300)
-            continue
-        out[k] = z
-        mag = math.exp(lz)
-        err += wk * (rel * mag + 1e-300 * ntot)
-        z2 += wk * (z.real * z.real + z.imag * z.imag)
+    zr = np.empty(_BLOCK)
+    zi = np.empty(_BLOCK)
+    mant = np.empty(_BLOCK)
+    rmin = np.empty(_BLOCK)
+    expo = np.empty(_BLOCK, dtype=np.int64)
+    ops = np.empty(_BLOCK, dtype=np.int64)
+    for kb in range(k0, k1, _BLOCK):
+        nf = min(_BLOCK, k1 - kb)
+        _mix_block(lre, lim, idx, w, bit_ptr, bit_idx, kb, nf, zr, zi)
+        _set_bounds(lre, lim, sidx, ss, se2, scnt, kb, nf, mant, expo, ops, rmin)
+        for f in range(nf):
+            k = kb + f
+            wk = 1.0 if (k == 0 or k == h - 1) else 2.0
+            grow = 1.0 + 8.0 * EPS64 * (ops[f] + 2)
+            lz = math.log(mant[f] * grow) + expo[f] * _LOG2 + 4.0 * EPS64 * (1.0 + abs(expo[f]) * _LOG2)
+            v = math.exp(lz - math.log(rmin[f])) if rmin[f] > 0.0 else math.inf
+            vsum += wk * v * v
+            if lz < -740.0:
+                out[k] = 0.0
+                err += wk * (math.exp(lz) + 1e-300)
+                continue
+            out[k] = complex(zr[f], zi[f])
+            mag = math.exp(lz)
+            err += wk * (rel * mag + 1e-300 * ntot)
+            z2 += wk * (zr[f] * zr[f] + zi[f] * zi[f])
     return err, z2, vsum * _sum_up(k1 - k0) * (1.0 + 4.0 * EPS64)
 
 

@@ -1,0 +1,260 @@
+"""Schedules whose noise level *and* sampling rate change every step: the product of the noise-level
+mixtures (``schedule_mix``) and the rate chords (``schedule_rates``).
+
+The lattice is a product: noise levels s_0 < ... < s_m (``schedule_mix._cells`` over all the steps'
+1/sigma) times rates q_0 < ... < q_r (geometric, as ``schedule_rates``).  A step (sigma, q) lies in
+the cell [s_c, s_{c+1}] x [q_d, q_{d+1}]; only the lattice points are discretised and transformed,
+and each step is composed as a combination of its cell's four corners' spectra (the mixture kernel
+with K = 4).
+
+Upper bound.  At its own sigma, the step is below the rate chord lam_q (sigma, q_{d+1}) + (1 -
+lam_q) (sigma, q_d) (``schedule_rates``: joint convexity); at each of those two rates, the step
+(sigma, q') is below the noise chord lam_s (s_c, q') + (1 - lam_s) (s_{c+1}, q') (``schedule_mix``:
+δ = A + B δ_G(1/sigma, x) with A, B, x free of sigma, δ_G convex in t = Phi(1/(2 sigma))), and lam_s
+does not depend on q'.  Mixtures act linearly on δ, so the step is below the four-point mixture with
+product weights, in the order composition keeps.  Groups: the steps of a cell whose lam_s lie in one
+bin of width ``tol`` take the bin's largest lam_s (a mixture with more weight on the less noisy point
+is more revealing); with lam_s common the steps' noise choices are exchangeable, so for any pair of
+steps the composition averaged over their noise choices is symmetric in their rate choices, and the
+Poisson-binomial argument of ``schedule_mix`` (moving two weights towards each other at a fixed
+product of 1 - lam) takes the rate weights to 1 - geomean(1 - lam_q), rounded up.  Each group is k
+copies of one four-point mixture.
+
+Lower bound.  Each step with a failure event of probability eta is above the noise mixture lam'
+(s_c, q) + (1 - lam') (s_{c+1}, q) at its own rate (``schedule_mix``'s lower weights; the failure
+masses sum to H, subtracted); lam' may be lowered to its bin's least value (less revealing).  On
+these mixtures -- whose noise choice is revealed -- the test of ``schedule_rates`` is applied: A =
+{S >= s}, S the sum of f(choice, z), f the remove loss of the lattice point (s_choice, q_g) rounded
+to the grid, q_g the lattice rate nearest the step's.  Under Q each term has the law lam' N0_a +
+(1 - lam') N0_b of f (two points); under P, lam' ((1 - q) N0_a + q N1_a) + (1 - lam') ((1 - q) N0_b
++ q N1_b) (four points).  Steps sharing (cell, g, bin of lam') are exchangeable given their
+choices, f grows with the output, and lam' is common: their rates go to geomean(q) rounded down,
+as in ``schedule_rates`` (the add direction swaps the chains).
+
+Soundness rests on the same pieces as the two engines it combines; the lattice, the bins and the
+groups decide only tightness and cost.  Tests: tests/test_schedule_product.py (schedules of
+distinct (sigma, q) against the exact engine, eps and δ).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._work import UNITS_PER_SECOND
+from .common import REMOVE, dot
+from .grid.estimates import initial_step
+from .grid.onestep import planned_units
+from .schedule_engine import quantile_groups
+from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, upper_weights
+from .schedule_rates import RATE_LONG, RATE_SAMPLED, RATE_SPACING, RateEngine, chord_weights
+
+#: most lattice points (sigma x q) the engine uses, seconds of planned discretisation at δ = 1e-5
+#: (``RateEngine.planned``) and upper parts it takes: beyond, ``schedules.Sandwich``'s groups.
+#: Steps spread over both axes rarely share a part (a part's steps need one noise weight), so a
+#: part per step is the rule there: 10^4 of them took 38 units (14 s) for [2.2643, 2.2768]
+PRODUCT_POINTS = 160
+PRODUCT_PLAN = 0.5
+PRODUCT_PARTS = 4000
+#: most cells of the lattice's noise axis and of its rate axis
+SIGMA_CELLS = 64
+RATE_CELLS = 64
+#: share of the accuracy each bound's noise-weight bins may use (a bin's steps all take its largest
+#: upper weight, or its least lower weight: first order in the bin's width)
+BIN_SHARE = 0.3
+
+
+class ProductLayout:
+    """The product lattice of one schedule: noise levels ``slat`` (``_cells``, 2^level times the
+    cells its error model asks for) times rates ``qlat`` (geometric, spacing as ``schedule_rates``),
+    both axes thinned by a common factor until at most ``max_points`` points are used; point
+    (i, j) is i * nq + j, ``sigmas``/``qs`` list the points.  Heuristics: tightness and cost only."""
+
+    def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0, max_points: int | None = None):
+        max_points = PRODUCT_POINTS if max_points is None else max_points
+        mu = 1.0 / sig
+        n_total = int(cnt.sum())
+        edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS)
+        s_cells = np.unique(sig).size - 1 if edges is None else edges.size - 1
+        uq = np.unique(q)
+        ratio = 1.0 + RATE_SPACING * math.sqrt(accuracy) / 2 ** level
+        q_cells = min(RATE_CELLS, math.ceil(math.log(uq[-1] / uq[0]) / math.log(ratio))) if uq.size > 1 else 0
+        for f in 0.8 ** np.arange(40):
+            cs, cq = max(1, round(f * s_cells)), max(1, round(f * q_cells))
+            if edges is not None or cs < s_cells:
+                e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs)
+                slat = np.unique(sig) if e is None else np.unique(np.concatenate(([sig.min(), sig.max()], 1.0 / e[1:-1])))
+            else:
+                slat = np.unique(sig)
+            slat = slat[(slat >= sig.min()) & (slat <= sig.max())]
+            qlat = uq if uq.size <= cq + 1 else \
+                np.unique(np.concatenate(([uq[0], uq[-1]], np.geomspace(uq[0], uq[-1], cq + 1)[1:-1])))
+            self._axes(sig, q, slat, qlat)
+            if self.used().size <= max_points or (cs == 1 and cq == 1):
+                break
+
+    def _axes(self, sig, q, slat, qlat):
+        self.slat, self.qlat = slat, qlat
+        self.sigmas = [float(x) for x in slat for _ in qlat]
+        self.qs = [float(x) for _ in slat for x in qlat]
+        # cells by exact comparison: slat[c] <= sigma < slat[c + 1] (the top one closed)
+        self.c = np.clip(np.searchsorted(slat, sig, side="right") - 1, 0, max(slat.size - 2, 0))
+        self.d = np.clip(np.searchsorted(qlat, q, side="right") - 1, 0, max(qlat.size - 2, 0))
+
+    def point(self, i, j):
+        """Index of lattice point (i, j), each clipped to its axis (a one-point axis: its point)."""
+        return np.minimum(i, self.slat.size - 1) * self.qlat.size + np.minimum(j, self.qlat.size - 1)
+
+    def used(self):
+        """Indices of the points some cell's corners use."""
+        c, d = self.c, self.d
+        return np.unique(np.concatenate([self.point(c + a, d + b) for a in (0, 1) for b in (0, 1)]))
+
+
+def _bins(lam, tol):
+    """Bin of each weight in bins of width ``tol`` (a heuristic)."""
+    return np.floor(np.asarray(lam) / tol).astype(np.int64)
+
+
+def _karrays(parts):
+    """Parts [(points, weights, k)] with equal points and weights merged, as (idx, w, k)."""
+    merged: dict = {}
+    for pts, ws, k in parts:
+        key = (tuple(int(g) for g in pts), tuple(float(x) for x in ws))
+        merged[key] = merged.get(key, 0) + int(k)
+    keys = sorted(merged)
+    width = max(len(key[0]) for key in keys)
+    idx = np.array([key[0] for key in keys], dtype=np.int64).reshape(-1, width)
+    w = np.array([key[1] for key in keys], dtype=np.float64).reshape(-1, width)
+    return idx, w, np.array([merged[key] for key in keys], dtype=np.int64)
+
+
+class ProductPlan:
+    """The parts of one layout (module notes), as (idx, w, k): ``up`` the four-point product
+    mixtures over lattice points; ``plo`` the P-chain of the statistics (point g's N0-law is 2g,
+    its N1-law 2g + 1), ``qlo`` their Q-chain; ``H`` >= the lower bound's failure mass."""
+
+    def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est):
+        n_total = float(cnt.sum())
+        mu, m_lat = 1.0 / sig, 1.0 / lay.slat
+        two_s = lay.slat.size > 1
+        c, d = lay.c, lay.d
+        # the noise weights' bins: a weight moved by x costs about x times the cell's first-order
+        # width, the bins' half width on average
+        width = float(np.sum(cnt * (m_lat[c] - m_lat[np.minimum(c + 1, lay.slat.size - 1)]) / mu)) / n_total
+        tol_s = min(max(2 * BIN_SHARE * accuracy * eps_est / max(d_eps * width, 1e-300), 1e-3), 0.5)
+        lam_s, low_s = np.ones(sig.size), np.ones(sig.size)
+        log_e = np.zeros(lay.slat.size)
+        self.H = 0.0
+        for cc in np.unique(c):
+            sel = c == cc
+            q_max = float(q[sel].max())
+            # base excess: h_target over all steps at the cell's largest rate (the least excess)
+            log_e[cc] = math.log(h_target) + 2 * math.log1p(-q_max) - math.log(n_total * q_max) - 1e-9
+            self.H += math.exp(log_e[cc]) * dot(cnt[sel].astype(np.float64), q[sel] / (1 - q[sel]) ** 2)
+            if two_s:
+                lam_s[sel] = upper_weights(mu[sel], m_lat[cc + 1], m_lat[cc])
+                low_s[sel] = lower_weights(mu[sel], m_lat[cc + 1], m_lat[cc], log_e[cc])
+        self.H *= 1 + 1e-9
+        self.up = self._upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy)
+        self.plo, self.qlo = self._lower(lay, q, cnt, c, low_s, tol_s, accuracy)
+
+    @staticmethod
+    def _upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy):
+        parts = []
+        two_q = lay.qlat.size > 1
+        lam_q = np.ones(q.size)
+        if two_q:
+            lam_q = chord_weights(q, lay.qlat[d], lay.qlat[d + 1])
+        keys = np.stack((c, d, _bins(lam_s, tol_s)), axis=1)
+        uk, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        for u, (cc, dd, _) in enumerate(uk):
+            sel = inv == u
+            big_s = float(lam_s[sel].max())
+            corners = lay.point(np.array([cc, cc, cc + 1, cc + 1]), np.array([dd + 1, dd, dd + 1, dd]))
+            tol_q = min(max(MERGE_SHARE * accuracy / math.log(lay.qlat[min(dd + 1, lay.qlat.size - 1)] /
+                                                               lay.qlat[dd]), 1e-3), 0.25) if two_q else 0.25
+            for p, k in _merge(lam_q[sel], cnt[sel], tol_q, True):
+                ws = (big_s * p, big_s * (1 - p), (1 - big_s) * p, (1 - big_s) * (1 - p))
+                parts.append((corners, ws, k))
+        return _karrays(parts)
+
+    @staticmethod
+    def _lower(lay, q, cnt, c, low_s, tol_s, accuracy):
+        plo, qlo = [], []
+        lq = np.log(lay.qlat)
+        g = np.searchsorted(0.5 * (lq[:-1] + lq[1:]), np.log(q)) if lay.qlat.size > 1 else np.zeros(q.size, np.int64)
+        keys = np.stack((c, g, _bins(low_s, tol_s)), axis=1)
+        uk, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        tol = MERGE_SHARE * accuracy
+        for u, (cc, gg, _) in enumerate(uk):
+            sel = inv == u
+            small = float(low_s[sel].min())
+            a, b = (int(x) for x in lay.point(np.array([cc, cc + 1]), np.array([gg, gg])))
+            for p, k in _merge(q[sel], cnt[sel], tol, False):
+                ws = (small * p, small * (1 - p), (1 - small) * p, (1 - small) * (1 - p))
+                plo.append(((2 * a + 1, 2 * a, 2 * b + 1, 2 * b), ws, k))
+            qlo.append(((2 * a, 2 * b), (small, 1 - small), int(cnt[sel].sum())))
+        return _karrays(plo), _karrays(qlo)
+
+
+class ProductEngine(RateEngine):
+    """eps(δ) and δ(eps) of an add/remove schedule of noisy steps with q < 1 whose noise levels and
+    rates are both many (module notes); ``MixEngine``'s plan of refinement on the product lattice,
+    with ``RateEngine``'s statistic below."""
+
+    def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
+        super().__init__(schedule, accuracy, budget, grid_step)
+        arr = np.array(self.schedule, dtype=np.float64).reshape(-1, 3)
+        self.sig, self.q, self.cnt = arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].astype(np.int64)
+
+    def proxy(self):
+        """A short schedule of about the same loss moments: the steps in up to 8 x 8 groups of
+        noise and rate quantiles, each at its mean 1 / sigma^2 and root-mean-square rate
+        (heuristic: estimates and grid steps)."""
+        out = []
+        w_all = self.cnt.astype(np.float64)
+        for sel_s in quantile_groups(self.sig, 8):
+            for sel_q in quantile_groups(self.q[sel_s], 8):
+                sel = np.flatnonzero(sel_s)[sel_q]
+                w = w_all[sel]
+                s_eff = 1.0 / math.sqrt(dot(w, 1.0 / self.sig[sel] ** 2) / float(w.sum()))
+                out.append((s_eff, math.sqrt(dot(w, self.q[sel] ** 2) / float(w.sum())), int(w.sum())))
+        return out
+
+    def layout(self, level: int = 0) -> ProductLayout:
+        lay = self._layouts.get(level)
+        if lay is None:
+            est, d_eps = self.estimate(1e-5)  # (a fixed reference: the lattice never depends on a query)
+            lay = self._layouts[level] = ProductLayout(self.sig, self.q, self.cnt, self.accuracy, d_eps,
+                                                       max(est, 1e-3), level)
+        return lay
+
+    def plan(self, h_target: float, level: int = 0) -> ProductPlan:
+        key = (float(f"{h_target:.3g}"), level)
+        pl = self._plans.get(key)
+        if pl is None:
+            if len(self._plans) > 8:
+                self._plans.clear()
+            est, d_eps = self.estimate(1e-5)
+            pl = self._plans[key] = ProductPlan(self.layout(level), self.sig, self.q, self.cnt, self.accuracy,
+                                                key[0], d_eps, max(est, 1e-3))
+        return pl
+
+    def planned(self) -> float:
+        est, _ = self.estimate(1e-5)
+        step = initial_step(self.proxy(), self.accuracy, est)
+        lay = self.layout(0)
+        return sum(planned_units(lay.sigmas[g], lay.qs[g], REMOVE, step, self.tau(1e-5))
+                   for g in lay.used()) / UNITS_PER_SECOND
+
+    def fits(self) -> bool:
+        """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
+        run, at most PRODUCT_PARTS upper parts and PRODUCT_PLAN seconds of planned discretisation."""
+        if self.total > RATE_LONG and dot(self.cnt.astype(np.float64), self.q) < RATE_SAMPLED:
+            return False
+        return self.plan(1.0).up[0].shape[0] <= PRODUCT_PARTS and self.planned() <= PRODUCT_PLAN
+
