@@ -119,3 +119,27 @@ def test_mixed_schedule_through_the_accountant():
     d = acc.delta(np.array([b.lower * (1 - 1e-3), b.upper * (1 + 1e-3)]))
     assert d.upper[0] >= 1e-5 * (1 - 1e-9) and d.lower[1] <= 1e-5 * (1 + 1e-9)
     assert math.isfinite(b.upper)
+
+
+def _sweep_case(seed, case):
+    """Case ``case`` of ``bench/schedules_rates_vs_engine.py SEED N --product`` (its generator)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(case + 1):
+        n = int(rng.integers(40, 131))
+        s0 = math.exp(rng.uniform(math.log(0.5), math.log(4)))
+        sigs = rng.uniform(s0, s0 * rng.uniform(1.05, 2), n)
+        qlo = math.exp(rng.uniform(math.log(1e-4), math.log(0.3)))
+        qs = rng.uniform(qlo, qlo * rng.uniform(1.05, 3), n)
+        sched = [(float(s), float(min(q, 0.95)), int(rng.integers(1, 200))) for s, q in zip(sigs, qs)]
+        delta = 10 ** rng.uniform(-12, -2)
+    return sched, delta
+
+
+def test_a_lower_bound_past_the_table_limit_keeps_the_upper():
+    """The statistic's chains outgrow ``TABLE_BYTES`` (224 laws of 153,601 frequencies) where the
+    upper mixtures do not: the δ query used to lose its upper bound with them and answer [0, 1]."""
+    sched, _ = _sweep_case(1, 16)
+    eps = np.array([0.5399])
+    d_lo, d_up = ProductEngine(sched, 1e-3, 4.0).delta(eps)
+    x_lo, x_up = Engine(sched, 1e-3).delta(eps)
+    assert d_up[0] < 1e-9 and x_lo[0] <= d_up[0] * (1 + 1e-12) and d_lo[0] <= x_up[0] * (1 + 1e-12)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -41,6 +42,16 @@ def families_of(schedule):
     cuts = np.flatnonzero(np.diff(arr[:, 1])) + 1  # (sorted by q: each rate one run of rows)
     return [(float(a[0, 1]), a[:, 0].copy(), a[:, 2].astype(np.int64)) for a in np.split(arr, cuts)]
 
+
+
+@contextmanager
+def _upper_kept():
+    """A lower bound that fails on the grid's limits (a table too large, a window too wide) is
+    skipped: the round keeps its upper bounds, the lower stays where it was (0 at first)."""
+    try:
+        yield
+    except (GridFailure, MemoryError):
+        pass
 
 
 def quantile_groups(x: np.ndarray, groups: int = 16):
@@ -126,11 +137,13 @@ class _MixDelta:
         up, up_shift = np.maximum(up, up_a), np.maximum(up_shift, up_a_shift)
         # the lower bound's failure mass: a small share of the least upper δ of the group
         pl = self.plan(H_SHARE * self.accuracy * max(float(up.min()), 1e-300), level)
-        lo = self._lo_delta(lat, pl, th_r, e, e_lo)
-        if (up_a > lo).any():  # (the add direction's lower bound can only matter where its upper is larger)
-            lat_a = self.lattice(ADD, step, tau, level)
-            th_a = saddle(lat_a, base.up, eps_c) if th_a is None else th_a
-            lo = np.maximum(lo, self._lo_delta(lat_a, pl, th_a, e, e_lo))
+        lo = np.zeros(e.size)
+        with _upper_kept():  # (a lower bound past the grid's limits leaves 0 and keeps the upper)
+            lo = self._lo_delta(lat, pl, th_r, e, e_lo)
+            if (up_a > lo).any():  # (the add direction's lower bound can only matter where its upper is larger)
+                lat_a = self.lattice(ADD, step, tau, level)
+                th_a = saddle(lat_a, base.up, eps_c) if th_a is None else th_a
+                lo = np.maximum(lo, self._lo_delta(lat_a, pl, th_a, e, e_lo))
         lo = np.maximum(lo - pl.H * (1 + 4 * U), 0.0)
         return lo, up, up_shift
 
@@ -302,7 +315,10 @@ class MixEngine(_MixDelta):
         lat = self.lattice(REMOVE, step, tau, level)
         theta = saddle(lat, pl.up, est, growth, bracket)
         up_r = eps_bound(compose_mix(lat, pl.up, theta, True, eps_lo), target)
-        lo_r = self._lo_eps(lat, pl, theta, lo_target, eps_lo) if lo_target < 1.0 else 0.0
+        lo_r = 0.0
+        if lo_target < 1.0:
+            with _upper_kept():
+                lo_r = self._lo_eps(lat, pl, theta, lo_target, eps_lo)
         lat_c = self.lattice(ADD, 4 * step, tau, level)
         up_a = eps_bound(compose_mix(lat_c, pl.up, saddle(lat_c, pl.up, est, growth, bracket), True, eps_lo), target)
         lo_a = 0.0
@@ -311,7 +327,8 @@ class MixEngine(_MixDelta):
             th_a = saddle(lat_a, pl.up, est, growth, bracket)
             fine = eps_bound(compose_mix(lat_a, pl.up, th_a, True, eps_lo), target)
             if fine > lo_r and lo_target < 1.0:
-                lo_a = self._lo_eps(lat_a, pl, th_a, lo_target, eps_lo)
+                with _upper_kept():
+                    lo_a = self._lo_eps(lat_a, pl, th_a, lo_target, eps_lo)
             up_a = min(up_a, fine)
         return max(lo_r, lo_a), max(up_r, up_a)
 
