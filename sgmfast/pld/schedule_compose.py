@@ -30,8 +30,9 @@ class _Lattice:
     tilted and transformed on demand (cached per tilt, rounding and FFT length); ``layout``
     maps a part's point index to its (sigma, q)."""
 
-    def __init__(self, add, step, tau):
+    def __init__(self, add, step, tau, table_bytes: int = TABLE_BYTES):
         self.add, self.step, self.tau = add, step, tau
+        self.table_bytes = table_bytes  # (``compose_mix`` refuses a larger table of its spectra)
         self.layout = None
         self._one: dict = {}
         self._tilted: dict = {}
@@ -181,8 +182,8 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     eps_lo = min(eps_lo, c.sup_hi * lat.step)
     win = choose_window(c, theta, pess, eps_lo, lat.tau)
     n = win.n
-    if (n // 2 + 1) * len(used) * 16 > TABLE_BYTES:  # (before any spectrum: the engines keep what they have)
-        raise GridTooLarge(f"{len(used)} lattice spectra of {n // 2 + 1} frequencies exceed {TABLE_BYTES >> 20} MB")
+    if (n // 2 + 1) * len(used) * 16 > lat.table_bytes:  # (before any spectrum: the engines keep what they have)
+        raise GridTooLarge(f"{len(used)} lattice spectra of {n // 2 + 1} frequencies exceed {lat.table_bytes >> 20} MB")
     lre = np.empty((len(used), n // 2 + 1))  # (point-major: ``schedule_parts``)
     lim = np.empty((len(used), n // 2 + 1))
     e2, nrm = np.empty(len(used)), np.empty(len(used))

@@ -16,7 +16,7 @@ from .grid.queries import delta_bound, eps_bound
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import SMALL_TAU
 
-from .schedule_compose import _Lattice, compose_mix, saddle
+from .schedule_compose import TABLE_BYTES, _Lattice, compose_mix, saddle
 from .schedule_mix import H_SHARE, Layout, Plan, U
 
 
@@ -162,6 +162,8 @@ class MixEngine(_MixDelta):
     #: where its answer is wider than the accuracy, ``schedules.Sandwich`` also runs its groups'
     #: sandwich and intersects the two (an engine with a known wide corner: ``RateEngine``)
     sandwich_if_wide = False
+    #: most memory for one composition's table of lattice spectra (``schedule_compose``)
+    table_bytes = TABLE_BYTES
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         self.schedule = tuple(schedule)
@@ -230,7 +232,7 @@ class MixEngine(_MixDelta):
         if lat is None:
             if len(self._lat) > 4:
                 self._lat.pop(next(iter(self._lat)))
-            lat = self._lat[key] = _Lattice(add, step, tau)
+            lat = self._lat[key] = _Lattice(add, step, tau, self.table_bytes)
         return lat.on(self.layout(level))
 
     def tau(self, delta_goal: float) -> float:

@@ -298,7 +298,7 @@ class RateEngine(MixEngine):
         if sl is None:
             if len(self._stat) > 4:
                 self._stat.pop(next(iter(self._stat)))
-            sl = self._stat[key] = _StatLattice(lat.add, lat.step, lat.tau)
+            sl = self._stat[key] = _StatLattice(lat.add, lat.step, lat.tau, self.table_bytes)
         sl.on(lat.layout)
         # (add: P = N0 and Q the step, so the two chains trade places)
         p_parts, q_parts = (pl.qlo, pl.plo) if lat.add else (pl.plo, pl.qlo)
