@@ -42,7 +42,8 @@ def test_sandwich_contains_the_exact_composition():
     rng = np.random.default_rng(1)
     sched = [(float(s), float(q), 25) for s, q in zip(rng.uniform(0.9, 1.2, MAX_PARTS + 8),
                                                        rng.uniform(0.005, 0.02, MAX_PARTS + 8))]
-    sw = Sandwich(sched, 1e-3)  # (``make_engine`` composes these exactly: ``MAX_PARTS_MIXED``)
+    sw = make_engine(sched, 1e-3)
+    assert isinstance(sw, Sandwich)
     lo, up, _ = sw.epsilon(1e-5)
     ex_lo, ex_up, _ = Engine(sched, 1e-3).epsilon(1e-5)
     assert lo <= ex_up and ex_lo <= up
@@ -53,13 +54,15 @@ def test_sandwich_contains_the_exact_composition():
 
 def test_mixed_schedules_are_composed_exactly_up_to_their_own_limit():
     rng = np.random.default_rng(3)
+
     def sched(n):
         return [(float(s), float(q), 1) for s, q in zip(rng.uniform(0.9, 1.3, n), rng.uniform(0.003, 0.006, n))]
-    assert isinstance(make_engine(sched(MAX_PARTS + 8), 1e-3), Engine)
-    assert isinstance(make_engine(sched(MAX_PARTS_MIXED + 8), 1e-3), Sandwich)
-    # one rate (or few noise levels): the lattice engines take over from MAX_PARTS on
+
+    assert type(make_engine(sched(MAX_PARTS + 8), 1e-3).mix).__name__ == "_ExactMix"
+    assert type(make_engine(sched(MAX_PARTS_MIXED + 8), 1e-3).mix).__name__ == "ProductEngine"
+    # one rate: the noise-level mixtures
     one_q = [(s, 0.004, c) for s, _, c in sched(MAX_PARTS + 8)]
-    assert isinstance(make_engine(one_q, 1e-3), Sandwich)
+    assert type(make_engine(one_q, 1e-3).mix).__name__ == "MixEngine"
 
 
 def test_brackets_dominate_step_by_step():

@@ -64,9 +64,9 @@ from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
 #: lattice mixtures (or the sandwich)
 MAX_PARTS = 128
-#: the same where both sigma and q take more values than the mixtures and the rate chords take
-#: (``mixed``): their product lattice is no tighter there (200 random (sigma, q): [0.38310,
-#: 0.38671] in 3.3 s, exactly [0.384575, 0.384644] in 1.4 s; 400 exactly in 3.9 s)
+#: the same, inside the sandwich (``_ExactMix``), where both sigma and q take more values than the
+#: mixtures and the rate chords take: their product lattice is no tighter there (200 random
+#: (sigma, q): [0.38310, 0.38671] in 3.3 s, exactly [0.384575, 0.384644] in 1.4 s; 400 in 3.9 s)
 MAX_PARTS_MIXED = 320
 #: group counts the sandwich tries in turn while the interval is wider than the accuracy and the
 #: budget lasts (32: a 10^4-step schedule in about a second on the reference machine)
@@ -162,25 +162,15 @@ def distinct_noisy(schedule) -> int:
     return len({(s, q) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf})
 
 
-def mixed(noisy) -> bool:
-    """Whether the noisy steps take more distinct rates than the mixtures take (``MAX_RATES``) and
-    more noise levels than the rate chords take (``schedule_rates.MAX_SIGMAS``)."""
-    from .schedule_rates import MAX_SIGMAS
-
-    return len({q for _, q, _ in noisy}) > MAX_RATES and len({s for s, _, _ in noisy}) > MAX_SIGMAS
-
-
 def make_engine(schedule, accuracy, grid_step=None, relation="add_remove", budget=BUDGET):
     """An ``Engine`` for the schedule, or a ``Sandwich`` when it has more than ``MAX_PARTS``
-    distinct noisy steps (``MAX_PARTS_MIXED`` where they are ``mixed``; and not every step is a
-    full batch, whose composition is exact)."""
+    distinct noisy steps (and not every step is a full batch, whose composition is exact)."""
     noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
     distinct = distinct_noisy(schedule)
     pair = _cell_brackets(_merged(noisy), accuracy) if grid_step is None and distinct > CELLS_FROM else None
     if pair is not None:  # (the noisy steps here are ``exact.normalise``'s, which the sandwich takes)
         return Sandwich(schedule, accuracy, grid_step, relation, budget, pair=pair)
-    exact_up_to = MAX_PARTS_MIXED if distinct <= MAX_PARTS_MIXED and mixed(noisy) else MAX_PARTS
-    if distinct > exact_up_to and any(q < 1.0 for _, q, _ in noisy):
+    if distinct > MAX_PARTS and any(q < 1.0 for _, q, _ in noisy):
         return Sandwich(schedule, accuracy, grid_step, relation, budget)
     return Engine(schedule, accuracy, grid_step, relation, budget=budget)
 
@@ -241,6 +231,19 @@ def _spread(arr, grp) -> float:
     return float(np.sum(n[used] * (np.log(s_hi[used] / s_lo[used]) + np.log(q_hi[used] / q_lo[used]))))
 
 
+class _ExactMix(Engine):
+    """The exact engine in the sandwich's mixture slot, for add/remove schedules of at most
+    ``MAX_PARTS_MIXED`` distinct steps whose noise levels and rates are both many (no lattice is
+    tighter there).  Where it ends wide the groups' sandwich runs beside it and the two are
+    intersected: at tiny rates and small δ the exact engine's budget may end first (155 steps at
+    q ~ 1e-3, δ ~ 1e-11: [1.9e-11, 7.3e-7], the groups' [2.8e-11, 3.4e-10])."""
+
+    sandwich_if_wide = True
+
+    def release(self) -> None:
+        pass
+
+
 class Sandwich:
     """eps(δ) and δ(eps) of a schedule with many distinct steps (module notes); the ``Engine``
     interface that the accountant uses."""
@@ -270,6 +273,8 @@ class Sandwich:
             elif len({s for s, _, _ in self.noisy}) <= MAX_SIGMAS:  # (many rates, few noise levels)
                 rates = RateEngine(self.noisy, accuracy, budget, grid_step)
                 self.mix = rates if rates.fits() else None
+            elif distinct_noisy(self.noisy) <= MAX_PARTS_MIXED:  # (many of both, few steps: exactly)
+                self.mix = _ExactMix(self.noisy, accuracy, grid_step, relation, budget=budget)
             else:  # (many rates and many noise levels)
                 both = ProductEngine(self.noisy, accuracy, budget, grid_step)
                 self.mix = both if both.fits() else None
