@@ -1,17 +1,22 @@
-"""One batch-size schedule's eps(δ) query in a fresh process: bench/README, "Stop 57"'s table.
+"""One batch-size schedule's eps(δ) query in a fresh process: bench/README, "Stop 57"'s and "Stop 58"'s
+tables.
 
     python bench/schedules_rates_table.py {off,on} KIND N DELTA
 
 KIND: ramp (σ 1.0, q linear 0.002 -> 0.006), rand (σ 1.1, q uniform in [0.003, 0.006]), two (σ 0.9
 then 1.3), four (4 noise levels in [0.9, 1.3]), tiny (σ 1.0, q linear 1e-4 -> 2e-4), both (σ
-uniform in [0.9, 1.3] and q uniform in [0.003, 0.006]); N steps, one ``step`` call each.  ``off``
-sets ``schedule_rates.MAX_SIGMAS = 0`` (the groups' sandwich, as before the rate engine).  Prints
+uniform in [0.9, 1.3] and q uniform in [0.003, 0.006]), path (σ linear 1.3 -> 0.9 and q linear
+0.003 -> 0.006), smooth (σ linear 1.3 -> 0.9, q uniform in [0.003, 0.006]); N steps, one ``step``
+call each.  ``off`` sets ``schedule_rates.MAX_SIGMAS = 0`` and turns the product engine and the
+exact engine of mixed schedules off (the groups' sandwich, as before the rate engine).  Prints
 the interval, its width, the query's time, work units and the process's peak memory.
 """
 import sys, time, resource, numpy as np
 off = sys.argv[1] == 'off'
 if off:
     import sgmfast.pld.schedule_rates as SR; SR.MAX_SIGMAS = 0
+    import sgmfast.pld.schedules as SS; SS.MAX_PARTS_MIXED = 0
+    import sgmfast.pld.schedule_product as SP; SP.ProductEngine.fits = lambda self: False
 from sgmfast.pld import PLDAccountant
 from sgmfast._work import metered, UNITS_PER_SECOND
 kind, n, d = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
@@ -28,6 +33,10 @@ elif kind == 'tiny':
     sig = np.full(n, 1.0); q = np.linspace(1e-4, 2e-4, n)
 elif kind == 'both':
     sig = rng.uniform(0.9, 1.3, n); q = rng.uniform(0.003, 0.006, n)
+elif kind == 'path':
+    sig = np.linspace(1.3, 0.9, n); q = np.linspace(0.003, 0.006, n)
+elif kind == 'smooth':
+    sig = np.linspace(1.3, 0.9, n); q = rng.uniform(0.003, 0.006, n)
 acc = PLDAccountant()
 for s, qq in zip(sig, q): acc.step(float(s), float(qq))
 t = time.time()

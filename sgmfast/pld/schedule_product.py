@@ -120,6 +120,30 @@ def _bins(lam, tol):
     return np.floor(np.asarray(lam) / tol).astype(np.int64)
 
 
+def _groups(*cols):
+    """(distinct rows of the integer columns, the steps of each, as index arrays)."""
+    uk, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    return uk, np.split(order, np.flatnonzero(np.diff(inv[order])) + 1)
+
+
+def noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est):
+    """(the steps' upper noise weights, the width of their bins): a weight moved by x costs about x
+    times its cell's first-order width, the bins' half width on average, BIN_SHARE of the
+    accuracy in all (a heuristic)."""
+    mu, m_lat = 1.0 / sig, 1.0 / lay.slat
+    c = lay.c
+    width = float(np.sum(cnt * (m_lat[c] - m_lat[np.minimum(c + 1, lay.slat.size - 1)]) / mu)) / float(cnt.sum())
+    tol_s = min(max(2 * BIN_SHARE * accuracy * eps_est / max(d_eps * width, 1e-300), 1e-3), 0.5)
+    lam_s = np.ones(sig.size)
+    if lay.slat.size > 1:
+        for cc in np.unique(c):
+            sel = c == cc
+            lam_s[sel] = upper_weights(mu[sel], m_lat[cc + 1], m_lat[cc])
+    return lam_s, tol_s
+
+
 def _karrays(parts):
     """Parts [(points, weights, k)] with equal points and weights merged, as (idx, w, k)."""
     merged: dict = {}
@@ -141,24 +165,18 @@ class ProductPlan:
     def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est):
         n_total = float(cnt.sum())
         mu, m_lat = 1.0 / sig, 1.0 / lay.slat
-        two_s = lay.slat.size > 1
         c, d = lay.c, lay.d
-        # the noise weights' bins: a weight moved by x costs about x times the cell's first-order
-        # width, the bins' half width on average
-        width = float(np.sum(cnt * (m_lat[c] - m_lat[np.minimum(c + 1, lay.slat.size - 1)]) / mu)) / n_total
-        tol_s = min(max(2 * BIN_SHARE * accuracy * eps_est / max(d_eps * width, 1e-300), 1e-3), 0.5)
-        lam_s, low_s = np.ones(sig.size), np.ones(sig.size)
-        log_e = np.zeros(lay.slat.size)
+        lam_s, tol_s = noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est)
+        low_s = np.ones(sig.size)
         self.H = 0.0
         for cc in np.unique(c):
             sel = c == cc
             q_max = float(q[sel].max())
             # base excess: h_target over all steps at the cell's largest rate (the least excess)
-            log_e[cc] = math.log(h_target) + 2 * math.log1p(-q_max) - math.log(n_total * q_max) - 1e-9
-            self.H += math.exp(log_e[cc]) * dot(cnt[sel].astype(np.float64), q[sel] / (1 - q[sel]) ** 2)
-            if two_s:
-                lam_s[sel] = upper_weights(mu[sel], m_lat[cc + 1], m_lat[cc])
-                low_s[sel] = lower_weights(mu[sel], m_lat[cc + 1], m_lat[cc], log_e[cc])
+            log_e = math.log(h_target) + 2 * math.log1p(-q_max) - math.log(n_total * q_max) - 1e-9
+            self.H += math.exp(log_e) * dot(cnt[sel].astype(np.float64), q[sel] / (1 - q[sel]) ** 2)
+            if lay.slat.size > 1:
+                low_s[sel] = lower_weights(mu[sel], m_lat[cc + 1], m_lat[cc], log_e)
         self.H *= 1 + 1e-9
         self.up = self._upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy)
         self.plo, self.qlo = self._lower(lay, q, cnt, c, low_s, tol_s, accuracy)
@@ -170,11 +188,8 @@ class ProductPlan:
         lam_q = np.ones(q.size)
         if two_q:
             lam_q = chord_weights(q, lay.qlat[d], lay.qlat[d + 1])
-        keys = np.stack((c, d, _bins(lam_s, tol_s)), axis=1)
-        uk, inv = np.unique(keys, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
-        for u, (cc, dd, _) in enumerate(uk):
-            sel = inv == u
+        uk, members = _groups(c, d, _bins(lam_s, tol_s))
+        for (cc, dd, _), sel in zip(uk, members):
             big_s = float(lam_s[sel].max())
             corners = lay.point(np.array([cc, cc, cc + 1, cc + 1]), np.array([dd + 1, dd, dd + 1, dd]))
             tol_q = min(max(MERGE_SHARE * accuracy / math.log(lay.qlat[min(dd + 1, lay.qlat.size - 1)] /
@@ -189,12 +204,9 @@ class ProductPlan:
         plo, qlo = [], []
         lq = np.log(lay.qlat)
         g = np.searchsorted(0.5 * (lq[:-1] + lq[1:]), np.log(q)) if lay.qlat.size > 1 else np.zeros(q.size, np.int64)
-        keys = np.stack((c, g, _bins(low_s, tol_s)), axis=1)
-        uk, inv = np.unique(keys, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        uk, members = _groups(c, g, _bins(low_s, tol_s))
         tol = MERGE_SHARE * accuracy
-        for u, (cc, gg, _) in enumerate(uk):
-            sel = inv == u
+        for (cc, gg, _), sel in zip(uk, members):
             small = float(low_s[sel].min())
             a, b = (int(x) for x in lay.point(np.array([cc, cc + 1]), np.array([gg, gg])))
             for p, k in _merge(q[sel], cnt[sel], tol, False):
@@ -260,6 +272,11 @@ class ProductEngine(RateEngine):
         """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
         run, at most PRODUCT_PARTS upper parts and PRODUCT_PLAN seconds of planned discretisation."""
         if self.total > RATE_LONG and dot(self.cnt.astype(np.float64), self.q) < RATE_SAMPLED:
+            return False
+        lay = self.layout(0)
+        est, d_eps = self.estimate(1e-5)
+        lam_s, tol_s = noise_bins(lay, self.sig, self.cnt, self.accuracy, d_eps, max(est, 1e-3))
+        if _groups(lay.c, lay.d, _bins(lam_s, tol_s))[0].shape[0] > PRODUCT_PARTS:  # (each at least a part)
             return False
         return self.plan(1.0).up[0].shape[0] <= PRODUCT_PARTS and self.planned() <= PRODUCT_PLAN
 
