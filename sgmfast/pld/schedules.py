@@ -26,8 +26,17 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   schedule whose values drift by rounding-sized amounts, or a short ramp between close
   values): a sandwich of each cell at its extremes (as below), first order in a spread of a
   sixteenth of the accuracy; a few distinct steps then cost what a few do.
-* **Sandwich** (replace-one, full batches among the steps, or more than ``MAX_RATES`` distinct
-  sampling rates among more noise levels or lattice points than the rate chords take): the
+* **Both at once** (add/remove, every q < 1, more than ``MAX_RATES`` distinct q and more than
+  ``MAX_SIGMAS`` noise levels): up to ``MAX_PARTS_MIXED`` distinct steps, the exact engine
+  (``_ExactMix``); beyond, the product of the two lattices (``schedule_product``: the noise chord
+  times the rate chord above, the noise lower weights times the statistic below), where its
+  noise-weight groups are at most ``PRODUCT_PARTS`` (steps along a path in (sigma, q), such as a
+  noise decay with a batch-size ramp: 10^4 steps to 1.3e-3 in about 3.5 s; steps spread over
+  both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in about 4 s).  Where
+  either ends wider than the accuracy, the groups' sandwich (below) also runs and the two are
+  intersected.
+* **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
+  engines above take): the
   steps are cut into G groups -- runs of about equal step counts in the order of sigma / q, or
   the cells of a grid of sigma and q quantiles, whichever spreads less (``brackets``); every step
   of a group is replaced by (the group's smallest sigma, its largest q) for the upper bound and
