@@ -104,17 +104,19 @@ def _mix_weights(w, s, pess):
     """(wt, s_mix): the mixture's normaliser and the tilted weights of its arrays, rounded the safe
     way: the represented measure is e^{s_mix} (sum_c wt_c t_c) e^{-theta ell} = sum_c (wt_c
     e^{s_mix - s_c}) A_c.  The base weights ``w`` may be off the exact ones by 2u relative (a
-    product or 1 - p): the margin covers it."""
+    product or 1 - p): the margin covers it.  A part of one point of weight exactly 1 is that
+    point's own array (normaliser s, weight 1: exact)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lw = np.log(w)
         live = w > 0.0
         s_mix = np.logaddexp.reduce(np.where(live, lw + s, -np.inf), axis=1)
         e = lw + s - s_mix[:, None]
         marg = 4 * U * (np.where(live, np.abs(lw) + np.abs(s), 0.0).sum(axis=1) + np.abs(s_mix) + 4.0)
-        marg = np.where(live.sum(axis=1) > 1, marg, 0.0)  # (one point: its own normaliser, exact)
+        one = (live.sum(axis=1) == 1) & (np.where(live, w, 0.0).sum(axis=1) == 1.0)
+        marg = np.where(one, 0.0, marg)
         sign = 1.0 if pess else -1.0
         wt = np.where(live, np.exp(e + sign * marg[:, None]), 0.0)
-        wt = np.where((live.sum(axis=1) == 1)[:, None], live.astype(np.float64), wt)
+        wt = np.where(one[:, None], live.astype(np.float64), wt)
     return np.nan_to_num(wt), s_mix
 
 
