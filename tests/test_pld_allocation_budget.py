@@ -89,3 +89,21 @@ def test_heavy_tails_with_few_steps_meet_the_accuracy_within_two_and_a_half_unit
         b = bb.epsilon(sigma, t, t, delta)
     assert b.upper - b.lower <= 1e-3 * b.upper
     assert meter.units <= 2.5 * UNITS_PER_SECOND
+
+
+def test_delta_below_the_floor_is_not_refined():
+    """δ at eps 4.4 and 9.9 (sigma 3.19, t 886, 24 epochs) lies far below 1e-50, where the lattice's
+    lower law reads 0 and the upper end sits at the truncation's charge; beside eps 0.029 it took
+    six levels (12 s, 15 s before this stop's kernels) to stay at [0, 7.2e-58].  Now the query ends
+    when eps 0.029 is resolved, and the intervals are as they were: the small ones below the floor,
+    the first within the accuracy and the Gaussian closed forms."""
+    eps = np.array([0.029401192584413243, 4.365949800376425, 9.87340979062707])
+    with metered() as m:
+        b = bb.delta(3.193675726911237, 886, 21264, eps)
+    assert m.units <= 4.0 * UNITS_PER_SECOND
+    lo, up = np.asarray(b.lower), np.asarray(b.upper)
+    assert np.all(up[1:] <= bb.DELTA_FLOOR) and np.all(lo <= up)
+    assert up[0] - lo[0] <= 1e-3 * up[0]
+    g_lo, g_up = bb._gauss_delta(3.193675726911237 * math.sqrt(886), 24, eps[:1])[0], \
+        bb._gauss_delta(3.193675726911237, 24, eps[:1])[1]
+    assert g_lo[0] <= up[0] and lo[0] <= g_up[0]
