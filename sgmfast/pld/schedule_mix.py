@@ -69,9 +69,9 @@ from .common import dot
 
 U = 2.0 ** -53  # unit round-off
 #: work units charged per product and frequency of the mixture kernel (a part's mixture formed and
-#: multiplied in: 3.4-4.0 ns measured at 400-10^4 parts, where the FFT runs 1.7 ns a unit), and per
-#: set of K lattice points and frequency, K + 2 times this (its bound R^T: 14-16 ns for K = 2 or
-#: 4): margins of 1.3-1.9
+#: multiplied in: 3.0-3.7 ns fitted, ``bench/mixture_kernel.py``, where the FFT runs 1.7 ns a unit),
+#: and per set of K lattice points and frequency, K + 2 times this (its bound R^T: 8-11 ns fitted
+#: for K = 2 and 4): margins of 1.4-1.7 and 2.6-2.8
 PER_PRODUCT_FREQ = 3.0
 PER_SET_POINT_FREQ = 3.0
 #: share of the accuracy the lattice may use (the rest is the grid's), split as below

@@ -31,8 +31,8 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   (``_ExactMix``); beyond, the product of the two lattices (``schedule_product``: the noise chord
   times the rate chord above, the noise lower weights times the statistic below), where its
   noise-weight groups are at most ``PRODUCT_PARTS`` (steps along a path in (sigma, q), such as a
-  noise decay with a batch-size ramp: 10^4 steps to 1.3e-3 in about 3.5 s; steps spread over
-  both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in about 4 s).  Where
+  noise decay with a batch-size ramp: 10^4 steps certified to 1e-3 in about 5 s; steps spread
+  over both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in 4-6 s).  Where
   either ends wider than the accuracy, the groups' sandwich (below) also runs and the two are
   intersected.
 * **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
