@@ -49,7 +49,7 @@ import numpy as np
 
 from .._kernels.pld import statistic as kst
 from .._work import UNITS_PER_SECOND, charge
-from .common import REMOVE, STEP_CACHE, cache_put, dot
+from .common import REMOVE, STEP_CACHE, GridTooLarge, cache_put, dot
 from .grid.queries import suffix_sums
 from .grid.estimates import initial_step
 from .grid.onestep import discretise_units, grid_range, planned_units
@@ -292,16 +292,30 @@ class RateEngine(MixEngine):
 
     def _chains(self, lat, pl: RatePlan, theta: float, eps_lo: float):
         """(indices, log P(S >= s) below, log Q(S >= s) above) at the grid points s where both
-        bounds hold (the two chains composed on ``lat``'s grid)."""
-        key = (lat.add, lat.step, lat.tau)
+        bounds hold: the two chains composed on ``lat``'s grid step, or on one 2 or 4 times
+        coarser where their tables would pass the engine's limit (``GridTooLarge``: the statistic
+        has two laws a point; a coarser step rounds the statistic more, a looser test, still a
+        bound)."""
+        for scale in (1, 2, 4):
+            try:
+                return self._chains_on(self._stat_lattice(lat, scale), pl, theta, eps_lo)
+            except GridTooLarge:
+                if scale == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _stat_lattice(self, lat, scale: int) -> _StatLattice:
+        key = (lat.add, lat.step * scale, lat.tau)
         sl = self._stat.get(key)
         if sl is None:
             if len(self._stat) > 4:
                 self._stat.pop(next(iter(self._stat)))
-            sl = self._stat[key] = _StatLattice(lat.add, lat.step, lat.tau, self.table_bytes)
-        sl.on(lat.layout)
+            sl = self._stat[key] = _StatLattice(lat.add, lat.step * scale, lat.tau, self.table_bytes)
+        return sl.on(lat.layout)
+
+    def _chains_on(self, sl: _StatLattice, pl: RatePlan, theta: float, eps_lo: float):
         # (add: P = N0 and Q the step, so the two chains trade places)
-        p_parts, q_parts = (pl.qlo, pl.plo) if lat.add else (pl.plo, pl.qlo)
+        p_parts, q_parts = (pl.qlo, pl.plo) if sl.add else (pl.plo, pl.qlo)
         gp = compose_mix(sl, p_parts, theta, False, eps_lo)
         gq = compose_mix(sl, q_parts, theta + 1.0, True, eps_lo)
         jp, lp = _tails(gp, True)
@@ -310,7 +324,7 @@ class RateEngine(MixEngine):
         at = jp - jq[0]
         top = math.log(min(gq.p_inf + gq.inf_err, 1.0)) if gq.p_inf + gq.inf_err > 0 else -math.inf
         lq_p = np.where(at < 0, 0.0, np.where(at >= jq.size, top, lq[np.clip(at, 0, jq.size - 1)]))
-        ok = (jp * lat.step >= max(gp.floor, gq.floor)) & (lp > -math.inf)
+        ok = (jp * sl.step >= max(gp.floor, gq.floor)) & (lp > -math.inf)
         return jp[ok], lp[ok], lq_p[ok]
 
     def _lo_eps(self, lat, pl, theta, lo_target, eps_lo) -> float:
