@@ -18,6 +18,8 @@ from sgmfast.pld.engine import Engine
 from sgmfast.pld.schedule_product import PRODUCT_POINTS, ProductEngine, ProductLayout, ProductPlan
 from sgmfast.pld.schedules import make_engine
 
+from _engines import meets_exact
+
 
 def _kernel_case(seed, kk, m, h, points):
     rng = np.random.default_rng(seed)
@@ -91,14 +93,7 @@ def test_product_engine_meets_exact_engine(seed):
     δ) meet the exact engine's."""
     rr = random.Random(200 + seed)
     sched, delta = _mixed(seed, rr.randint(40, 70))
-    lo, up, _ = ProductEngine(sched, 1e-3, 4.0).epsilon(delta)
-    e_lo, e_up, _ = Engine(sched, 1e-3).epsilon(delta)
-    assert lo <= e_up * (1 + 1e-12) and e_lo <= up * (1 + 1e-12)
-    assert 0.0 < lo and up - lo <= 3e-2 * up
-    eps = np.array([0.5 * (e_lo + e_up), 2.0 * e_up])
-    d_lo, d_up = ProductEngine(sched, 1e-3, 4.0).delta(eps)
-    x_lo, x_up = Engine(sched, 1e-3).delta(eps)
-    assert np.all(d_lo <= x_up * (1 + 1e-12)) and np.all(x_lo <= d_up * (1 + 1e-12))
+    meets_exact(lambda s: ProductEngine(s, 1e-3, 4.0), sched, delta, 3e-2)
 
 
 def test_mixed_schedule_through_the_accountant():

@@ -209,22 +209,28 @@ class MixEngine(_MixDelta):
             hit = self._est[target] = (est, max((shifted - est) / h, 1e-3 * max(est, 1e-3)))
         return hit
 
-    def layout(self, level: int = 0) -> Layout:
+    def layout(self, level: int = 0):
         lay = self._layouts.get(level)
         if lay is None:
             est, d_eps = self.estimate(1e-5)  # (a fixed reference: the lattice never depends on a query)
-            lay = self._layouts[level] = Layout(self.families, self.accuracy, self.total, d_eps, max(est, 1e-3), level)
+            lay = self._layouts[level] = self._new_layout(level, d_eps, max(est, 1e-3))
         return lay
 
-    def plan(self, h_target: float, level: int = 0) -> Plan:
+    def _new_layout(self, level: int, d_eps: float, eps_est: float) -> Layout:
+        return Layout(self.families, self.accuracy, self.total, d_eps, eps_est, level)
+
+    def plan(self, h_target: float, level: int = 0):
         key = (float(f"{h_target:.3g}"), level)
         pl = self._plans.get(key)
         if pl is None:
             if len(self._plans) > 8:
                 self._plans.clear()
             est, d_eps = self.estimate(1e-5)
-            pl = self._plans[key] = Plan(self.layout(level), self.accuracy, key[0], self.total, d_eps, max(est, 1e-3))
+            pl = self._plans[key] = self._new_plan(self.layout(level), key[0], d_eps, max(est, 1e-3))
         return pl
+
+    def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> Plan:
+        return Plan(lay, self.accuracy, h_target, self.total, d_eps, eps_est)
 
     def lattice(self, add, step, tau, level: int = 0) -> _Lattice:
         key = (add, step, tau)

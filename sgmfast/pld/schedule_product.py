@@ -46,7 +46,7 @@ from .._work import UNITS_PER_SECOND
 from .common import REMOVE, dot
 from .grid.estimates import initial_step
 from .grid.onestep import planned_units
-from .schedule_engine import quantile_groups
+from .schedule_engine import MixEngine, quantile_groups
 from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, upper_weights
 from .schedule_rates import RATE_LONG, RATE_SAMPLED, RATE_SPACING, RateEngine, chord_weights
 
@@ -243,24 +243,13 @@ class ProductEngine(RateEngine):
                 out.append((s_eff, math.sqrt(dot(w, self.q[sel] ** 2) / float(w.sum())), int(w.sum())))
         return out
 
-    def layout(self, level: int = 0) -> ProductLayout:
-        lay = self._layouts.get(level)
-        if lay is None:
-            est, d_eps = self.estimate(1e-5)  # (a fixed reference: the lattice never depends on a query)
-            lay = self._layouts[level] = ProductLayout(self.sig, self.q, self.cnt, self.accuracy, d_eps,
-                                                       max(est, 1e-3), level)
-        return lay
+    plan = MixEngine.plan  # (its plans depend on the failure mass, as the noise mixtures' do)
 
-    def plan(self, h_target: float, level: int = 0) -> ProductPlan:
-        key = (float(f"{h_target:.3g}"), level)
-        pl = self._plans.get(key)
-        if pl is None:
-            if len(self._plans) > 8:
-                self._plans.clear()
-            est, d_eps = self.estimate(1e-5)
-            pl = self._plans[key] = ProductPlan(self.layout(level), self.sig, self.q, self.cnt, self.accuracy,
-                                                key[0], d_eps, max(est, 1e-3))
-        return pl
+    def _new_layout(self, level: int, d_eps: float, eps_est: float) -> ProductLayout:
+        return ProductLayout(self.sig, self.q, self.cnt, self.accuracy, d_eps, eps_est, level)
+
+    def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> ProductPlan:
+        return ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est)
 
     def planned(self) -> float:
         est, _ = self.estimate(1e-5)

@@ -278,11 +278,8 @@ class RateEngine(MixEngine):
                 out.append((sigma, math.sqrt(dot(w.astype(np.float64), qs[sel] ** 2) / float(w.sum())), int(w.sum())))
         return out
 
-    def layout(self, level: int = 0) -> RateLayout:
-        lay = self._layouts.get(level)
-        if lay is None:
-            lay = self._layouts[level] = RateLayout(self.rates, self.accuracy, level)
-        return lay
+    def _new_layout(self, level: int, d_eps: float, eps_est: float) -> RateLayout:
+        return RateLayout(self.rates, self.accuracy, level)
 
     def plan(self, h_target: float, level: int = 0) -> RatePlan:
         pl = self._plans.get(level)
