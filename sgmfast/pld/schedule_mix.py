@@ -206,12 +206,7 @@ class Layout:
         # (at most MAX_POINTS lattice points in all: more rates share them)
         cap = max(1, min(MAX_CELLS, MAX_POINTS // max(len(families), 1)))
         for q, sig, cnt in families:
-            mu_edges = _cells(1.0 / sig, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cap)
-            if mu_edges is None:  # as many cells as distinct sigmas: every one a lattice point
-                lat = np.unique(sig)
-            else:
-                lat = np.unique(np.concatenate(([sig.min(), sig.max()], 1.0 / mu_edges[1:-1])))
-                lat = lat[(lat >= sig.min()) & (lat <= sig.max())]
+            lat = sigma_lattice(sig, _cells(1.0 / sig, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cap))
             first = len(self.sigmas)
             self.sigmas.extend(float(x) for x in lat)
             self.qs.extend([float(q)] * lat.size)
@@ -267,6 +262,16 @@ class Plan:
         self.up = _arrays(up)
         self.lo = _arrays(lo)
         self.H *= 1 + 1e-9
+
+
+def sigma_lattice(sig, mu_edges):
+    """The lattice's noise levels for steps ``sig`` and cell edges ``mu_edges`` in 1/sigma (``_cells``):
+    the least and largest sigma and the edges' interior, or every distinct sigma where ``_cells``
+    gives None (as many cells as distinct sigmas)."""
+    if mu_edges is None:
+        return np.unique(sig)
+    lat = np.unique(np.concatenate(([sig.min(), sig.max()], 1.0 / mu_edges[1:-1])))
+    return lat[(lat >= sig.min()) & (lat <= sig.max())]
 
 
 def _arrays(parts):

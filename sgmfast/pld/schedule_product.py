@@ -47,8 +47,8 @@ from .common import REMOVE, dot
 from .grid.estimates import initial_step
 from .grid.onestep import planned_units
 from .schedule_engine import MixEngine, quantile_groups
-from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, upper_weights
-from .schedule_rates import RATE_LONG, RATE_SAMPLED, RATE_SPACING, RateEngine, chord_weights
+from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, sigma_lattice, upper_weights
+from .schedule_rates import RATE_LONG, RATE_SAMPLED, RateEngine, chord_weights, rate_cells, rate_lattice
 
 #: most lattice points (sigma x q) the engine uses, seconds of planned discretisation at δ = 1e-5
 #: (``RateEngine.planned``) and upper parts it takes: beyond, ``schedules.Sandwich``'s groups.
@@ -82,19 +82,12 @@ class ProductLayout:
         edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS)
         s_cells = np.unique(sig).size - 1 if edges is None else edges.size - 1
         uq = np.unique(q)
-        ratio = 1.0 + RATE_SPACING * math.sqrt(accuracy) / 2 ** level
-        q_cells = min(RATE_CELLS, math.ceil(math.log(uq[-1] / uq[0]) / math.log(ratio))) if uq.size > 1 else 0
+        q_cells = rate_cells(uq, accuracy, level, RATE_CELLS)
         for f in 0.8 ** np.arange(40):
             cs, cq = max(1, round(f * s_cells)), max(1, round(f * q_cells))
-            if edges is not None or cs < s_cells:
-                e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs)
-                slat = np.unique(sig) if e is None else np.unique(np.concatenate(([sig.min(), sig.max()], 1.0 / e[1:-1])))
-            else:
-                slat = np.unique(sig)
-            slat = slat[(slat >= sig.min()) & (slat <= sig.max())]
-            qlat = uq if uq.size <= cq + 1 else \
-                np.unique(np.concatenate(([uq[0], uq[-1]], np.geomspace(uq[0], uq[-1], cq + 1)[1:-1])))
-            self._axes(sig, q, slat, qlat)
+            e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs) if edges is not None or cs < s_cells \
+                else None
+            self._axes(sig, q, sigma_lattice(sig, e), rate_lattice(uq, cq))
             if self.used().size <= max_points or (cs == 1 and cq == 1):
                 break
 

@@ -150,20 +150,30 @@ class RateLayout:
 
     def __init__(self, families, accuracy: float, level: int = 0):
         self.sigmas, self.qs, self.families = [], [], []
-        ratio = 1.0 + RATE_SPACING * math.sqrt(accuracy) / 2 ** level
         cap = max(1, min(MAX_CELLS, MAX_POINTS // max(len(families), 1)))
         for sigma, qs, cnt in families:
             uq = np.unique(qs)
-            cells = min(cap, math.ceil(math.log(uq[-1] / uq[0]) / math.log(ratio))) if uq.size > 1 else 0
-            if uq.size <= cells + 1:
-                lat = uq
-            else:
-                lat = np.unique(np.concatenate(([uq[0], uq[-1]], np.geomspace(uq[0], uq[-1], cells + 1)[1:-1])))
+            lat = rate_lattice(uq, rate_cells(uq, accuracy, level, cap))
             first = len(self.sigmas)
             self.sigmas.extend([float(sigma)] * lat.size)
             self.qs.extend(float(x) for x in lat)
             cell = np.clip(np.searchsorted(lat, qs, side="right") - 1, 0, max(lat.size - 2, 0))
             self.families.append((sigma, qs, cnt, first + np.arange(lat.size), cell, lat))
+
+
+def rate_cells(uq, accuracy: float, level: int, cap: int) -> int:
+    """Cells of a geometric rate lattice over the distinct rates ``uq`` (ratio at most 1 +
+    RATE_SPACING sqrt(accuracy) / 2^level), at most ``cap``."""
+    ratio = 1.0 + RATE_SPACING * math.sqrt(accuracy) / 2 ** level
+    return min(cap, math.ceil(math.log(uq[-1] / uq[0]) / math.log(ratio))) if uq.size > 1 else 0
+
+
+def rate_lattice(uq, cells: int) -> np.ndarray:
+    """The rates themselves where they are about as many as ``cells`` + 1, else a geometric lattice
+    of ``cells`` cells from the least to the largest."""
+    if uq.size <= cells + 1:
+        return uq
+    return np.unique(np.concatenate(([uq[0], uq[-1]], np.geomspace(uq[0], uq[-1], cells + 1)[1:-1])))
 
 
 def chord_weights(q, qa: float, qb: float) -> np.ndarray:
