@@ -93,3 +93,28 @@ def test_many_distinct_steps_curve_has_interior_points(kind):
     assert b.lower[k] <= s.upper * (1 + 1e-12) and s.lower <= b.upper[k] * (1 + 1e-12)
     if kind == "epsilon":
         assert len(answered) >= 4
+
+
+def test_spread_engines_are_skipped_where_they_would_overrun():
+    """385 distinct sigmas in [0.98, 3.97] at δ 1.4e-10 (domain sweep seed 61, case 239: 12 s, over
+    the 10 s limit): the spread checkpoints' engines overran their budgets in their first rounds
+    (4.2 and 3.4 units on 1.5 and 0.65 s), and the curve cost 2.6 single queries.  Now a checkpoint
+    whose engine the ones before predict past what is left is skipped."""
+    import random
+
+    from sgmfast._work import metered
+
+    rr = random.Random(594404)
+    segs = [0.9844007291527438 * (3.966732047567213 / 0.9844007291527438) ** rr.random() for _ in range(385)]
+    curve_acc, single_acc = PLDAccountant(), PLDAccountant()
+    for s in segs:
+        curve_acc.step(s, 0.004523382941229913)
+        single_acc.step(s, 0.004523382941229913)
+    delta = 1.4078594934766039e-10
+    with metered() as c:
+        b = curve_acc.epsilon_curve(delta)
+    with metered() as one:
+        last = single_acc.epsilon(delta)
+    assert c.units <= 2.25 * one.units
+    assert b.lower[-1] == last.lower and b.upper[-1] == last.upper
+    assert np.all(np.diff(b.upper) >= 0) and np.all(b.lower <= b.upper)
