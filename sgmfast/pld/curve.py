@@ -26,13 +26,10 @@ runs, upper bounds from the more revealing, lower from the less.
 Work.  Everything but the final checkpoint's engine is charged to one meter, in units of work
 (``sgmfast._work``), never wall-clock time: the answers do not depend on the machine, its load or
 numba compiling.  The shared spectra get ``_fast_budget`` (5 ms of work more a checkpoint), the
-rest what ``_allowance`` leaves: a few times the final engine's own work -- a curve costs a few
-single queries even where the shared spectra say little.  Every pass is charged before it runs
-(the transforms, the power kernel's frequencies and increment rows, the reads, RDP's
-quadrature), and each tilt group's directions plan their grids against their share of the
-predicted work (``_shared_groups``, ``_plan``): where not all checkpoints fit, those that do
-are composed in ``_spread`` order -- the last, the first, the middles of the widest gaps -- so
-that monotonicity brackets the rest, rather than the first ones until the work runs out.
+rest what ``_allowance`` leaves: a few times the final engine's own work.  Every pass is charged
+before it runs, and each tilt group plans its grids against its share of the predicted work
+(``_shared_groups``, ``_plan``): where not all checkpoints fit, those that do are composed in
+``_spread`` order (the last, the first, the middles of the widest gaps): monotonicity brackets the rest.
 Memory: a shared grid has at most SHARED_BINS bins (windows past it are cut and charged, or
 skipped), and those longer than PAIR_BINS are built one at a time, beside the final engine's.
 
@@ -59,9 +56,8 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, WorkLimit, charge, metered
-from .certifiers import exact
+from .certifiers import Caches, Job, exact
 from .common import ADD, REMOVE, REPLACE, bins_limit, both_roundings, final_pool, two_cores, within
-from .certifiers import Caches, Job
 from .engine import BUDGET, TILT, Engine
 from .schedules import MAX_PARTS, make_engine
 from .grid.onestep import coarse_tail
@@ -263,8 +259,7 @@ def _curve(run: Run, accuracy, relation, trivial, shareable, answer, first_step,
         lo, up = np.maximum(lo, c_lo), np.minimum(up, c_up)
         rest = [k for k in rest if not c_up[k] < math.inf]
     rest, limit = _rest_plan(run, rest, allowance - work.units)
-    with metered(work):
-        # each on its own engine (the exact paths, or a tilt of its own)
+    with metered(work):  # (each on its own engine: the exact paths, or a tilt of its own)
         for k, budget in _within_budget(rest, work, limit, lambda k: int(np.count_nonzero(run.counts[k]))):
             engine = _engine(run, k, accuracy, relation, budget)
             e_lo, e_up, rdp_calls = single(engine, step)
@@ -283,28 +278,23 @@ def _rest_plan(run: Run, rest: list, left: float):
     return rest, (min(limit, left) if len(rest) > REST_FEW else limit)
 
 
-def _within_budget(rest: list, meter, limit: float, size=None):
+def _within_budget(rest: list, meter, limit: float, size):
     """(checkpoint, engine budget) for the checkpoints ``rest``, in ``_spread`` order, sharing
-    ``limit`` units of work charged to ``meter`` (at least REST_MIN seconds each) and stopping when
-    it is spent: a curve that needs many engines of its own still answers within seconds; the
-    ones left keep the bounds they have, which the curve's monotonicity then narrows from their
-    neighbours (certified, maybe wide).  With ``size(k)`` (the checkpoint's distinct steps), a
-    checkpoint is skipped where the largest engine so far, in proportion to its distinct steps,
-    predicts more work than is left: an engine's first round may run past its own budget (``schedule_engine.FIRST_EXTRA``;
-    385 distinct sigmas at δ 1.4e-10: spread engines of 1.5 and 0.65 s took 4.2 and 3.4 units,
-    and the curve 12 s)."""
+    ``limit`` units charged to ``meter`` (at least REST_MIN seconds each) until it is spent; the ones
+    left keep their bounds, narrowed by monotonicity.  A checkpoint is skipped where the largest
+    engine so far, scaled by ``size(k)`` (distinct steps), predicts more than is left: a first round
+    may overrun its budget (``schedule_engine.FIRST_EXTRA``; 385 distinct sigmas at δ 1.4e-10)."""
     order = [rest[i] for i in _spread(len(rest))]
-    start = meter.units
-    big = (0, 0.0)  # (distinct steps, work) of the largest engine so far: the predictor
+    start, big = meter.units, (0, 0.0)  # (distinct steps, work) of the largest engine so far
     for i, k in enumerate(order):
         left = (limit - (meter.units - start)) / UNITS_PER_SECOND
         if left <= 0.0:
             return
-        if size is not None and big[0] and big[1] * size(k) / big[0] > left * UNITS_PER_SECOND:
+        if big[0] and big[1] * size(k) / big[0] > left * UNITS_PER_SECOND:
             continue
         before = meter.units
         yield k, max(left / (len(order) - i), REST_MIN)
-        if size is not None and size(k) > big[0]:
+        if size(k) > big[0]:
             big = (size(k), meter.units - before)
 
 
