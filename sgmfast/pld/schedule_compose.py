@@ -135,7 +135,9 @@ def _mix_mgf(ts, used, idx, wt, kf64, step):
             kt.log_mgf_multi(part.t, part.j_lo, step, lams, tab[j])
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             v = np.logaddexp.reduce(lw + tab[row], axis=1)  # (points of weight 0 add exp(-inf) = 0)
-            total = kf64 @ (v + 1e-12 * (1.0 + np.abs(v)))
+            v = v + 1e-12 * (1.0 + np.abs(v))
+            # (the sum of m products within (m + 2) u of the sum of their moduli, Higham 3.1)
+            total = kf64 @ v + (kf64.size + 2) * U * (kf64 @ np.abs(v))
         return lams, total
 
     return mgf
