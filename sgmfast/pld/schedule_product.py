@@ -42,13 +42,10 @@ import math
 
 import numpy as np
 
-from .._work import UNITS_PER_SECOND
-from .common import REMOVE, dot
-from .grid.estimates import initial_step
-from .grid.onestep import planned_units
+from .common import dot
 from .schedule_engine import MixEngine, quantile_groups
 from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, sigma_lattice, upper_weights
-from .schedule_rates import RATE_LONG, RATE_SAMPLED, RateEngine, chord_weights, rate_cells, rate_lattice
+from .schedule_rates import RateEngine, chord_weights, rate_cells, rate_lattice
 
 #: most lattice points (sigma x q) the engine uses, seconds of planned discretisation at δ = 1e-5
 #: (``RateEngine.planned``) and upper parts it takes: beyond, ``schedules.Sandwich``'s groups.
@@ -72,11 +69,10 @@ BIN_SHARE = 0.15
 class ProductLayout:
     """The product lattice of one schedule: noise levels ``slat`` (``_cells``, 2^level times the
     cells its error model asks for) times rates ``qlat`` (geometric, spacing as ``schedule_rates``),
-    both axes thinned by a common factor until at most ``max_points`` points are used; point
+    both axes thinned by a common factor until at most PRODUCT_POINTS points are used; point
     (i, j) is i * nq + j, ``sigmas``/``qs`` list the points.  Heuristics: tightness and cost only."""
 
-    def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0, max_points: int | None = None):
-        max_points = PRODUCT_POINTS if max_points is None else max_points
+    def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0):
         mu = 1.0 / sig
         n_total = int(cnt.sum())
         edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS)
@@ -88,7 +84,7 @@ class ProductLayout:
             e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs) if edges is not None or cs < s_cells \
                 else None
             self._axes(sig, q, sigma_lattice(sig, e), rate_lattice(uq, cq))
-            if self.used().size <= max_points or (cs == 1 and cq == 1):
+            if self.used().size <= PRODUCT_POINTS or (cs == 1 and cq == 1):
                 break
 
     def _axes(self, sig, q, slat, qlat):
@@ -244,17 +240,11 @@ class ProductEngine(RateEngine):
     def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> ProductPlan:
         return ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est)
 
-    def planned(self) -> float:
-        est, _ = self.estimate(1e-5)
-        step = initial_step(self.proxy(), self.accuracy, est)
-        lay = self.layout(0)
-        return sum(planned_units(lay.sigmas[g], lay.qs[g], REMOVE, step, self.tau(1e-5))
-                   for g in lay.used()) / UNITS_PER_SECOND
-
     def fits(self) -> bool:
         """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
-        run, at most PRODUCT_PARTS upper parts and PRODUCT_PLAN seconds of planned discretisation."""
-        if self.total > RATE_LONG and dot(self.cnt.astype(np.float64), self.q) < RATE_SAMPLED:
+        run (``sampled_enough``), at most PRODUCT_PARTS upper parts and PRODUCT_PLAN seconds of
+        planned discretisation (``RateEngine.planned``, on the points the cells use)."""
+        if not self.sampled_enough():
             return False
         lay = self.layout(0)
         est, d_eps = self.estimate(1e-5)

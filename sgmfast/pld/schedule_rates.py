@@ -44,6 +44,7 @@ against the exact engine, schedules of a few rates against it).
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -160,6 +161,10 @@ class RateLayout:
             cell = np.clip(np.searchsorted(lat, qs, side="right") - 1, 0, max(lat.size - 2, 0))
             self.families.append((sigma, qs, cnt, first + np.arange(lat.size), cell, lat))
 
+    def used(self) -> np.ndarray:
+        """Indices of the points the steps use: all of them."""
+        return np.arange(len(self.sigmas))
+
 
 def rate_cells(uq, accuracy: float, level: int, cap: int) -> int:
     """Cells of a geometric rate lattice over the distinct rates ``uq`` (ratio at most 1 +
@@ -255,7 +260,6 @@ class RateEngine(MixEngine):
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         super().__init__(schedule, accuracy, budget, grid_step)
-        self.rates = sigma_families(self.schedule)
         self._stat: dict = {}
 
     def planned(self) -> float:
@@ -264,15 +268,22 @@ class RateEngine(MixEngine):
         est, _ = self.estimate(1e-5)
         step = initial_step(self.proxy(), self.accuracy, est)
         lay = self.layout(0)
-        return sum(planned_units(s, q, REMOVE, step, self.tau(1e-5)) for s, q in zip(lay.sigmas, lay.qs)) / UNITS_PER_SECOND
+        return sum(planned_units(lay.sigmas[g], lay.qs[g], REMOVE, step, self.tau(1e-5))
+                   for g in lay.used()) / UNITS_PER_SECOND
+
+    def sampled_enough(self) -> bool:
+        """At least RATE_SAMPLED sampled steps in expectation, where the run has more than RATE_LONG."""
+        return self.total <= RATE_LONG or sum(c * q for _, q, c in self.schedule) >= RATE_SAMPLED
 
     def fits(self) -> bool:
         """Whether the engine takes the schedule: at most RATE_POINTS lattice points, RATE_PLAN
-        seconds of planned discretisation, and RATE_SAMPLED expected sampled steps in a long run."""
-        sampled = sum(c * q for _, q, c in self.schedule)
-        if self.total > RATE_LONG and sampled < RATE_SAMPLED:
-            return False
-        return len(self.layout(0).qs) <= RATE_POINTS and self.planned() <= RATE_PLAN
+        seconds of planned discretisation, and ``sampled_enough``."""
+        return self.sampled_enough() and len(self.layout(0).qs) <= RATE_POINTS and self.planned() <= RATE_PLAN
+
+    @cached_property
+    def rates(self):
+        """``sigma_families`` of the schedule (derived once, where the engine's lattice needs it)."""
+        return sigma_families(self.schedule)
 
     def release(self) -> None:
         super().release()
