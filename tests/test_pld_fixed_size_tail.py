@@ -15,7 +15,7 @@ import pytest
 
 from sgmfast import pld
 from sgmfast._work import UNITS_PER_SECOND, metered
-from sgmfast.pld.samplers import fixed_size
+from sgmfast.pld.samplers import fixed_size, fixed_size_tail
 
 REF = Path(__file__).parent / "reference"
 #: bench/domain_sweep_more_failures.jsonl: the small-q, small-δ point that ended 15 % wide after
@@ -63,7 +63,7 @@ def test_tail_events_and_compositions_agree_where_both_apply():
     # a point the compositions resolve alone (larger q, moderate δ): the far-tail answer and the
     # compositions' overlap (both certified)
     sigma, q, steps, delta = 1.0, 0.01, 100, 1e-5
-    tail = fixed_size._tail_epsilon((sigma, q, steps), delta, 1e-3, 0.0, 1e3, 6.6)
+    tail = fixed_size_tail.events_epsilon((sigma, q, steps), delta, 1e-3, 0.0, 1e3, 6.6, fixed_size.BUDGET)
     lo, up = fixed_size._composed_epsilon([(sigma, q, steps)], delta, 1e-3, 0.0, 1e3)
     assert tail is not None
     assert max(tail.lower, lo) <= min(tail.upper, up)
@@ -105,11 +105,11 @@ def test_cli_calibrate_prints_the_verified_epsilon_when_a_second_evaluation_is_l
 
 
 def test_cli_calibrate_refuses_to_print_an_unverified_epsilon(capsys, monkeypatch):
-    from sgmfast.calibrate import noise
+    from sgmfast.calibrate import public
     from sgmfast.cli import main
 
     # the calibration's record forgotten (evicted), the re-evaluation loose
-    monkeypatch.setattr(noise, "verified_epsilon", lambda *a, **k: None)
+    monkeypatch.setattr(public, "verified_epsilon", lambda *a, **k: None)
     _loosened_after_calibration(monkeypatch)
     code = main(CAL_ARGV)
     out, err = capsys.readouterr()

@@ -135,7 +135,8 @@ def figure1_data(delta: float = 1e-5, epsilons=FIGURE1_EPSILONS, steps=FIGURE1_S
     >>> bool((f.sigma_eff[0, :, :-1] >= f.sigma_eff[0, :, 1:]).all())
     True
     """
-    from ..calibrate.noise import _check_accountant, gaussian_sigma
+    from ..calibrate.noise import gaussian_sigma
+    from ..calibrate.public import _check_accountant
 
     _check_accountant(accountant)
     dl = float(check_delta(delta))

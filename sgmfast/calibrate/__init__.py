@@ -25,7 +25,9 @@ True
 
 Modules: ``noise`` -- sigma (``calibrate_sigma``, ``gaussian_sigma``, ``calibrate_sigma_to_risk``)
 and the searches every calibration shares; ``run`` -- the run's shape at a given sigma
-(``calibrate_q``, ``calibrate_batch_size``, ``calibrate_steps``, ``calibrate_epochs``).
+(``calibrate_q``, ``calibrate_batch_size``, ``calibrate_steps``, ``calibrate_epochs``); below
+both, ``public`` -- the public accountant's epsilon that every answer is verified with, and
+``roots`` -- the root finders.
 """
 
 # tolerances and limits stay readable here (tests and users check answers against them)

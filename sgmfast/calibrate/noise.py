@@ -6,19 +6,18 @@ attack's TPR.  The root finders are in ``roots``."""
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 
 from .._kernels import calibrate as _kc
 from .._executor import CHUNK_PLD, CHUNK_RDP, check_executor, chunked
 from .._progress import Progress
-from .._samplers import ENGINES
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .._validation import (as_float_array, check_accuracy, check_delta, check_epsilon, check_positive,
+from .._validation import (as_float_array, check_accuracy, check_delta, check_positive,
                           check_q, check_steps)
 from ..rdp import ORDER_XTOL, REL_MARGIN
-from .roots import _root_log, _search_log, _zeroin_py
+from .public import _check_accountant, _check_target_epsilon, _evaluate_eps, _public_eps, _verified
+from .roots import _root_log, _search_log, _slope, _zeroin_py
 
 #: Noise multipliers searched by the RDP kernel: [SIGMA_MIN, SIGMA_MAX] (beyond: a Python search).
 SIGMA_MIN = 1e-4
@@ -45,96 +44,6 @@ CAL_BUDGET = 1.0
 #: or two full evaluations more at ratios 0.52 and 0.76; every value is a certified upper bound
 #: either way, and the answer is verified by the public accountant).
 SETTLED_RATIO = 1.0
-
-_ACCOUNTANTS = ENGINES
-
-
-def _check_accountant(accountant: str) -> str:
-    if accountant not in _ACCOUNTANTS:
-        raise ValueError(f"accountant must be one of {_ACCOUNTANTS}; got {accountant!r}")
-    return accountant
-
-
-def _check_target_epsilon(epsilon) -> np.ndarray:
-    """Target epsilon in [0, +inf] (0: only delta >= the total variation can be met)."""
-    return check_epsilon(epsilon)
-
-
-#: The least certified upper epsilon seen at each recent point (key: ``_point_key``): the value a
-#: returned answer was verified with, which a caller can report (``verified_epsilon``) -- a
-#: second evaluation of the same point may be looser (a MemoryError ends a grid's refinement
-#: early; both are certified upper bounds, so the least holds).
-_SEEN: dict = {}
-_SEEN_MAX = 256
-_SEEN_LOCK = threading.Lock()
-
-
-def _point_key(accountant, sigma, q, steps, delta, accuracy, sampler):
-    # (RDP has no accuracy: the searches pass theirs along anyway)
-    return (accountant, float(sigma), float(q), float(steps), float(delta),
-            None if accuracy is None or accountant == "rdp" else float(accuracy), sampler)
-
-
-def verified_epsilon(accountant, sigma, q, steps, delta, accuracy, sampler="poisson"):
-    """The least certified upper epsilon a calibration in this process saw at this point, or
-    None (not evaluated, or forgotten: only the last ``_SEEN_MAX`` points are kept)."""
-    return _SEEN.get(_point_key(accountant, sigma, q, steps, delta, accuracy, sampler))
-
-
-def _public_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
-    """The epsilon the public accountant reports: what every returned value is verified with
-    (Poisson: the engine's accountant, through the contract of ``sgmfast._accountant``); the
-    least value seen at each point is kept (``verified_epsilon``)."""
-    value = _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler)
-    key = _point_key(accountant, sigma, q, steps, delta, accuracy, sampler)
-    with _SEEN_LOCK:  # (calibrations may run in threads, ``executor=``)
-        old = _SEEN.pop(key, None)
-        _SEEN[key] = value if old is None else min(old, value)
-        while len(_SEEN) > _SEEN_MAX:
-            del _SEEN[next(iter(_SEEN))]
-    return value
-
-
-def _evaluate_eps(accountant, sigma, q, steps, delta, accuracy, sampler="poisson") -> float:
-    """``_public_eps`` without the record."""
-    if sampler == "shuffle":  # (its upper bound alone: the lower one is not needed here)
-        from ..pld import samplers, shuffle
-
-        return shuffle.upper_epsilon(float(sigma), samplers.batches_per_epoch(float(q), sampler), int(steps),
-                                     float(delta))
-    if sampler != "poisson":
-        if accountant == "rdp":
-            from .. import rdp
-
-            return float(rdp.epsilon(float(sigma), float(q), float(steps), float(delta), sampler=sampler))
-        from .. import pld
-
-        if sampler == "fixed_size":  # (the same upper bound, without the lower bound's own work)
-            from ..pld.samplers import fixed_size
-
-            return fixed_size.upper_epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy)
-        return float(pld.epsilon(float(sigma), float(q), int(steps), float(delta), accuracy=accuracy,
-                                 sampler=sampler).upper)
-    return _make_accountant(accountant, accuracy).step(float(sigma), float(q), steps).epsilon_upper(float(delta))
-
-
-def _make_accountant(engine: str, accuracy: float):
-    """A fresh accountant of ``engine`` ("pld" at ``accuracy``, or "rdp")."""
-    from ..pld import PLDAccountant
-    from ..rdp import RDPAccountant
-
-    return {"pld": lambda: PLDAccountant(accuracy=accuracy), "rdp": RDPAccountant}[engine]()
-
-
-def _verified(accountant, eps, value, check, up: bool, tol):
-    """Nudge ``value`` towards privacy (up for sigma, down for q) until the public accountant
-    meets the target there (grid effects can leave a fast search's answer a hair short)."""
-    for k in range(200):
-        if check(value):
-            return value
-        value = value * (1 + tol * 2.0**k) if up else value / (1 + tol * 2.0**k)
-    raise ValueError(f"calibration could not verify a value for epsilon={eps:g} (please report)")
-
 
 def gaussian_sigma(epsilon: float, delta: float, steps: int = 1) -> float:
     """Smallest noise multiplier of ``steps`` compositions of the Gaussian mechanism (q = 1).
@@ -340,6 +249,12 @@ def _regular_sigmas(sig, idx, e, d, qq, t, accountant, acc, progress) -> None:
 _SAMPLER_START = {"balls_in_bins": 1.0, "fixed_size": 1.15}
 #: the accuracy of the Poisson sigma that a sampler's search starts from
 START_ACCURACY = 0.02
+#: the accuracy of the cheaper bound whose root a sampler's certified search starts from
+#: (``_coarse_start``), and how close to the target that search stops (a share of it).  0.01
+#: cost as much as the certified search itself where queries are as dear at either accuracy
+#: (q 1.3e-5, T 10328: 1.5 s each); at 0.03 no case of bench/fixed_size_calibrate.py took longer
+COARSE_ACCURACY = 0.03
+COARSE_CLOSE = 0.5
 
 
 def _check_sampler(sampler: str, accountant: str) -> str:
@@ -383,13 +298,32 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
         guess = base * (2.0 if sampler == "fixed_size" else 1.0) * _SAMPLER_START.get(sampler, 1.0)
         x0, tol = math.log(min(max(guess, SIGMA_MIN), SIGMA_MAX)), RDP_TOL if accountant == "rdp" else PLD_TOL
         if e[i] > 0.0:
-            x = _root_log(lambda x, i=i: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc, sampler),
+            x0, slope = _coarse_start(accountant, acc, sampler, x0, e[i], qq[i], t[i], d[i])
+            memo: dict = {}  # (what one query tells the next: ``fixed_size.upper_epsilon``)
+            x = _root_log(lambda x, i=i, memo=memo: _public_eps(accountant, math.exp(x), qq[i], t[i], d[i], acc,
+                                                              sampler, memo),
                           x0, e[i], tol, math.log(SIGMA_MIN), math.log(SIGMA_MAX),
-                          rel=0.0 if accountant == "rdp" else SAMPLER_CLOSE * acc)
+                          rel=0.0 if accountant == "rdp" else SAMPLER_CLOSE * acc, slope=slope)
         else:
             x = _search_log(ok, x0, True, tol, x_min=math.log(SIGMA_MIN), x_max=math.log(SIGMA_MAX), step=0.02)
         sig[i] = math.inf if x is None else math.exp(x)
     return float(sig[0]) if shape == () else sig.reshape(shape)
+
+
+def _coarse_start(accountant, acc, sampler, x0, eps, q, steps, delta):
+    """Where a fixed-size search starts, and the slope it steps with: the root of the bound at
+    ``COARSE_ACCURACY`` (a query there can cost a fraction of one at 1e-3: 0.2 s against 1.7 s at
+    q 1e-4, T 80800, δ 4e-24), or (x0, None) where that finds none.  Only the way to the answer
+    depends on it: every answer is verified at the target's accuracy.  (Balls-in-bins queries cost
+    about as much at either accuracy: a coarse search first made them slower.)"""
+    if accountant == "rdp" or sampler != "fixed_size" or acc >= COARSE_ACCURACY:
+        return x0, None
+    seen: list = []
+    memo: dict = {}
+    x = _root_log(lambda x: _evaluate_eps(accountant, math.exp(x), q, steps, delta, COARSE_ACCURACY, sampler, memo),
+                  x0, eps, PLD_TOL, math.log(SIGMA_MIN), math.log(SIGMA_MAX), rel=COARSE_CLOSE * COARSE_ACCURACY,
+                  seen=seen)
+    return (x0, None) if x is None else (x, _slope(seen))
 
 
 def _rdp_sigma_point(eps, delta, q, steps, sigma_kernel):

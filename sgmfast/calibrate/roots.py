@@ -64,7 +64,18 @@ def _capped(g: float) -> float:
     return max(-SECANT_CAP, min(g, SECANT_CAP)) if math.isfinite(g) else g
 
 
-def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
+def _log_gap(v: float, target: float) -> float:
+    """log(v / target), with its sign exactly that of v - target (log may round two values
+    together): -inf at v <= 0, +inf at v = +inf or NaN."""
+    if v <= 0.0:
+        return -math.inf
+    if not math.isfinite(v):
+        return math.inf
+    d = math.log(v) - math.log(target)
+    return min(d, 0.0) if v <= target else max(d, 1e-300)
+
+
+def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0, slope=None, seen=None):
     """The least x in [x_min, x_max] (x = log sigma) with value(x) <= target, to ``tol`` -- or,
     with ``rel`` > 0, the first x found with target (1 - rel) <= value(x) <= target -- for a
     value that falls as x grows.  Secant steps on g = log(value / target): extrapolated a little
@@ -73,15 +84,13 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
     point that lands next to the root.  Every answer comes from an evaluation where
     value <= target held; the search only sets how many evaluations it takes (a few, where
     doubling and bisection take ten) -- for samplers whose every evaluation is a certified
-    query of seconds.  None if value <= target nowhere up to x_max."""
-    def g(x):  # its sign is exactly that of value - target (log may round two values together)
-        v = value(x)
-        if v <= 0.0:
-            return -math.inf
-        if not math.isfinite(v):
-            return math.inf
-        d = math.log(v) - math.log(target)
-        return min(d, 0.0) if v <= target else max(d, 1e-300)
+    query of seconds.  ``slope`` (d g / d x < 0, from a cheaper bound's search) sets the first
+    step; ``seen`` (a list) collects every (x, g).  None if value <= target nowhere up to x_max."""
+    def g(x):
+        d = _log_gap(value(x), target)
+        if seen is not None:
+            seen.append((x, d))
+        return d
 
     clamp = lambda x: min(max(x, x_min), x_max)  # noqa: E731
     x = clamp(x0)
@@ -90,6 +99,8 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
     bad = (x, gx) if gx > 0 else None  # the largest x seen where it is not
     # first step: where an elasticity d log value / d log sigma of -2 would put the root
     h = max(step, min(0.5 * abs(gx), 1.0)) if math.isfinite(gx) else step
+    if slope is not None and slope < 0.0 and math.isfinite(gx) and gx != 0.0:
+        h = max(min(1.5 * abs(gx / slope), 1.0), tol)  # (past the root the slope predicts)
     while ok is None or bad is None:
         x_prev, g_prev = x, gx
         x = clamp(x_prev + (h if ok is None else -h))
@@ -144,6 +155,17 @@ def _root_log(value, x0, target, tol, x_min, x_max, step=0.02, rel=0.0):
             else:
                 bad, fa = (probe, gp), _capped(gp)
     return ok[0]
+
+
+def _slope(seen) -> float | None:
+    """d g / d x of a finished ``_root_log`` search (its ``seen``): the secant through the
+    finite points nearest the root on either side, or None."""
+    ok = [p for p in seen if math.isfinite(p[1]) and p[1] <= 0.0]
+    bad = [p for p in seen if math.isfinite(p[1]) and p[1] > 0.0]
+    if not ok or not bad:
+        return None
+    (xa, ga), (xb, gb) = max(bad, key=lambda p: p[0]), min(ok, key=lambda p: p[0])
+    return (gb - ga) / (xb - xa) if xb > xa and gb < ga else None
 
 
 def _int_boundary(ok, public_ok, lo: int, hi: int) -> int:

@@ -13,8 +13,8 @@ from .._executor import CHUNK_PLD, CHUNK_RDP, check_executor, chunked
 from .._kernels import calibrate as _kc
 from .._validation import (check_accuracy, check_delta, check_epsilon, check_positive_int, check_q, check_sigma,
                            check_steps)
-from .noise import (PLD_TOL, RDP_TOL, STEPS_MAX, _broadcast, _check_accountant, _check_sampler, _check_target_epsilon,
-                    _PldUpper, _public_eps, _rdp_solve, _verified)
+from .noise import PLD_TOL, RDP_TOL, STEPS_MAX, _broadcast, _check_sampler, _PldUpper, _rdp_solve
+from .public import _check_accountant, _check_target_epsilon, _public_eps, _verified
 from .roots import _int_boundary, _search_log
 
 def calibrate_q(epsilon, delta, sigma, steps, *, accountant: str = "pld", accuracy: float = 1e-3, executor=None):

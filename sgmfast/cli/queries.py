@@ -77,7 +77,7 @@ def _achieved(accountant, sigma, q, steps, delta, accuracy, sampler="poisson", t
     the least of this evaluation and the one the calibration verified its answer with (both
     certified: a second evaluation can be looser, e.g. when memory ran short); above ``target``
     ``Unverified``, never a printed number that misses the target."""
-    from ..calibrate.noise import verified_epsilon
+    from ..calibrate.public import verified_epsilon
 
     if accountant == "rdp":
         from .. import rdp

@@ -45,7 +45,7 @@ floor  module                          what it holds
 8      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
 8      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0
 8      ``samplers.shuffle``            the permutation shuffle: sound, loose
-8      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5)
+8      ``samplers.fixed_size_tail``    the fixed-size pair at small δ: its far-tail events (stage 5) and their refinement
 8      ``samplers.fixed_size``         sampling without replacement, replace-one
 8      ``tradeoff``                    f-DP β(α), both bounds, from the certified profile
 8      ``curve_grids``                 privacy curves: the spectra all checkpoints share

@@ -104,8 +104,6 @@ ESTIMATE_ACCURACY = 0.2
 #: Most bins of a grid or transform of the compositions (MAX_BINS is 4 times more): with the
 #: one-step cache this keeps a query's memory to a few hundred MB (it reached 0.7 GB).
 COMPOSE_BINS = 1 << 22
-#: The far-tail cut lies half way to this multiple of the likely ε (at most the upper bound).
-CUT_REACH = 1.25
 #: The far-tail events (``_one_run``) go first where their first grid has at most this many points
 #: (``fixed_size_tail.planned_points``).  Their step is a share of eps and their grids span the
 #: one-step loss range, so a tiny eps makes them long: first at 1.7-5.1 million points they took
@@ -272,12 +270,16 @@ def epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float
     return _epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy)
 
 
-def upper_epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float = 1e-3) -> float:
+def upper_epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy: float = 1e-3,
+                  memo: dict | None = None) -> float:
     """``epsilon(...).upper``, the same number, without the work that serves only the lower bound
     (the Poisson pair's query where the compositions' lower end is returned as it is): what a
-    calibration searches on (the answer is then checked by ``epsilon`` itself)."""
+    calibration searches on.  ``memo``: a dict that a search over nearby sigmas carries from
+    point to point (``_one_run``); with it the value may be a little above ``epsilon``'s upper
+    end, never below (its refinement is a prefix of ``epsilon``'s): a sigma where it meets a
+    target meets it in ``epsilon`` too."""
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
-    return float(_epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy, attained=False).upper)
+    return float(_epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy, attained=False, memo=memo).upper)
 
 
 def _noiseless_mass(runs) -> tuple[float, float]:
@@ -315,7 +317,7 @@ def _active(runs):
     return [(s, q, t) for s, q, t in runs if t > 0 and q > 0.0 and s < math.inf]
 
 
-def _epsilon(runs, delta: float, accuracy: float, attained: bool = True) -> Bounds:
+def _epsilon(runs, delta: float, accuracy: float, attained: bool = True, memo: dict | None = None) -> Bounds:
     """``epsilon`` of consecutive runs [(sigma, q, T)] (validated scalars), composed (``attained``
     False: the Poisson pair's lower bound left out where no later choice reads it -- the same
     upper bound)."""
@@ -347,35 +349,44 @@ def _epsilon(runs, delta: float, accuracy: float, attained: bool = True) -> Boun
     lo0, guess = (float(x) for x in coarse.epsilon(delta)[:2])
     up0 = float(gauss.upper)
     if len(runs) == 1 and runs[0][2] >= 2:
-        return _one_run(runs[0], delta, accuracy, lo0, up0, guess, rdp, attained)
+        return _one_run(runs[0], delta, accuracy, lo0, up0, guess, rdp, attained, memo)
     lo, up = _composed_epsilon(runs, delta, accuracy, lo0, up0, guess, rdp=rdp, attained=attained)
     return Bounds(float(min(lo, up)), float(up))
 
 
 def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, rdp,
-             attained: bool = True) -> Bounds:
+             attained: bool = True, memo: dict | None = None) -> Bounds:
     """``_epsilon`` of one run of T >= 2 steps from the certified start [lo0, up0]: the far-tail
     events first where their first grid is short (``TAIL_FIRST_POINTS``), the compositions
     refining from what they leave; else the compositions first, and the events, on a grid cut to
-    that length, only where those are not narrow.  Both are certified: the ends intersect."""
+    that length, only where those are not narrow.  Both are certified: the ends intersect.
+    ``memo`` (a search's, ``upper_epsilon``): where the compositions after the events narrowed
+    nothing at an earlier point, they are not run again (q 1e-4, T 6503, δ 1e-12: 2 s each
+    for [0.49, 1.02] beside the events' [0.99787, 0.99953]); where the events settled the upper
+    end at a level, later points compute that level alone (``fixed_size_tail.events_epsilon``).  Either way the
+    events' upper end is returned."""
     narrow = lambda lo, up: within(lo, up, accuracy)  # noqa: E731
-    if _tail_plan(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
+    if fixed_size_tail.first_points(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
         with metered() as meter:
-            got = _tail_epsilon(run, delta, accuracy, lo0, up0, guess)
+            got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo0, up0, guess, BUDGET, memo=memo)
         if got is not None and narrow(got.lower, got.upper):
             return got
         if got is not None:
             lo0, up0 = got.lower, got.upper
+            if memo is not None and (memo.get("compositions_idle") or memo.get("tail_level") is not None):
+                return got
         # (one budget: the compositions refine with what the events left of it)
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp,
                                    budget=max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0), attained=attained)
+        if memo is not None and got is not None:
+            memo["compositions_idle"] = lo <= lo0 and up >= up0
         return Bounds(float(min(lo, up)), float(up))
     with metered() as meter:
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
     left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
     if not narrow(lo, up) and left > 0.0:  # (what is left of BUDGET refines the events after their first grid)
-        got = _tail_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
-                            most=TAIL_FIRST_POINTS, budget=left)
+        got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
+                                             left, most=TAIL_FIRST_POINTS)
         if got is not None:
             lo, up = max(lo, got.lower), min(up, got.upper)
     return Bounds(float(min(lo, up)), float(up))
@@ -455,67 +466,6 @@ def _bounds_pair(parts, step: float, eps_c: float, delta: float, theta: float | 
 
     up, lo = both_roundings(bound)
     return lo, up
-
-
-def _tail_plan(run, accuracy: float, lo0: float, up0: float, guess: float, step: float | None = None) -> float:
-    """The points of ``_tail_epsilon``'s first grid (``fixed_size_tail.planned_points``), at its
-    first step unless ``step`` is given."""
-    eps_c = max(guess, lo0, 1e-3)
-    step = tail_step0(accuracy, eps_c) if step is None else step
-    return fixed_size_tail.planned_points(run[0], run[1], step, accuracy, eps_c, _tail_cut(eps_c, up0))
-
-
-def _tail_cut(eps_c: float, up: float) -> float:
-    """The far-tail cut a little above the likely eps (``certifiers.tail``): the term without tail
-    steps then has a bounded core reaching past eps, which its tilt centres."""
-    return 0.5 * (eps_c + min(up, CUT_REACH * eps_c))
-
-
-def _tail_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float,
-                  most: float = math.inf, budget: float = BUDGET) -> Bounds | None:
-    """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
-    (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
-    ``guess``; None where the decomposition does not apply on the first grid.  The first step is
-    doubled until that grid has at most ``most`` points (``_tail_plan``); the levels after it
-    take at most ``budget`` of work."""
-    sigma, q, T = run
-    state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
-    step0 = tail_step0(accuracy, state["centre"])
-    if most < math.inf:
-        for _ in range(40):
-            if _tail_plan(run, accuracy, lo0, up0, guess, step0) <= most:
-                break
-            step0 *= 2.0
-        else:
-            return None
-
-    def attempt(level):
-        eps_c, lo, up = state["centre"], state["lo"], state["up"]
-        cut = _tail_cut(eps_c, up)
-        ev = fixed_size_tail.event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo,
-                                       1e-3 * accuracy * delta)
-        if ev is None:
-            raise GridFailure("no far-tail decomposition on this grid")
-        lo, up = fixed_size_tail.epsilon_bounds(ev, delta, lo, up)
-        state.update(lo=lo, up=up, centre=0.5 * (lo + up) if up < math.inf else eps_c)
-        return lo, up
-
-    try:
-        lo, up = attempt(0)
-    except (GridFailure, ArithmeticError):
-        return None
-    if within(lo, up, accuracy):
-        return Bounds(float(min(lo, up)), float(up))
-    lo, up = refine_levels(lambda level: attempt(level + 1), lambda lo, up: within(lo, up, accuracy),
-                           state["lo"], state["up"], budget)
-    return Bounds(float(min(lo, up)), float(up))
-
-
-def tail_step0(accuracy: float, eps_c: float) -> float:
-    """The far-tail decomposition's first grid step: a quarter of the accuracy's share of eps (on
-    quarter octaves of 1e-6, so that nearby queries share their one-step arrays)."""
-    d = 0.25 * accuracy * max(eps_c, 1e-3)
-    return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
 
 
 def delta(sigma: float, q: float, steps: int, epsilon, *, accuracy: float = 1e-3) -> Bounds:

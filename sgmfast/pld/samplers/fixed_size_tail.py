@@ -34,12 +34,19 @@ import numpy as np
 from scipy.special import erf
 
 from ..._failures import GridFailure
-from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put
+from ..._types import Bounds
+from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put, refine_levels, within
 from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
 from ..grid.queries import scan
 from ..grid.tail_events import EventSum, both_roundings
 
 _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (as in ``fixed_size``)
+
+#: The far-tail cut lies half way to this multiple of the likely ε (at most the upper bound).
+CUT_REACH = 1.25
+#: A search's far-tail events settle at the first level whose upper end is within this share of
+#: the accuracy of a narrow answer's (``_tail_epsilon``'s memo)
+SETTLED_SHARE = 0.1
 
 
 def sym_hybrid(sigma: float, q: float, step: float, m: int, hi_cut: int, tau: float = TAU_STEP) -> Hybrid:
@@ -129,3 +136,78 @@ def epsilon_bounds(ev: EventSum, delta: float, lo: float, up: float) -> tuple[fl
         hit_up = hit
     hit_lo = scan(lambda e: ev.delta_lower(e) > delta, lo, up if hit_up is None else hit_up, first=False)
     return (lo if hit_lo is None else max(lo, hit_lo)), (up if hit_up is None else min(up, hit_up))
+
+
+def first_points(run, accuracy: float, lo0: float, up0: float, guess: float, step: float | None = None) -> float:
+    """The points of ``events_epsilon``'s first grid (``planned_points``), at its
+    first step unless ``step`` is given."""
+    eps_c = max(guess, lo0, 1e-3)
+    step = tail_step0(accuracy, eps_c) if step is None else step
+    return planned_points(run[0], run[1], step, accuracy, eps_c, tail_cut(eps_c, up0))
+
+
+def tail_cut(eps_c: float, up: float) -> float:
+    """The far-tail cut a little above the likely eps (``certifiers.tail``): the term without tail
+    steps then has a bounded core reaching past eps, which its tilt centres."""
+    return 0.5 * (eps_c + min(up, CUT_REACH * eps_c))
+
+
+def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, budget: float,
+                   most: float = math.inf, memo: dict | None = None) -> Bounds | None:
+    """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
+    (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
+    ``guess``; None where the decomposition does not apply on the first grid.  The first step is
+    doubled until that grid has at most ``most`` points (``first_points``); the levels after it
+    take at most ``budget`` of work.  ``memo`` (a search's, ``_one_run``): the first level whose
+    upper end was within ``SETTLED_SHARE`` of the accuracy of a narrow answer is kept there, and
+    later points stop at that level.  Their refinement is then a prefix of the one without the
+    memo, so their upper end is at least its (the same certified bound, or a looser one)."""
+    sigma, q, T = run
+    state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
+    step0 = tail_step0(accuracy, state["centre"])
+    if most < math.inf:
+        for _ in range(40):
+            if first_points(run, accuracy, lo0, up0, guess, step0) <= most:
+                break
+            step0 *= 2.0
+        else:
+            return None
+
+    def attempt(level):
+        eps_c, lo, up = state["centre"], state["lo"], state["up"]
+        cut = tail_cut(eps_c, up)
+        ev = event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo,
+                                       1e-3 * accuracy * delta)
+        if ev is None:
+            raise GridFailure("no far-tail decomposition on this grid")
+        lo, up = epsilon_bounds(ev, delta, lo, up)
+        state.update(lo=lo, up=up, centre=0.5 * (lo + up) if up < math.inf else eps_c)
+        return lo, up
+
+    settled = None if memo is None else memo.pop("tail_level", None)
+    ups: list = []
+
+    def level_up(level):
+        lo, up = attempt(level)
+        ups.append(up)
+        return lo, up
+
+    try:
+        lo, up = level_up(0)
+    except (GridFailure, ArithmeticError):
+        return None
+    if not within(lo, up, accuracy):  # (settled: the same levels, cut short -- never a lower upper end)
+        lo, up = refine_levels(lambda level: level_up(level + 1), lambda lo, up: within(lo, up, accuracy),
+                               state["lo"], state["up"], budget, **({} if settled is None else {"levels": settled}))
+    if settled is not None:
+        memo["tail_level"] = settled
+    elif memo is not None and within(lo, up, accuracy):
+        memo["tail_level"] = next(i for i, u in enumerate(ups) if u <= up * (1.0 + SETTLED_SHARE * accuracy))
+    return Bounds(float(min(lo, up)), float(up))
+
+
+def tail_step0(accuracy: float, eps_c: float) -> float:
+    """The far-tail decomposition's first grid step: a quarter of the accuracy's share of eps (on
+    quarter octaves of 1e-6, so that nearby queries share their one-step arrays)."""
+    d = 0.25 * accuracy * max(eps_c, 1e-3)
+    return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
