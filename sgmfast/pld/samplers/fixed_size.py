@@ -363,8 +363,8 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
     ``memo`` (a search's, ``upper_epsilon``): where the compositions after the events narrowed
     nothing at an earlier point, they are not run again (q 1e-4, T 6503, δ 1e-12: 2 s each
     for [0.49, 1.02] beside the events' [0.99787, 0.99953]); where the events settled the upper
-    end at a level, later points compute that level alone (``fixed_size_tail.events_epsilon``).  Either way the
-    events' upper end is returned."""
+    end at a level, later points stop there (``fixed_size_tail.events_epsilon``).  Either way
+    the events' upper end is returned: a prefix of the refinement without the memo."""
     narrow = lambda lo, up: within(lo, up, accuracy)  # noqa: E731
     if fixed_size_tail.first_points(run, accuracy, lo0, up0, guess) <= TAIL_FIRST_POINTS:
         with metered() as meter:
@@ -385,8 +385,8 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
     left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
     if not narrow(lo, up) and left > 0.0:  # (what is left of BUDGET refines the events after their first grid)
-        got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo, up, 0.5 * (lo + up) if up < math.inf else guess,
-                                             left, most=TAIL_FIRST_POINTS)
+        centre = 0.5 * (lo + up) if up < math.inf else guess
+        got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo, up, centre, left, most=TAIL_FIRST_POINTS)
         if got is not None:
             lo, up = max(lo, got.lower), min(up, got.upper)
     return Bounds(float(min(lo, up)), float(up))
