@@ -26,6 +26,10 @@ ROWS = [  # (sigma, g, delta, eps bracket)
     (1.61265, 1e-4, 1e-12, (0.05, 1.5)),
     (3.24, 1e-4, 1e-21, (0.005, 1.0)),
     (0.7, 1e-4, 1e-12, (5.0, 20.0)),
+    # where the far-tail events go first although their grid passes TAIL_FIRST_POINTS (stop 59:
+    # the compositions first ended at [0.00807, 0.0756] for the first)
+    (2.0, 2e-5, 1e-13, (0.004, 0.02)),
+    (1.455, 7.7e-5, 1.13e-10, (0.05, 0.2)),
 ]
 
 
