@@ -3,7 +3,10 @@ far-tail events first although their first grid is longer than TAIL_FIRST_POINTS
 than one step's grid of the compositions): the interval and the work, to compare trees
 (bench/README, "Stop 59").
 
-    PYTHONPATH=<tree> python bench/fixed_size_events_first.py SEED N
+    PYTHONPATH=<tree> python bench/fixed_size_events_first.py SEED N [--delta]
+
+``--delta``: δ at the ε interval's two ends as well (``fixed_size.delta``, one array query), with
+the consistency check δ(upper)'s lower end <= δ <= δ(lower)'s upper end (FAIL otherwise).
 
 Draws σ log-uniform in [0.5, 5], q in [1e-5, 0.3], T in [2, 1e5], δ in [1e-14, 1e-2] until N
 points pass the filter (the filter reads the same planning figures on either tree).
@@ -32,7 +35,7 @@ def changed(s, q, t, d, acc=1e-3):
         return False
 
 
-def main(seed, n):
+def main(seed, n, with_delta=False):
     rng = random.Random(seed)
     lu = lambda a, b: math.exp(rng.uniform(math.log(a), math.log(b)))  # noqa: E731
     found = tried = 0
@@ -45,10 +48,17 @@ def main(seed, n):
         with metered() as meter:
             b = F.epsilon(s, q, t, d)
         w = (b.upper - b.lower) / b.upper if b.upper > 0 else 0.0
-        print(f"{found:3d} σ {s:.4g} q {q:.3g} T {t} δ {d:.3g}: [{b.lower:.7g}, {b.upper:.7g}] {w:.1e} "
-              f"{meter.units / 1e9:.2f} Gu", flush=True)
+        line = (f"{found:3d} σ {s:.4g} q {q:.3g} T {t} δ {d:.3g}: [{b.lower:.7g}, {b.upper:.7g}] {w:.1e} "
+                f"{meter.units / 1e9:.2f} Gu")
+        if with_delta:
+            with metered() as meter:
+                db = F.delta(s, q, t, [b.lower, b.upper])
+            ok = db.lower[1] <= d <= db.upper[0]
+            line += (f" | δ(lo) [{db.lower[0]:.7g}, {db.upper[0]:.7g}] δ(up) [{db.lower[1]:.7g}, {db.upper[1]:.7g}] "
+                     f"{meter.units / 1e9:.2f} Gu {'ok' if ok else 'FAIL'}")
+        print(line, flush=True)
     print(f"{found} of {tried} points")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), "--delta" in sys.argv[3:])

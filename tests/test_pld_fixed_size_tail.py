@@ -11,6 +11,7 @@ References independent of the code under test:
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sgmfast import pld
@@ -123,6 +124,33 @@ def test_cli_calibrate_refuses_to_print_an_unverified_epsilon(capsys, monkeypatc
     code = main(CAL_ARGV)
     out, err = capsys.readouterr()
     assert code == 1 and "could not be verified" in err and "epsilon:" not in out
+
+
+@pytest.mark.parametrize("point", EVENTS_FIRST)
+def test_delta_at_the_events_first_points_agrees_with_epsilon(point):
+    """δ queries take the far-tail events too (``fixed_size_tail.events_delta``): δ at the ends of
+    the ε interval brackets the δ asked for, and each is resolved to 1e-3 of itself (before: the
+    compositions alone, [1.03e-7, 2.41e-7] and [1.5e-11, 2.9e-9] at the upper ends)."""
+    sigma, q, steps, delta = point
+    b = fixed_size.epsilon(sigma, q, steps, delta)
+    with metered() as meter:
+        d = fixed_size.delta(sigma, q, steps, [b.lower, b.upper])
+    assert d.lower[1] <= delta <= d.upper[0]
+    assert np.all(d.upper - d.lower <= 1e-3 * d.upper)
+    assert meter.units <= 2.0 * UNITS_PER_SECOND
+
+
+def test_delta_array_over_a_wide_eps_range_is_resolved_at_each_eps():
+    """Six eps from 0.05 to 1 at q 1.07e-4, T 14: the events are centred at each eps in turn
+    (before, the compositions refined none of them: upper ends 0.996-0.998), and the values fall
+    with eps."""
+    eps = [0.05, 0.1136318, 0.2, 0.3, 0.5, 1.0]
+    with metered() as meter:
+        d = fixed_size.delta(1.22776, 0.000107, 14, eps)
+    # (resolved: within the change of δ a relative change 1e-3 of eps makes -- 1.5e-3 of δ at eps 1)
+    assert np.all(d.upper - d.lower <= 2e-3 * d.upper)
+    assert np.all(np.diff(d.upper) < 0)
+    assert meter.units <= 4.0 * UNITS_PER_SECOND
 
 
 def _last_and_curve(steps):

@@ -526,12 +526,26 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
         return (copies_delta(parts, step, eps, groups, TAU_STEP, False),
                 copies_delta(parts, step, eps, groups, TAU_STEP, True))
 
-    def narrow(lo, up):
-        return bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy)))
+    def resolved_at(lo, up):
+        return resolved(lo[:n], up[:n], up[n:], accuracy)
 
+    def narrow(lo, up):
+        return bool(np.all(resolved_at(lo, up)))
+
+    lo, up = lo0, np.minimum(flat(gauss.upper), 1.0)
+    budget = BUDGET
+    # (as ``_one_run``: the far-tail events first at the eps where they go first there, the
+    # compositions refining what they leave)
+    centres = [i for i in range(n) if len(runs) == 1 and runs[0][2] >= 2
+               and _events_first(runs[0], accuracy, float(eps[i]), math.inf, 0.0)]
+    if centres:
+        with metered() as meter:
+            lo, up = fixed_size_tail.events_delta(runs[0], eps, lo, up, accuracy, resolved_at, BUDGET, centres)
+        if narrow(lo, up):
+            return np.minimum(lo, up)[:n], up[:n]
+        budget = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
     with bins_limit(COMPOSE_BINS):  # (memory, as for epsilon)
-        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo0,
-                               np.minimum(flat(gauss.upper), 1.0), BUDGET)
+        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo, up, budget)
     return np.minimum(lo, up)[:n], up[:n]
 
 

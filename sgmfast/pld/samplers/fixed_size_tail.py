@@ -35,6 +35,7 @@ from scipy.special import erf
 
 from ..._failures import GridFailure
 from ..._types import Bounds
+from ..._work import UNITS_PER_SECOND, metered
 from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put, refine_levels, within
 from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
 from ..grid.queries import scan
@@ -47,6 +48,8 @@ CUT_REACH = 1.25
 #: A search's far-tail events settle at the first level whose upper end is within this share of
 #: the accuracy of a narrow answer's (``_tail_epsilon``'s memo)
 SETTLED_SHARE = 0.1
+#: A δ query's far-tail events are centred at no more than this many of its eps (``events_delta``)
+EVENT_CENTRES = 8
 
 
 def sym_hybrid(sigma: float, q: float, step: float, m: int, hi_cut: int, tau: float = TAU_STEP) -> Hybrid:
@@ -211,3 +214,45 @@ def tail_step0(accuracy: float, eps_c: float) -> float:
     quarter octaves of 1e-6, so that nearby queries share their one-step arrays)."""
     d = 0.25 * accuracy * max(eps_c, 1e-3)
     return 2.0 ** (math.floor(4 * math.log2(d / 1e-6)) / 4) * 1e-6 if d > 1e-12 else 1e-12
+
+
+def events_delta(run, eps: np.ndarray, lo0: np.ndarray, up0: np.ndarray, accuracy: float, resolved_at,
+                 budget: float, centres):
+    """(lower, upper) δ at the 1-D ``eps`` of one run by the far-tail events, intersected with the
+    certified [lo0, up0].  ``resolved_at(lo, up)`` says which of the first m eps are resolved
+    (the rest are their shifted copies).  The decomposition bounds δ at every eps, tightly near
+    the eps it is centred at: it is centred at the least unresolved eps not tried yet among
+    ``centres`` (indices; at most EVENT_CENTRES of them) and refined level by level (the grid
+    step halved) until that eps is resolved or ``budget`` of work is spent in all."""
+    sigma, q, T = run
+    lo, up = np.array(lo0, dtype=np.float64), np.array(up0, dtype=np.float64)
+    tried: set = set()
+    with metered() as meter:
+        for _ in range(EVENT_CENTRES):
+            open_ = ~resolved_at(lo, up)
+            left = budget - meter.units / UNITS_PER_SECOND
+            todo = [i for i in centres if open_[i] and float(eps[i]) not in tried]
+            if not todo or left <= 0.0:
+                break
+            i_c = min(todo, key=lambda i: eps[i])
+            tried.add(float(eps[i_c]))
+            lo, up = _centred_delta(sigma, q, T, eps, lo, up, accuracy, i_c, resolved_at, left)
+    return lo, up
+
+
+def _centred_delta(sigma, q, T, eps, lo, up, accuracy, i_c, resolved_at, budget):
+    """``events_delta``'s refinement centred at eps[i_c]; (lo, up) where no decomposition applies."""
+    eps_c = max(float(eps[i_c]), 1e-3)
+    step0 = tail_step0(accuracy, eps_c)
+    cut = tail_cut(eps_c, math.inf)
+    # (terms beyond K tail steps are charged up to a thousandth of the accuracy's share of δ)
+    scale = max(float(lo[i_c]), 1e-6 * float(up[i_c]), 1e-300)
+
+    def attempt(level):
+        ev = event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * float(np.min(eps)),
+                       1e-3 * accuracy * scale)
+        if ev is None:
+            raise GridFailure("no far-tail decomposition on this grid")
+        return ev.delta_lower(eps), ev.delta_upper(eps)
+
+    return refine_levels(attempt, lambda a, b: bool(resolved_at(a, b)[i_c]), lo, up, budget)
