@@ -153,6 +153,12 @@ def test_delta_array_over_a_wide_eps_range_is_resolved_at_each_eps():
     assert meter.units <= 4.0 * UNITS_PER_SECOND
 
 
+def test_delta_with_infinite_eps_beside_events_first_ones():
+    """eps = +inf (δ = 0) is never a centre of the events (it crashed the first step's plan)."""
+    d = fixed_size.delta(1.22776, 0.000107, 14, [0.1136318, np.inf])
+    assert d.upper[1] == 0.0 and d.lower[0] <= 1.03e-7 <= d.upper[0]
+
+
 def _last_and_curve(steps):
     """(the last checkpoint's query, its work, the fixed-size curve, its work), each from an empty
     one-step cache (sigma 1, q 0.01, delta 1e-6)."""

@@ -536,7 +536,7 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     budget = BUDGET
     # (as ``_one_run``: the far-tail events first at the eps where they go first there, the
     # compositions refining what they leave)
-    centres = [i for i in range(n) if len(runs) == 1 and runs[0][2] >= 2
+    centres = [i for i in range(n) if len(runs) == 1 and runs[0][2] >= 2 and math.isfinite(eps[i])
                and _events_first(runs[0], accuracy, float(eps[i]), math.inf, 0.0)]
     if centres:
         with metered() as meter:
