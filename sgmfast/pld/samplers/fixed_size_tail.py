@@ -46,7 +46,7 @@ _LIBM = 64.0 * np.finfo(np.float64).eps  # relative rounding charged to erf (as 
 #: The far-tail cut lies half way to this multiple of the likely ε (at most the upper bound).
 CUT_REACH = 1.25
 #: A search's far-tail events settle at the first level whose upper end is within this share of
-#: the accuracy of a narrow answer's (``_tail_epsilon``'s memo)
+#: the accuracy of a narrow answer's (``events_epsilon``'s memo)
 SETTLED_SHARE = 0.1
 #: A δ query's far-tail events are centred at no more than this many of its eps (``events_delta``)
 EVENT_CENTRES = 8
@@ -157,7 +157,7 @@ def tail_cut(eps_c: float, up: float) -> float:
 
 def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, guess: float, budget: float,
                    most: float = math.inf, memo: dict | None = None) -> Bounds | None:
-    """``_epsilon`` of one run by the far-tail events (``fixed_size_tail``), refined level by level
+    """``fixed_size._epsilon`` of one run by the far-tail events (``event_sum``), refined level by level
     (the grid step halved) from the certified start [lo0, up0] around the Poisson pair's ε
     ``guess``; None where the decomposition does not apply on the first grid.  The first step is
     doubled until that grid has at most ``most`` points (``first_points``); the levels after it
@@ -179,8 +179,7 @@ def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, g
     def attempt(level):
         eps_c, lo, up = state["centre"], state["lo"], state["up"]
         cut = tail_cut(eps_c, up)
-        ev = event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo,
-                                       1e-3 * accuracy * delta)
+        ev = event_sum(sigma, q, T, step0 * 0.5 ** level, accuracy, eps_c, cut, 0.5 * lo, 1e-3 * accuracy * delta)
         if ev is None:
             raise GridFailure("no far-tail decomposition on this grid")
         lo, up = epsilon_bounds(ev, delta, lo, up)
@@ -218,8 +217,8 @@ def tail_step0(accuracy: float, eps_c: float) -> float:
 
 def events_delta(run, eps: np.ndarray, lo0: np.ndarray, up0: np.ndarray, accuracy: float, resolved_at,
                  budget: float, centres):
-    """(lower, upper) δ at the 1-D ``eps`` of one run by the far-tail events, intersected with the
-    certified [lo0, up0].  ``resolved_at(lo, up)`` says which of the first m eps are resolved
+    """(lower, upper) δ at the 1-D ``eps`` (all >= 0) of one run by the far-tail events, intersected
+    with the certified [lo0, up0].  ``resolved_at(lo, up)`` says which of the first m eps are resolved
     (the rest are their shifted copies).  The decomposition bounds δ at every eps, tightly near
     the eps it is centred at: it is centred at the least unresolved eps not tried yet among
     ``centres`` (indices; at most EVENT_CENTRES of them) and refined level by level (the grid
@@ -241,7 +240,8 @@ def events_delta(run, eps: np.ndarray, lo0: np.ndarray, up0: np.ndarray, accurac
 
 
 def _centred_delta(sigma, q, T, eps, lo, up, accuracy, i_c, resolved_at, budget):
-    """``events_delta``'s refinement centred at eps[i_c]; (lo, up) where no decomposition applies."""
+    """``events_delta``'s refinement centred at eps[i_c]; (lo, up) where no decomposition applies.
+    The grids' bounds hold for every eps >= half the least one (``composition.compose_parts``)."""
     eps_c = max(float(eps[i_c]), 1e-3)
     step0 = tail_step0(accuracy, eps_c)
     cut = tail_cut(eps_c, math.inf)
