@@ -1,10 +1,12 @@
 """Fixed-size calibrations at random points: the answer, whether the public accountant confirms
 it, and the search's work -- run once on each tree to compare (bench/README, "Stop 59").
 
-    PYTHONPATH=<tree> python bench/fixed_size_calibrate_fuzz.py SEED N
+    PYTHONPATH=<tree> python bench/fixed_size_calibrate_fuzz.py SEED N [balls_in_bins]
 
 Points: eps log-uniform in [0.1, 10], q log-uniform in [1e-5, 0.3], T log-uniform in [2, 1e5],
-δ log-uniform in [1e-14, 1e-2].  One line per point: the target, σ, the public
+δ log-uniform in [1e-14, 1e-2]; with ``balls_in_bins``, q = 1/t for t log-uniform in [2, 1e4]
+batches an epoch and T = t times 1-200 epochs (log-uniform), the public check
+``pld.epsilon(..., sampler="balls_in_bins").upper``.  One line per point: the target, σ, the public
 ``fixed_size.epsilon(σ).upper`` (must be <= eps; prints FAIL otherwise), the work units of the
 calibration (``sgmfast._work``: counted, not timed) and its wall time.
 """
@@ -15,24 +17,28 @@ import time
 
 from sgmfast._work import metered
 from sgmfast.calibrate import calibrate_sigma
-from sgmfast.pld.samplers import fixed_size
+from sgmfast import pld
 
 
-def points(seed, n):
+def points(seed, n, sampler):
     rng = random.Random(seed)
     lu = lambda a, b: math.exp(rng.uniform(math.log(a), math.log(b)))  # noqa: E731
     for _ in range(n):
-        yield lu(0.1, 10.0), lu(1e-5, 0.3), max(2, round(lu(2, 1e5))), lu(1e-14, 1e-2)
+        if sampler == "balls_in_bins":
+            t = round(lu(2, 1e4))
+            yield lu(0.1, 10.0), 1.0 / t, t * round(lu(1, 200)), lu(1e-14, 1e-2)
+        else:
+            yield lu(0.1, 10.0), lu(1e-5, 0.3), max(2, round(lu(2, 1e5))), lu(1e-14, 1e-2)
 
 
-def main(seed, n):
+def main(seed, n, sampler="fixed_size"):
     total_units = total_time = 0.0
-    for k, (eps, q, steps, delta) in enumerate(points(seed, n)):
+    for k, (eps, q, steps, delta) in enumerate(points(seed, n, sampler)):
         t0 = time.perf_counter()
         with metered() as meter:
-            s = calibrate_sigma(eps, delta, q, steps, sampler="fixed_size")
+            s = calibrate_sigma(eps, delta, q, steps, sampler=sampler)
         wall = time.perf_counter() - t0
-        up = fixed_size.epsilon(s, q, steps, delta).upper if 0.0 < s < math.inf else 0.0
+        up = pld.epsilon(s, q, steps, delta, sampler=sampler).upper if 0.0 < s < math.inf else 0.0
         ok = up <= eps
         total_units += meter.units
         total_time += wall
@@ -42,4 +48,4 @@ def main(seed, n):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:4])
