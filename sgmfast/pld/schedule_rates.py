@@ -256,7 +256,7 @@ class RateEngine(MixEngine):
     and whose noise levels few (module notes); ``MixEngine``'s plan of refinement, with its
     lattice over the rates and its lower bound from the statistic."""
 
-    sandwich_if_wide = True  # (tiny rates: the statistic's tails, module notes)
+    sandwich_if_wider = 0.0  # (tiny rates: the statistic's tails, module notes)
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         super().__init__(schedule, accuracy, budget, grid_step)

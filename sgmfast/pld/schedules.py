@@ -247,7 +247,7 @@ class _ExactMix(Engine):
     intersected: at tiny rates and small δ the exact engine's budget may end first (155 steps at
     q ~ 1e-3, δ ~ 1e-11: [1.9e-11, 7.3e-7], the groups' [2.8e-11, 3.4e-10])."""
 
-    sandwich_if_wide = True
+    sandwich_if_wider = 0.0
 
     def release(self) -> None:
         pass
@@ -343,7 +343,7 @@ class Sandwich:
         if self.mix is not None:
             lo, up, _ = self.mix.epsilon(target, step0)
             self.last_step = self.mix.last_step
-            if self.mix.sandwich_if_wide and not within(lo, up, self.accuracy):  # (both certified: intersected)
+            if not within(lo, up, max(self.accuracy, self.mix.sandwich_if_wider)):  # (both certified: intersected)
                 self.mix.release()
                 s_lo, s_up = self._sandwich_eps(target)
                 lo, up = max(lo, s_lo), min(up, s_up)
@@ -371,7 +371,7 @@ class Sandwich:
             if self.mix is not None:
                 l, u = self.mix.delta(e)
                 self.last_step = self.mix.last_step
-                if self.mix.sandwich_if_wide and not (u - l <= self.accuracy * u).all():  # (both certified)
+                if not (u - l <= max(self.accuracy, self.mix.sandwich_if_wider) * u).all():  # (both certified)
                     self.mix.release()
                     s_l, s_u = self._sandwich_delta(e)
                     l, u = np.maximum(l, s_l), np.minimum(u, s_u)
