@@ -274,7 +274,9 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     as private as Poisson sampling at rate q), at the Gaussian sigma of the epochs for the
     permutation shuffle (its bound), or at twice the sigma that makes the Poisson
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
-    with a first step of 2 % and secant steps from there (``_root_log``)."""
+    with a first step of 2 % and secant steps from there (``_root_log``).  Fixed-size searches
+    first find the root of a cheaper bound (``_coarse_start``) and carry a memo from query to query
+    (``fixed_size.upper_epsilon``: never below the public value, so the answer is verified)."""
     _check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):
