@@ -159,12 +159,8 @@ class MixEngine(_MixDelta):
     (``_work``), never timed; the lattice depends only on the schedule, the accuracy and the
     refinement level, so an answer does not depend on earlier queries."""
 
-    #: where its answer is wider than this (relative; at least the accuracy), ``schedules.Sandwich``
-    #: also runs its groups' sandwich and intersects the two: a mixture whose lower bound
-    #: collapsed (3,419 steps, σ falling 1.32 -> 0.3 at q 2.5e-4, δ 4.5e-7: [0, 12.54] ->
-    #: [8.25, 10.69]).  Not at a few per cent, where the first-order groups do not help and cost
-    #: a budget (10^5 mixed steps at δ 6e-10: the same [87.27, 93.78], 23 % more work).  Engines
-    #: with a known wide corner take any width (``RateEngine``: 0).
+    #: past this relative width ``schedules.Sandwich`` runs its groups beside it (a collapsed lower
+    #: bound, bench/README stop 59; not a few per cent: no gain, more work).  ``RateEngine``: 0
     sandwich_if_wider = 0.25
     #: most memory for one composition's table of lattice spectra (``schedule_compose``)
     table_bytes = TABLE_BYTES
