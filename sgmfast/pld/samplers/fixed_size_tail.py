@@ -186,7 +186,7 @@ def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, g
         state.update(lo=lo, up=up, centre=0.5 * (lo + up) if up < math.inf else eps_c)
         return lo, up
 
-    settled = None if memo is None else memo.pop("tail_level", None)
+    settled = None if memo is None else memo.get("tail_level")
     ups: list = []
 
     def level_up(level):
@@ -201,9 +201,7 @@ def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, g
     if not within(lo, up, accuracy):  # (settled: the same levels, cut short -- never a lower upper end)
         lo, up = refine_levels(lambda level: level_up(level + 1), lambda lo, up: within(lo, up, accuracy),
                                state["lo"], state["up"], budget, **({} if settled is None else {"levels": settled}))
-    if settled is not None:
-        memo["tail_level"] = settled
-    elif memo is not None and within(lo, up, accuracy):
+    if memo is not None and settled is None and within(lo, up, accuracy):
         memo["tail_level"] = next(i for i, u in enumerate(ups) if u <= up * (1.0 + SETTLED_SHARE * accuracy))
     return Bounds(float(min(lo, up)), float(up))
 
