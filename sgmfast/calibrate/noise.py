@@ -276,7 +276,8 @@ def _sampler_sigma(shape, e, d, qq, t, accountant, acc, sampler):
     add/remove run private to the target (fixed-size batches dominate it at noise sigma / 2),
     with a first step of 2 % and secant steps from there (``_root_log``).  Fixed-size searches
     first find the root of a cheaper bound (``_coarse_start``) and carry a memo from query to query
-    (``fixed_size.upper_epsilon``: never below the public value, so the answer is verified)."""
+    (``fixed_size.upper_epsilon``: a certified upper bound, at least the public value in the same
+    cache state; the value each answer was verified with is kept, ``verified_epsilon``)."""
     _check_sampler(sampler, accountant)
     sig = np.zeros(e.shape[0])
     for i in range(sig.size):

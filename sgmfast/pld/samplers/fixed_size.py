@@ -277,8 +277,10 @@ def upper_epsilon(sigma: float, q: float, steps: int, delta: float, *, accuracy:
     (the Poisson pair's query where the compositions' lower end is returned as it is): what a
     calibration searches on.  ``memo``: a dict that a search over nearby sigmas carries from
     point to point (``_one_run``); with it the value may be a little above ``epsilon``'s upper
-    end, never below (its refinement is a prefix of ``epsilon``'s): a sigma where it meets a
-    target meets it in ``epsilon`` too."""
+    end, never below it in the same process state (its refinement is a prefix of ``epsilon``'s;
+    a level's work, which decides where a budget stops, is charged only where the one-step
+    cache misses, so a cold ``epsilon`` may stop a level earlier -- as any second evaluation may,
+    hence ``calibrate.public.verified_epsilon``).  Either way it is a certified upper bound."""
     sigma, q, T, accuracy = _check(sigma, q, steps, accuracy)
     return float(_epsilon([(sigma, q, T)], float(check_delta(delta)), accuracy, attained=False, memo=memo).upper)
 
@@ -536,7 +538,8 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     budget = BUDGET
     # (as ``_one_run``: the far-tail events first at the eps where they go first there, the
     # compositions refining what they leave)
-    centres = [i for i in range(n) if len(runs) == 1 and runs[0][2] >= 2 and math.isfinite(eps[i])
+    one = len(runs) == 1 and runs[0][2] >= 2
+    centres = [i for i in range(n) if one and math.isfinite(eps[i])
                and _events_first(runs[0], accuracy, float(eps[i]), math.inf, 0.0)]
     if centres:
         with metered() as meter:

@@ -164,7 +164,8 @@ def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, g
     take at most ``budget`` of work.  ``memo`` (a search's, ``_one_run``): the first level whose
     upper end was within ``SETTLED_SHARE`` of the accuracy of a narrow answer is kept there, and
     later points stop at that level.  Their refinement is then a prefix of the one without the
-    memo, so their upper end is at least its (the same certified bound, or a looser one)."""
+    memo (in the same cache state: ``fixed_size.upper_epsilon``), so their upper end is at least
+    its -- the same certified bound, or a looser one."""
     sigma, q, T = run
     state = {"lo": lo0, "up": up0, "centre": max(guess, lo0, 1e-3)}
     step0 = tail_step0(accuracy, state["centre"])
