@@ -13,6 +13,7 @@ from scipy.special import erfcx, log_ndtr, ndtr
 
 from ..._kernels.pld import losses as kl
 from ..._kernels.pld import tilt as kt
+from ..._work import PER_BIN_MOMENTS, charge
 from ..common import REPLACE, StepUnderflow
 
 _MOM_CACHE: dict = {}
@@ -54,6 +55,7 @@ def _saddle_log_delta(parts, step: float, theta: float):
     """(log of the saddle-point δ of ``saddle_eps`` at tilt theta, the composed tilted mean and
     variance)."""
     k = m = v = 0.0
+    charge(PER_BIN_MOMENTS * sum(one.pess.size for one, _ in parts))
     for one, count in parts:
         ki, mi, vi = kt.tilted_stats(one.pess, one.j_lo, step, theta)
         k, m, v = k + count * ki, m + count * mi, v + count * vi
