@@ -185,7 +185,7 @@ def test_brackets_take_the_grouping_that_spreads_less():
     """The groups' sandwich: runs in sigma / q where sigma and q move together, cells of a grid of
     their quantiles where they do not (10^4 steps with sigma and q each uniform were 58 % wide)."""
     from sgmfast.pld.engine import Engine
-    from sgmfast.pld.schedules import _by_cells, _by_ratio, _spread, brackets
+    from sgmfast.pld.schedule_groups import _by_cells, _by_ratio, _cost as _spread, brackets
 
     rr = random.Random(5)
     indep = np.array([(0.9 + 0.4 * rr.random(), 0.003 + 0.003 * rr.random(), 1) for _ in range(2000)])

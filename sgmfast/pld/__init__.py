@@ -26,6 +26,7 @@ floor  module                          what it holds
 2      ``schedule_mix``                many distinct noise levels: the lattice mixtures above and below
                                        each step (their soundness argument), weights and groups
 3      ``schedule_compose``            the mixtures' compositions on the lattice's spectra
+3      ``schedule_groups``             the groups' sandwich: which steps share a group, each group's keys
 3      ``engine``                      the plan: which certifiers, in which order, intersected, the grid
                                        refined until the accuracy is met, all on one work meter
 4      ``schedule_engine``             ``MixEngine``: the engine of a schedule on the lattice mixtures

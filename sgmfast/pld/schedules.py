@@ -37,8 +37,9 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   intersected.
 * **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
   engines above take): the
-  steps are cut into G groups -- runs of about equal step counts in the order of sigma / q, or
-  the cells of a grid of sigma and q quantiles, whichever spreads less (``brackets``); every step
+  steps are cut into G groups -- runs of about equal step counts or of about equal cost in the
+  order of sigma / q, or the cells of a grid of sigma and q quantiles, whichever costs least
+  (``schedule_groups.brackets``); every step
   of a group is replaced by (the group's smallest sigma, its largest q) for the upper bound and
   by (its largest sigma, its smallest q) for the lower bound (first order in the groups' spread).
 
@@ -69,6 +70,7 @@ from .certifiers import exact
 from .certifiers import RDPBound
 from .common import U, within
 from .engine import BUDGET, DEFAULT_ACCURACY, Engine, monotone
+from .schedule_groups import _extremes, _grouped, brackets
 
 #: distinct noisy steps composed exactly (~1.5 s at 128 on the reference machine); beyond, the
 #: lattice mixtures (or the sandwich)
@@ -122,33 +124,6 @@ def cell_parts(parts, cell: np.ndarray):
     return ([(float(a), float(b)) for a, b in zip(s_lo, q_hi)], [(float(a), float(b)) for a, b in zip(s_hi, q_lo)])
 
 
-def _extremes(arr, grp, m):
-    """Each group's (least sigma, largest sigma, least q, largest q) of the rows (sigma, q, ...)."""
-    s_lo, s_hi = np.full(m, math.inf), np.full(m, -math.inf)
-    q_lo, q_hi = np.full(m, math.inf), np.full(m, -math.inf)
-    np.minimum.at(s_lo, grp, arr[:, 0])
-    np.maximum.at(s_hi, grp, arr[:, 0])
-    np.minimum.at(q_lo, grp, arr[:, 1])
-    np.maximum.at(q_hi, grp, arr[:, 1])
-    return s_lo, s_hi, q_lo, q_hi
-
-
-def _grouped(arr, grp):
-    """(upper schedule, lower schedule) of the noisy rows (sigma, q, count) in groups ``grp``:
-    each group's steps at its least sigma and largest q, and at its largest sigma and least q
-    (``cell_parts``), counts summed, equal steps merged."""
-    m = int(grp.max()) + 1
-    s_lo, s_hi, q_lo, q_hi = _extremes(arr, grp, m)
-    n = np.zeros(m, dtype=np.int64)
-    np.add.at(n, grp, arr[:, 2].astype(np.int64))
-    up: dict = {}
-    lo: dict = {}
-    for g in np.flatnonzero(n):
-        up[(float(s_lo[g]), float(q_hi[g]))] = up.get((float(s_lo[g]), float(q_hi[g])), 0) + int(n[g])
-        lo[(float(s_hi[g]), float(q_lo[g]))] = lo.get((float(s_hi[g]), float(q_lo[g])), 0) + int(n[g])
-    return [(s, q, c) for (s, q), c in up.items()], [(s, q, c) for (s, q), c in lo.items()]
-
-
 def merged_cells(parts, accuracy: float):
     """``cells`` of the parts where merging pays (more than CELLS_FROM distinct, at most CELLS_GAIN
     of them and CELLS_MAX left), else None."""
@@ -190,54 +165,6 @@ def _merged(schedule):
     for s, q, c in schedule:
         out[(s, q)] = out.get((s, q), 0) + c
     return [(s, q, c) for (s, q), c in out.items()]
-
-
-def brackets(schedule, groups: int):
-    """(upper schedule, lower schedule) of at most ``groups`` distinct noisy steps each (module
-    notes); other steps are kept in both.  The groups: runs of the steps sorted by sigma / q, or
-    cells of a grid of sigma and q quantiles, whichever spreads less (the count-weighted sum of
-    each group's log sigma and log q ranges): the first where sigma and q move together, the
-    second where they do not (10^4 steps with sigma and q each uniform: 58 % wide -> 23 %)."""
-    noisy = [(s, q, c) for s, q, c in schedule if c > 0 and q > 0.0 and 0.0 < s < math.inf]
-    other = [(s, q, c) for s, q, c in schedule if not (c > 0 and q > 0.0 and 0.0 < s < math.inf)]
-    if not noisy:
-        return other, other
-    arr = np.array(noisy, dtype=np.float64).reshape(-1, 3)
-    grp = min((_by_ratio(arr, groups), _by_cells(arr, groups)), key=lambda g: _spread(arr, g))
-    up, lo = _grouped(arr, grp)
-    return up + other, lo + other
-
-
-def _runs(arr, order, k: int) -> np.ndarray:
-    """The run of each row: ``k`` runs of about equal step counts (column 2) in ``order``."""
-    acc = np.cumsum(arr[order, 2])
-    out = np.empty(arr.shape[0], dtype=np.int64)
-    out[order] = np.minimum((acc - 1) * k // acc[-1], k - 1).astype(np.int64)
-    return out
-
-
-def _by_ratio(arr, groups: int) -> np.ndarray:
-    """The group of each step: runs of about equal step counts in the order of sigma / q."""
-    return _runs(arr, np.lexsort((arr[:, 0], arr[:, 0] / arr[:, 1])), groups)
-
-
-def _by_cells(arr, groups: int) -> np.ndarray:
-    """The group of each step: its cell of a grid of about sqrt(groups) sigma quantiles by as
-    many q quantiles (count-weighted)."""
-    nx = max(1, int(math.isqrt(groups)))
-    ny = max(1, groups // nx)
-    return (_runs(arr, np.argsort(arr[:, 0], kind="stable"), nx) * ny
-            + _runs(arr, np.argsort(arr[:, 1], kind="stable"), ny))
-
-
-def _spread(arr, grp) -> float:
-    """Count-weighted sum over the groups of their log sigma and log q ranges (a heuristic)."""
-    m = int(grp.max()) + 1
-    s_lo, s_hi, q_lo, q_hi = _extremes(arr, grp, m)
-    n = np.zeros(m)
-    np.add.at(n, grp, arr[:, 2])
-    used = n > 0
-    return float(np.sum(n[used] * (np.log(s_hi[used] / s_lo[used]) + np.log(q_hi[used] / q_lo[used]))))
 
 
 class _ExactMix(Engine):

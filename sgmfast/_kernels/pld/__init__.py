@@ -15,6 +15,7 @@
 ``chernoff``              ... and Chernoff bounds on sums of lattice variables (the tails' masses)
 ``schedule_parts``        schedules' lattice mixtures: their spectra's product and round-off bound
 ``statistic``             a step's loss at a reference rate as a statistic: its laws under N0 and N1
+``groups``                schedules' groups: runs of steps of about equal rounding cost
 ========================  ===============================================================
 
 Conventions
