@@ -53,13 +53,20 @@ TINY_EPS = [(1.7783405792636873, 0.00032382760994807783, 2, 1.2367526844639842e-
 #: seconds of counted work (a fixed-size calibration fuzz: 36 s for one sigma, 2 % too large).
 EVENTS_FIRST = [(1.22776, 0.000107, 14, 1.03e-7), (1.755, 5.11e-5, 31, 1.5e-11)]
 
+#: The far-tail events' lower end stalled: the term without tail steps, tilted by 26 with a window
+#: 25 long, was too long for the optimistic coarsening to untilt (theta x window > 600); at 0.6 of
+#: the tilt its window ended at loss 0.73, below eps ~ 1, and the term's lower δ was 0 -- 1.3 % of δ.
+#: [0.99769, 0.99935] after 4.3 s of counted work, met False; now that term keeps the cells from
+#: eps / 2 up (``two_stage._untiltable``).
+STALLED = [(1.5128412, 1e-4, 6503, 1e-12)]
+
 
 @pytest.mark.parametrize("point, seconds", [(SWEEP_POINT, 1.0)] + [(p, 2.0) for p in TINY_EPS]
-                         + [(p, 1.5) for p in EVENTS_FIRST])
+                         + [(p, 1.5) for p in EVENTS_FIRST] + [(p, 0.6) for p in STALLED])
 def test_hard_points_are_tight_within_little_work(point, seconds):
     """The sweep point within a second of counted work, the tiny-eps points within two, the
-    events-first points within 1.5; each at least the Poisson pair's certified lower bound at
-    sigma / 2."""
+    events-first points within 1.5, the stalled one within 0.6; each at least the Poisson pair's
+    certified lower bound at sigma / 2."""
     sigma, q, steps, delta = point
     with metered() as meter:
         b = pld.epsilon(sigma, q, steps, delta, sampler="fixed_size")
@@ -258,3 +265,29 @@ def test_a_hard_query_stays_within_its_budget():
         b = fixed_size.epsilon(0.6049624138733815, 1.0750944684402567e-06, 712, 0.00010398848032154291)
     assert 0.0 <= b.lower <= b.upper <= 0.0042
     assert m.units <= 1.25 * (fixed_size.BUDGET + fixed_size.START_BUDGET) * UNITS_PER_SECOND
+
+
+def test_an_optimistic_window_too_long_to_untilt_keeps_the_cells_from_its_floor():
+    """``two_stage._untiltable``: the kept cells start just below the floor, span at most
+    UNTILT_SPAN / theta, and only the masses outside them are set to 0; without a floor (or where
+    nothing would be left) the window is kept for ``coarsen_opt`` to refuse."""
+    from sgmfast._kernels.pld import coarsen as kc
+    from sgmfast.pld.grid.two_stage import _untiltable
+
+    rng = np.random.default_rng(7)
+    m, step, theta, j0 = 4, 2e-4, 26.0, -9000
+    x = rng.random(140_000)
+    big_h = m * step
+    big_lo, nc = j0 // m, (j0 + x.size - 1) // m - j0 // m + 2
+    assert theta * nc * big_h > kc.UNTILT_SPAN
+    y = x.copy()
+    first, cells = _untiltable(y, j0, m, big_h, theta, big_lo, nc, 0.5)
+    assert first * big_h <= 0.5 < (first + 2) * big_h and theta * cells * big_h <= kc.UNTILT_SPAN
+    cell = np.floor_divide(j0 + np.arange(x.size), m)
+    kept = (cell >= first) & (cell <= first + cells - 2)
+    assert np.array_equal(y[kept], x[kept]) and not y[~kept].any() and kept.any()
+    d = np.empty(cells)
+    assert kc.coarsen_opt(y, j0, m, step, theta, first, d)
+    for floor in (-np.inf, 1e6):
+        z = x.copy()
+        assert _untiltable(z, j0, m, big_h, theta, big_lo, nc, floor) == (big_lo, nc) and np.array_equal(z, x)

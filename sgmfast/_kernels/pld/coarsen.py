@@ -14,6 +14,9 @@ from .discretise import optimistic_step
 __all__ = ["coarsen_pess", "coarsen_opt"]
 
 
+#: most theta times an optimistic window that ``coarsen_opt`` untilts (e^{-600} stays in range)
+UNTILT_SPAN = 600.0
+
 @jit
 def _cell(j, m):
     """(coarse point J, fine offset r) with fine point j = J m + r, 0 <= r < m (floor division)."""
@@ -80,7 +83,7 @@ def coarsen_opt(x, j0, m, step, theta, big_lo, out):
     """
     nc = out.shape[0]
     big_h = m * step
-    if theta * nc * big_h > 600.0:
+    if theta * nc * big_h > UNTILT_SPAN:
         return False
     frac = np.full(nc, -1.0)
     amass = np.zeros(nc)

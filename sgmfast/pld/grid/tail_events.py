@@ -189,7 +189,7 @@ def _term(pc, k, count, pess, fine0, eps_lo, tau, abs_goal) -> Grid:
         # no tail step: the core's T-th power on the fine grid itself (no coarsening, so a
         # tiny eps inside the bulk keeps the fine resolution)
         return one_stage_core(pc, count, pess, eps_lo, tau)
-    terms, ls, p_inf, err = block(pc, count, 1, pess, abs_goal, ks=[k])
+    terms, ls, p_inf, err = block(pc, count, 1, pess, abs_goal, ks=[k], floor=eps_lo)  # (read at eps >= eps_lo)
     # one term: its log weight joins the log normaliser (both are huge under strong tilts)
     (bj, d, lw, _), = terms
     part = BlockPart([(bj, d, 0.0, k)], pc.jr, pc.tr, 1)

@@ -237,7 +237,7 @@ def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     return (j0 if wrap else sup_lo), n1, wrap, (lams, lm), sup_lo
 
 
-def block(pc: Pieces, n, blocks, pess, abs_goal, ks=None):
+def block(pc: Pieces, n, blocks, pess, abs_goal, ks=None, floor=-math.inf):
     """One block of n steps: ``BlockPart`` terms for P~^{*n} = sum_k binom(n, k) a^{n-k} b^k
     tc^{*(n-k)} * tr^{*k} (a = e^{sc} / (e^{sc} + e^{sr}), b = 1 - a).  Blocks with more than
     K tail events go to +inf (pessimistic) or are dropped (optimistic); K keeps their mass below
@@ -250,7 +250,9 @@ def block(pc: Pieces, n, blocks, pess, abs_goal, ks=None):
 
     Given ``ks`` (numbers of tail events), only those terms are built and the blocks with other
     numbers of tail events are left to the caller (``tail_events``): p_inf and err then cover
-    the built terms only."""
+    the built terms only.  ``floor``: the term is read only at eps >= floor (``tail_events``' term
+    without tail steps), so an optimistic window too long to untilt keeps just the cells from
+    there up (``_untiltable``)."""
     has_tail = pc.tr is not None and pc.ru > 0
     log_m = float(np.logaddexp(pc.sc, pc.sr)) if has_tail else pc.sc
     la = pc.sc - log_m
@@ -297,13 +299,33 @@ def block(pc: Pieces, n, blocks, pess, abs_goal, ks=None):
                 # coarsening moves tilted mass by at most e^{theta m step}
                 # (one term asked for: relative to its own weight, which may be far out of range)
                 err += math.exp((lw if rel_all else 0.0) + pc.theta * pc.m * pc.step) * (up_m + lo_m) * (1 + 1e-9)
-        d = np.empty(nc)
+        lo_k, nc_k = big_lo, nc
+        if not pess and pc.theta * nc * pc.m * pc.step > kc.UNTILT_SPAN:
+            lo_k, nc_k = _untiltable(x, j0, pc.m, pc.m * pc.step, pc.theta, big_lo, nc, floor)
+        d = np.empty(nc_k)
         if pess:
             kc.coarsen_pess(x, j0, pc.m, pc.step, pc.theta, big_lo, d)
-        elif not kc.coarsen_opt(x, j0, pc.m, pc.step, pc.theta, big_lo, d):
+        elif not kc.coarsen_opt(x, j0, pc.m, pc.step, pc.theta, lo_k, d):
             raise NotApplicable("optimistic coarsening window too long to untilt")
-        terms.append((big_lo, d, lw, k))
+        terms.append((lo_k, d, lw, k))
     return terms, n * log_m, p_inf, err
+
+
+def _untiltable(x, j0, m, big_h, theta, big_lo, nc, floor):
+    """(first coarse cell, cells) of an optimistic window that ``coarsen_opt`` can untilt: where
+    theta times the window passes kc.UNTILT_SPAN and the term is read only at eps >= ``floor``, the
+    cells from just below floor up to kc.UNTILT_SPAN / theta above it; the fine masses outside are
+    set to 0 in ``x``.  Dropping mass only lowers every δ(eps) (a lower bound stays one), and mass
+    below eps adds nothing to δ(eps).  Otherwise the window as it was (``coarsen_opt`` refuses)."""
+    if not math.isfinite(floor):
+        return big_lo, nc
+    first = max(big_lo, math.floor(floor / big_h) - 1)
+    last = min(big_lo + nc - 2, first + math.floor(0.95 * kc.UNTILT_SPAN / (theta * big_h)) - 1)
+    if last < first:
+        return big_lo, nc
+    cell = np.floor_divide(j0 + np.arange(x.size), m)
+    x[(cell < first) | (cell > last)] = 0.0
+    return first, last - first + 2
 
 
 def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
