@@ -61,10 +61,11 @@ EVENTS_FIRST = [(1.22776, 0.000107, 14, 1.03e-7), (1.755, 5.11e-5, 31, 1.5e-11)]
 STALLED = [(1.5128412, 1e-4, 6503, 1e-12)]
 
 
-@pytest.mark.parametrize("point, seconds", [(SWEEP_POINT, 1.0)] + [(p, 2.0) for p in TINY_EPS]
+@pytest.mark.parametrize("point, seconds", [(SWEEP_POINT, 1.0)] + [(p, 2.1) for p in TINY_EPS]
                          + [(p, 1.5) for p in EVENTS_FIRST] + [(p, 0.6) for p in STALLED])
 def test_hard_points_are_tight_within_little_work(point, seconds):
-    """The sweep point within a second of counted work, the tiny-eps points within two, the
+    """The sweep point within a second of counted work, the tiny-eps points within 2.1 (2.0 before
+    the joint minorant of stop 60: its optimistic windows a little longer), the
     events-first points within 1.5, the stalled one within 0.6; each at least the Poisson pair's
     certified lower bound at sigma / 2."""
     sigma, q, steps, delta = point

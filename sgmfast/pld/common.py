@@ -423,7 +423,7 @@ def delta_groups(eps: np.ndarray) -> np.ndarray:
 
 
 def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, growth: float = 2.0,
-                  stall: float = 0.75):
+                  stall: float = 0.75, before: float = 0.0):
     """Certified (lower, upper) from ``attempt(level)`` for level = 0, 1, ... (each finer and
     about ``growth`` times as costly as the one before), intersected with each other and with the certified
     start values lo0, up0 (returned at once where they are narrow), until ``narrow(lower, upper)``,
@@ -432,12 +432,13 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
     ``budget`` seconds of work (units of ``_work``, counted, never read off a clock: the answer
     does not depend on the machine's load; scaled inside ``shared_budget``).
     An attempt that cannot be built (GridFailure, ArithmeticError, MemoryError) ends the
-    refinement: what is certified so far is returned."""
+    refinement: what is certified so far is returned.  ``before``: the work of a coarser level
+    the caller made itself; then the first level here is planned from it as well."""
     best_lo, best_up = lo0, up0
     if narrow(best_lo, best_up):  # (the start settles it: a δ below 1e-300, say -- no level needed)
         return best_lo, best_up
     limit = budget * _SHARE.get() * UNITS_PER_SECOND
-    last = 0.0
+    last = float(before)
     width = np.inf
     # (a level that runs past HARD_LEVELS times the budget is abandoned -- ``WorkLimit``, a
     # GridFailure -- and what is certified so far returned: the planned costs are estimates)
@@ -447,14 +448,14 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
             # (the next level's cost: ``growth`` times the last, or the last two levels' own ratio
             # where that is smaller -- at least 1.5: a level's lattice charges grow like its size)
             rate = growth if not prev else min(growth, max(1.5, last / prev))
-            if level and meter.units + rate * last > limit:
+            if last and meter.units + rate * last > limit:
                 break
-            before = meter.units
+            start = meter.units
             try:
                 lo, up = attempt(level)
             except (GridFailure, ArithmeticError, MemoryError):
                 break
-            prev, last = last, meter.units - before
+            prev, last = last, meter.units - start
             best_up = np.minimum(best_up, up)
             best_lo = np.maximum(best_lo, lo)
             if narrow(best_lo, best_up):

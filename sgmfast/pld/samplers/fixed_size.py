@@ -83,7 +83,7 @@ from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, HARD_LIMIT as E
 from ..grid.banded import compose_banded
 from ..grid.composition import compose_copies, copies_delta, eps_groups, parts_theta, recentred
 from ..grid.estimates import initial_step, saddle_eps
-from ..grid.onestep import OneStep, discretise, grid_range, shared_bins
+from ..grid.onestep import OneStep, discretise, grid_range, joint_opt, shared_bins
 from ..grid.spectral import read_eps
 from ..schedules import make_engine
 from . import fixed_size_tail
@@ -136,11 +136,11 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP, lower: 
     # both pieces read the remove-loss bins 0..J-1: computed once, then the pieces on two threads
     shared_bins(s, q, step, tau, 0, J - 1)
     # negative losses: (Q, P) on x > 1/2, mass below the grid moved up (upper) or dropped
-    args = (s, q, ADD, step, tau, -J, 0, True, False, lower)
+    args = (s, q, ADD, step, tau, -J, 0, True, False)
     fut = (split_pool().submit(contextvars.copy_context().run, _piece, *args)
            if two_cores() and J >= SPLIT_MIN // 2 else None)
     # positive losses: (P, Q) on x > 1/2, mass above the grid to +inf (upper) or onto its top
-    pos = _piece(s, q, REMOVE, step, tau, 0, J, False, True, lower)
+    pos = _piece(s, q, REMOVE, step, tau, 0, J, False, True)
     neg = fut.result() if fut is not None else _piece(*args)
     c = (1.0 - q) * float(erf(1.0 / (sigma * math.sqrt(2.0))))
     pess = np.zeros(2 * J + 1)
@@ -155,12 +155,10 @@ def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP, lower: 
     return one
 
 
-def _piece(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high, lower) -> OneStep:
-    """A piece of ``sym_step``: ``discretise``, its optimistic masses too with ``lower``."""
-    piece = discretise(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high)
-    if lower:
-        _ = piece.opt  # (built here, on this piece's thread)
-    return piece
+def _piece(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high) -> OneStep:
+    """A piece of ``sym_step``: ``discretise`` (its optimistic atoms join the other piece's in
+    ``SymStep.opt``)."""
+    return discretise(s, q, add, step, tau, j_lo, j_hi, keep_low, keep_high)
 
 
 class SymStep(OneStep):
@@ -173,11 +171,9 @@ class SymStep(OneStep):
     @property
     def opt(self) -> np.ndarray:
         opt = self._opt
-        if opt is None:
-            opt = np.zeros(self.pess.size)
-            for piece, at in zip(self._pieces, (-self.j_lo, 0)):
-                opt[at : at + piece.pess.size] += piece.opt
-            opt[-self.j_lo] += self._atom * (1.0 - _LIBM)
+        if opt is None:  # (one minorant over both pieces and the atom: ``onestep.joint_opt``)
+            opt = joint_opt(list(zip(self._pieces, (-self.j_lo, 0))), self.pess.size,
+                            [(-self.j_lo, self._atom * (1.0 - _LIBM))])
             self._opt, self._pieces = opt, None  # (the pieces' arrays are not needed any more)
         return opt
 

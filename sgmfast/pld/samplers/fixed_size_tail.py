@@ -37,7 +37,7 @@ from ..._failures import GridFailure
 from ..._types import Bounds
 from ..._work import UNITS_PER_SECOND, metered
 from ..common import ADD, REMOVE, STEP_CACHE, TAU_STEP, NotApplicable, cache_put, refine_levels, within
-from ..grid.onestep import Hybrid, OneStep, discretise, grid_range
+from ..grid.onestep import Hybrid, OneStep, discretise, grid_range, joint_opt
 from ..grid.queries import scan
 from ..grid.tail_events import EventSum, both_roundings
 
@@ -76,13 +76,12 @@ def sym_hybrid(sigma: float, q: float, step: float, m: int, hi_cut: int, tau: fl
     neg = discretise(s, q, ADD, step, tau, min(a_lo, -1), 0, keep_low=True, keep_high=False)
     c = (1.0 - q) * float(erf(1.0 / (sigma * math.sqrt(2.0))))
     j_lo = neg.j_lo
-    pess, opt = np.zeros(top - j_lo + 1), np.zeros(top - j_lo + 1)
-    for whole, piece, at in ((pess, pos.pess, -j_lo), (pess, neg.pess, 0), (opt, pos.opt, -j_lo), (opt, neg.opt, 0)):
-        whole[at : at + piece.size] += piece
+    pess = np.zeros(top - j_lo + 1)
+    for piece, at in ((pos.pess, -j_lo), (neg.pess, 0)):
+        pess[at : at + piece.size] += piece
     pess[-j_lo] += c * (1.0 + _LIBM)
-    opt[-j_lo] += c * (1.0 - _LIBM)
     core = OneStep(j_lo, pess, pos.p_inf + neg.p_inf, step, None, None, None)
-    core._opt = opt
+    core._opt = joint_opt([(pos, -j_lo), (neg, 0)], pess.size, [(-j_lo, c * (1.0 - _LIBM))])
     h.core = core
     h.p_inf = h.high.p_inf + core.p_inf
     cache_put(key, h)
@@ -196,12 +195,15 @@ def events_epsilon(run, delta: float, accuracy: float, lo0: float, up0: float, g
         return lo, up
 
     try:
-        lo, up = level_up(0)
+        with metered() as first:
+            lo, up = level_up(0)
     except (GridFailure, ArithmeticError):
         return None
     if not within(lo, up, accuracy):  # (settled: the same levels, cut short -- never a lower upper end)
+        # (the first level's work plans the next: ``budget`` bounds the levels after it)
         lo, up = refine_levels(lambda level: level_up(level + 1), lambda lo, up: within(lo, up, accuracy),
-                               state["lo"], state["up"], budget, **({} if settled is None else {"levels": settled}))
+                               state["lo"], state["up"], budget, before=first.units,
+                               **({} if settled is None else {"levels": settled}))
     if memo is not None and settled is None and within(lo, up, accuracy):
         memo["tail_level"] = next(i for i, u in enumerate(ups) if u <= up * (1.0 + SETTLED_SHARE * accuracy))
     return Bounds(float(min(lo, up)), float(up))
