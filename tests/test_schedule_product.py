@@ -149,3 +149,28 @@ def test_statistic_chains_past_the_table_limit_go_coarser():
     e_lo, e_up, _ = Engine(sched, 1e-3).epsilon(delta)
     assert lo <= e_up * (1 + 1e-12) and e_lo <= up * (1 + 1e-12)
     assert lo >= 0.8
+
+
+def test_steps_spread_over_both_axes_get_the_product_at_a_coarser_accuracy():
+    """10^4 steps of random (sigma, q) need a part each on the product lattice of accuracy 1e-3
+    (9,049 > PRODUCT_PARTS): they were the groups' sandwich alone, [1.99377, 2.58118] (23 %).  The
+    lattice is now tried at twice the accuracy, four times, ... (``schedules.COARSE_PRODUCT``):
+    within 2.5 %, between the constant runs at either corner, and δ at the interval's ends
+    consistent with the query."""
+    from sgmfast.pld.schedules import COARSE_PRODUCT, Sandwich
+
+    rng = np.random.default_rng(0)
+    sig, q = rng.uniform(0.9, 1.3, 10_000), rng.uniform(0.003, 0.006, 10_000)
+    acc = PLDAccountant()
+    for s, qq in zip(sig, q):
+        acc.step(float(s), float(qq))
+    b = acc.epsilon(1e-5)
+    engine = acc._engine
+    assert isinstance(engine, Sandwich) and isinstance(engine.mix, ProductEngine)
+    assert 1e-3 < engine.mix.accuracy <= COARSE_PRODUCT
+    assert b.upper - b.lower <= 0.025 * b.upper and not b.met
+    low = PLDAccountant().step(1.3, 0.003, 10_000).epsilon(1e-5)
+    high = PLDAccountant().step(0.9, 0.006, 10_000).epsilon(1e-5)
+    assert low.upper <= b.lower and b.upper <= high.lower
+    d = acc.delta(np.array([b.lower, b.upper]))  # (δ falls with eps: 1e-5 lies between)
+    assert d.lower[1] <= 1e-5 * (1 + 1e-9) and d.upper[0] >= 1e-5 * (1 - 1e-9)
