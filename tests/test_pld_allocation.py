@@ -314,6 +314,38 @@ def test_k_of_t_lower_end_never_above_the_upper(sigma, t, k, epochs, delta):
     assert selected_lower.epsilon_lower(sigma, t, k, epochs, delta, b.upper) <= b.upper
 
 
+def _gauss_delta_mp(mu, eps):
+    """``_gauss_delta_exact`` in mpmath (eps in the tens of thousands: e^eps overflows a float)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+        return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+
+
+@pytest.mark.parametrize("sigma, t, k, steps, delta", [(0.2, 20, 10, 7855, 0.38900091359169625),
+                                                       (0.25, 8, 4, 400, 1e-5), (0.15, 30, 2, 3000, 1e-3)])
+def test_small_sigma_lower_end_below_the_gaussian_of_every_epoch(sigma, t, k, steps, delta):
+    """A domain sweep (seed 67): at sigma 0.2 the largest coordinate's tilted laws overflowed
+    (the per-epoch loss spans +-30,000), their composition was NaN, NaN read as no Q-mass, and
+    the statistic's lower end came out at 787,413 -- above the upper end 49,212.37, which then
+    capped it (a lower end equal to an upper bound, 1e-10 above the truth's own bound).  Now
+    both ends are at most the Gaussian mechanism of the k E_hi selections (mpmath), the lower
+    strictly below the upper."""
+    b = allocation.epsilon(sigma, t, steps, delta, selected=k)
+    epochs = -(-steps // t)
+    assert _gauss_delta_mp(math.sqrt(k * epochs) / sigma, b.lower) >= delta
+    assert 0.0 < b.lower < b.upper
+    assert selected_lower.epsilon_lower(sigma, t, k, steps // t, delta, b.upper) < b.upper
+
+
+def test_no_bound_is_read_as_no_mass():
+    """``selected_lower._exp_up``: NaN (a composition out of range) is +inf, never 0."""
+    x = np.array([np.nan, -np.inf, 0.0, 800.0])
+    e = selected_lower._exp_up(x)
+    assert e[0] == np.inf and e[1] == 0.0 and e[2] >= 1.0 and e[3] == np.inf
+
+
 @pytest.mark.parametrize("sigma, t, epochs, delta", [(1.136, 234, 7, 1.7e-7), (0.462, 10, 33, 6.6e-4),
                                                      (0.584, 3, 19, 3.4e-8)])
 def test_both_statistics_below_the_certified_k1_interval(sigma, t, epochs, delta):

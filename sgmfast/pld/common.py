@@ -448,7 +448,7 @@ def refine_levels(attempt, narrow, lo0, up0, budget: float, levels: int = 6, gro
             # (the next level's cost: ``growth`` times the last, or the last two levels' own ratio
             # where that is smaller -- at least 1.5: a level's lattice charges grow like its size)
             rate = growth if not prev else min(growth, max(1.5, last / prev))
-            if last and meter.units + rate * last > limit:
+            if (level or before) and meter.units + rate * last > limit:
                 break
             start = meter.units
             try:
