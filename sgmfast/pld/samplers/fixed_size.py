@@ -25,23 +25,26 @@ of the two.  As a pair of measures it is the disjoint union of
 It is symmetric, so one direction suffices, and for eps >= 0 one step has exactly the remove
 direction's δ(eps).
 
-**Certification.**  Each piece is discretised on the loss grid by stage 1 (``onestep.discretise``
+**Certification.** Each piece is discretised on the loss grid by stage 1 (``onestep.discretise``
 with the other pieces' mass left out): connect-the-dots for the upper bound (δ only grows, for
-every eps of either sign, so the dominance survives composition), the convex-order minorant
-for the lower; the atom is exact up to the rounding of erf (charged as 64 ulp, as in
-``_kernels.pld.exact``).  The pieces' masses are added on one grid: a disjoint union of pairs is
-discretised piece by piece.  T steps are then composed by stages 2-3 with their round-off and
-window charges, and read off by ``queries``.  Where a saddle-point estimate of eps lies beyond
-every step's largest loss (many steps set it: MNIST), the compositions start at once, tilted at
-the estimate.  Otherwise a query starts from the Poisson pair's accountant (below), and a single
-run is first tried as a sum over its far-tail steps (``fixed_size_tail``: stage 5 on this pair),
-which resolves small batch fractions at small δ where one tilted transform cannot (its round-off
-floor decides both bounds there); where that is not narrow enough, the compositions refine from
-its interval.  Where the far-tail grids would be long (a tiny eps: their step is a share of it,
-``TAIL_FIRST_POINTS``) and longer than one step's grid of the compositions (``_events_first``),
-the compositions go first and the far-tail sum, on a shorter grid, only refines what they leave
-wide.  (Estimates and tilts choose paths and tightness, never a bound.)  The compositions are
-kept to ``COMPOSE_BINS`` bins (memory), the refinements to ``BUDGET`` of counted work.
+every eps of either sign, so the dominance survives composition); the atom is exact up to the
+rounding of erf (charged as 64 ulp, as in ``_kernels.pld.exact``). The pieces' masses are added
+on one grid: a disjoint union of pairs is discretised piece by piece. For the lower bound the
+atoms of both pieces and the atom at 0 are put on the grid by one convex-order minorant
+(``onestep.joint_opt``): a minorant per piece pins each piece's ends at loss 0, where most of
+the mass is, and loses a first-order share there (0.13 grid steps a step). T steps are then
+composed by stages 2-3 with their round-off and window charges, and read off by ``queries``.
+Where a saddle-point estimate of eps lies beyond every step's largest loss (many steps set it:
+MNIST), the compositions start at once, tilted at the estimate. Otherwise a query starts from
+the Poisson pair's accountant (below), and a single run is first tried as a sum over its
+far-tail steps (``fixed_size_tail``: stage 5 on this pair), which resolves small batch fractions
+at small δ where one tilted transform cannot (its round-off floor decides both bounds there);
+where that is not narrow enough, the compositions refine from its interval. Where the far-tail
+grids would be long (a tiny eps: their step is a share of it, ``TAIL_FIRST_POINTS``) and longer
+than one step's grid of the compositions (``_events_first``), the compositions go first and the
+far-tail sum, on a shorter grid, only refines what they leave wide. (Estimates and tilts choose
+paths and tightness, never a bound.) The compositions are kept to ``COMPOSE_BINS`` bins
+(memory), the refinements to ``BUDGET`` of counted work.
 
 **Runs of different (sigma, gamma)** (``epsilon_runs``, ``delta_runs``).  Each step is dominated
 by its own symmetrised pair, so an adaptive run of steps with different noise or batch fraction
@@ -124,7 +127,8 @@ _ULPS8 = 8.0 * 2.0 ** -53
 
 def sym_step(sigma: float, q: float, step: float, tau: float = TAU_STEP, lower: bool = True) -> OneStep:
     """One step of the symmetrised pair on the grid ell_j = j * step (module notes), both bounds
-    (the optimistic pieces computed here only with ``lower``, else on first use); cached."""
+    (the optimistic masses -- one minorant over both pieces and the atom -- built here only with
+    ``lower``, else on first use); cached."""
     key = ("fixed_size", sigma, q, step, tau)
     hit = STEP_CACHE.get(key)
     if hit is not None:
@@ -383,7 +387,10 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
     with metered() as meter:
         lo, up = _composed_epsilon([run], delta, accuracy, lo0, up0, guess, rdp=rdp)
     left = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
-    if not narrow(lo, up) and left > 0.0:  # (what is left of BUDGET refines the events after their first grid)
+    # (the events' first grid, cut to TAIL_FIRST_POINTS, runs whatever is left: sigma 0.75, q 2.4e-6,
+    # T 32 ended [0.0780, 0.158] after the compositions spent the budget, where that grid alone
+    # gives [0.078646, 0.078647] in 0.66 units; what is left of BUDGET refines them further)
+    if not narrow(lo, up):
         centre = 0.5 * (lo + up) if up < math.inf else guess
         got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo, up, centre, left, most=TAIL_FIRST_POINTS)
         if got is not None:
