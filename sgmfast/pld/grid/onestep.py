@@ -38,8 +38,8 @@ from ..._kernels.pld import bins as kb
 from ..._kernels.pld import discretise as kd
 from ..._kernels.pld import losses as kl
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, U, cache_put,
-                     two_cores, split_pool, too_many_bins)
+from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, two_cores,
+                     split_pool, too_many_bins)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
 #: the far tail beyond the point leaving this multiple of tau of P-mass (at most
@@ -174,49 +174,35 @@ def _joined(pieces, n: int, pess: bool) -> np.ndarray:
     return out
 
 
-def joint_opt(pieces, size: int, atoms=()) -> np.ndarray:
+def joint_opt(pieces, size: int, points=()) -> np.ndarray:
     """The optimistic masses of one step made of disjoint pieces [(OneStep, at)] -- piece point i
-    at grid point at + i of one grid of ``size`` points, on the pieces' own step -- and atoms
-    [(grid point, mass)], from one convex-order minorant of all their atoms
-    (``kd.optimistic_step``).  A minorant per piece pins both ends of each piece: where mass sits
-    at a joint (the fixed-size pair's atom at loss 0 between its two pieces, and most of the mass
-    beside it) each pinned end loses mass to a one-sided rounding, first order in the step (at
-    q 1e-5, T 2,180 a lower bound 23 % below the upper in δ on a step of 3e-4, half that on half
-    the step).  Atoms that share a bin are collapsed to their u-mean first (a contraction: every
-    δ(eps) only shrinks), the loss offset rounded down and the mass deflated by bounds on their
-    rounding; an atom at the last point goes onto it as the minorant's ``top``."""
+    at grid point at + i of one grid of ``size`` points, on the pieces' own step, no two pieces
+    with an atom in one bin -- and masses [(grid point, mass)] exactly on grid points, from one
+    convex-order minorant of all the pieces' atoms (``kd.optimistic_step``).  A minorant per piece
+    pins both ends of each piece: where mass sits at a joint (the fixed-size pair's two pieces meet
+    at loss 0, with most of the mass beside it) each pinned end loses mass to a one-sided
+    rounding, first order in the step (at q 1e-5, T 2,180 a lower bound 23 % below the upper in δ
+    on a step of 3e-4, half that on half the step).  The masses on grid points need no rounding:
+    they are added to the minorant's (a convex-order minorant of the atoms plus the same point
+    masses is one of the whole step)."""
     step = pieces[0][0]._step
-    idx, off, mass = [], [], []
+    frac, amass = np.full(size, -1.0), np.zeros(size)
     top = 0.0
     for one, at in pieces:
         live = np.flatnonzero(one._amass > 0.0)
-        idx.append(at + live)
-        off.append(one._frac[live])
-        mass.append(one._amass[live])
-        atoms = (*atoms, (at + one.pess.size - 1, one._top)) if one._top > 0.0 else atoms
-    for i, a in atoms:
+        if np.any(amass[at + live] > 0.0):
+            raise ValueError("joint_opt: two pieces share a bin")
+        frac[at + live], amass[at + live] = one._frac[live], one._amass[live]
+        if one._top > 0.0:  # (mass moved down onto a piece's top point: a point mass there)
+            points = (*points, (at + one.pess.size - 1, one._top))
+    for i, a in points:
         if i == size - 1:
             top += a
-        else:
-            idx.append(np.array([i]))
-            off.append(np.zeros(1))
-            mass.append(np.array([a]))
-    idx, off, mass = np.concatenate(idx), np.concatenate(off), np.concatenate(mass)
-    frac, amass = np.full(size, -1.0), np.zeros(size)
-    bins, inv, count = np.unique(idx, return_inverse=True, return_counts=True)
-    one_atom = count[inv] == 1  # (alone in its bin: kept bit for bit)
-    frac[idx[one_atom]], amass[idx[one_atom]] = off[one_atom], mass[one_atom]
-    for j in np.flatnonzero(count > 1):
-        sel = inv == j
-        k = int(count[j])
-        m_sum = math.fsum(mass[sel])
-        u_sum = math.fsum(mass[sel] * np.exp(-off[sel]))
-        f = max(-math.log(u_sum / m_sum), 0.0)
-        # each sum within (k + 1) u relative, the exps 2u each, the ratio and log a few u more
-        frac[bins[j]] = max(f - (4.0 * k + 16.0) * U * (1.0 + f), 0.0)
-        amass[bins[j]] = m_sum * (1.0 - (k + 4.0) * U)
     opt = np.empty(size)
     kd.optimistic_step(step, frac, amass, top, opt)
+    for i, a in points:
+        if i != size - 1:
+            opt[i] += a
     if not np.isfinite(opt).all():
         raise FloatingPointError("non-finite optimistic one-step masses")
     return opt
