@@ -45,7 +45,8 @@ def test_least_cost_runs_reach_the_least_largest_cost(rs, groups):
     s, q, c = (np.array(col, dtype=np.float64) for col in zip(*rs))
     out = np.empty(len(rs), dtype=np.int64)
     k = kg.least_cost_runs(s, q, c, groups, out)
-    assert 1 <= k <= groups and out[0] == 0 and out[-1] == k - 1
+    assert k in range(1, groups + 1)  # (at most ``groups`` runs)
+    assert out[0] == 0 and out[-1] == k - 1
     assert np.all(np.diff(out) >= 0) and np.all(np.diff(out) <= 1)  # (contiguous runs in order)
     worst = max(_run_cost(s[out == r], q[out == r], c[out == r]) for r in range(k))
     assert worst <= _least_minimax(list(s), list(q), list(c), groups) * (1 + 1e-9) + 1e-300
