@@ -34,7 +34,7 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   noise decay with a batch-size ramp: 10^4 steps certified to 1e-3 in about 5 s; steps spread
   over both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in 4-6 s); where
   the parts are more, the product lattice of twice, four times, ... the accuracy, up to
-  ``COARSE_PRODUCT`` (10^4 such steps: 1.4 % wide in about 3 s, where the groups alone were 23 %
+  ``COARSE_PRODUCT`` (10^4 such steps: 1.4 % wide in 3-5 s, where the groups alone were 23 %
   wide).  Where either ends wider than the accuracy, the groups' sandwich (below) also runs and
   the two are intersected (past a quarter of the interval for the coarser lattice).
 * **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
@@ -91,8 +91,8 @@ RDP_GROUPS = 64
 MAX_RATES = 32
 #: where the product lattice does not fit at the accuracy asked for (steps spread over both axes
 #: need a part each), it is tried at twice the accuracy, four times, ... up to this one: 10^4
-#: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone,
-#: [2.25073, 2.28953] (1.7 %) on the lattice of accuracy 0.02 in 2.8 s
+#: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone, and
+#: are [2.254122, 2.286981] (1.4 %) on the lattice of accuracy 0.016 (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
 
 
