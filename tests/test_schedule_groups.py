@@ -8,12 +8,13 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sgmfast import pld, rdp
 from sgmfast._kernels.pld import groups as kg
-from sgmfast.pld.schedule_groups import _by_cost, _by_ratio, _cost, brackets, weights
+from sgmfast.pld.schedule_groups import _by_cost, _by_ratio, _cost, brackets
 
 
 def _run_cost(s, q, c):
@@ -52,10 +53,15 @@ def test_least_cost_runs_reach_the_least_largest_cost(rs, groups):
     assert worst <= _least_minimax(list(s), list(q), list(c), groups) * (1 + 1e-9) + 1e-300
 
 
-def test_weights_are_the_kernels():
-    s, q = np.array([0.05, 0.3, 1.0, 7.0]), np.array([0.5, 2.5e-4, 0.01, 1e-3])
-    assert np.allclose(weights(s, q), [kg.weight(a, b) for a, b in zip(s, q)], rtol=1e-15, atol=0)
-    assert np.all(np.isfinite(weights(s, q) * 1e12))  # (capped: no overflow at any count)
+def test_a_grouping_costs_its_groups_summed():
+    """``_cost`` (``groups.total_cost``) is the sum of each group's cost from its definition, and
+    capped weights stay finite at any count (sigma 0.05: e^{400})."""
+    rng = np.random.default_rng(3)
+    arr = np.column_stack((rng.uniform(0.05, 3.0, 40), rng.uniform(1e-4, 0.5, 40), rng.integers(1, 9, 40)))
+    grp = rng.integers(0, 6, 40)
+    want = sum(_run_cost(arr[grp == g, 0], arr[grp == g, 1], arr[grp == g, 2]) for g in np.unique(grp))
+    assert _cost(arr, grp) == pytest.approx(want, rel=1e-12)
+    assert math.isfinite(1e12 * kg.weight(0.01, 0.5))
 
 
 def _decay(n=3419):

@@ -5,7 +5,8 @@ At q 1e-4, T 14 the far-tail events' saddle search reads a 408,336-entry core at
 85-280, where almost every factor e^{theta ell - max} is below e^{-640}; those entries took an exp
 each (0.1 us) and went uncharged, so a query's work under-stated its time by half.  They are now
 left out (``tilt.FACTOR_FLOOR``: they weigh nothing beside the top entry), and every pass is
-charged ``PER_BIN_MOMENTS`` units an entry.
+charged ``PER_BIN_MOMENTS`` units an entry (``grid.estimates.tilted_moments``/``tilted_stats``,
+which every heuristic reads them through).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from sgmfast._kernels.pld import tilt as kt
 from sgmfast._work import PER_BIN_MOMENTS, metered
-from sgmfast.pld.grid import tail_events
+from sgmfast.pld.grid import composition, estimates, tail_events, tilting, two_stage
 
 
 def _reference(p, j_lo, step, theta):
@@ -57,11 +58,15 @@ def test_tilted_stats_against_a_high_precision_sum(theta, seed):
 
 
 def test_the_far_tail_saddle_passes_are_charged():
-    """Each tilted-moment pass of the far-tail events' saddle search costs ``PER_BIN_MOMENTS``
-    units an entry (uncharged before: 8.2 million entries of a fixed-size query at q 1.07e-4, T 14)."""
+    """Each tilted-moment pass costs ``PER_BIN_MOMENTS`` units an entry (uncharged before: 8.2
+    million entries of a fixed-size query at q 1.07e-4, T 14), and the heuristics read them
+    through the charged functions."""
     p = _core(100_000, 3)
     for theta in (0.0, 1.0, 250.0):
-        with metered() as meter:
-            m, v = tail_events._core_moments(p, -50_000, 1e-3, theta)
-        assert meter.units == math.ceil(PER_BIN_MOMENTS * p.size)
-        assert (m, v) == kt.tilted_moments(p, -50_000, 1e-3, theta)
+        for fn, kernel in ((estimates.tilted_moments, kt.tilted_moments), (estimates.tilted_stats, kt.tilted_stats)):
+            with metered() as meter:
+                got = fn(p, -50_000, 1e-3, theta)
+            assert meter.units == math.ceil(PER_BIN_MOMENTS * p.size)
+            assert got == kernel(p, -50_000, 1e-3, theta)
+    for module in (tail_events, composition, two_stage, tilting):
+        assert module.tilted_moments is estimates.tilted_moments

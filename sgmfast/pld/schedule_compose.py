@@ -10,9 +10,10 @@ import numpy as np
 from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
-from .._work import PER_BIN_MOMENTS, charge, charge_fft
+from .._work import charge, charge_fft
 from .common import SPLIT_MIN, Grid, GridTooLarge, dot, irfft, rfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
+from .grid.estimates import tilted_stats
 from .grid.onestep import one_step
 from .grid.tilting import VAR_GROWTH, saddle_search
 from .grid.windows import CHERNOFF_K, choose_window
@@ -76,8 +77,7 @@ class _Lattice:
         st = np.empty((used.size, 3))
         for j, g in enumerate(used):
             one = self.one(int(g))
-            charge(PER_BIN_MOMENTS * one.pess.size)
-            st[j] = kt.tilted_stats(one.pess, one.j_lo, self.step, theta)
+            st[j] = tilted_stats(one.pess, one.j_lo, self.step, theta)
         row = np.searchsorted(used, idx)
         ls, m, v = st[row, 0], st[row, 1], st[row, 2]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

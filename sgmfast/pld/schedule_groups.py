@@ -103,18 +103,11 @@ def _by_cost(arr, groups: int) -> np.ndarray:
     return out
 
 
-def weights(sigma, q):
-    """The steps' weights q^2 (e^{1 / sigma^2} - 1), the exponent capped (``_kernels.pld.groups``)."""
-    sigma, q = np.asarray(sigma, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    return q * q * np.expm1(np.minimum(1.0 / (sigma * sigma), kg.WEIGHT_CAP))
-
-
 def _cost(arr, grp) -> float:
     """Sum over the groups of their step count times the gap between the weights of their upper
-    and lower keys (a heuristic: how far the two brackets lie apart)."""
+    and lower keys (``_kernels.pld.groups.total_cost``; a heuristic: how far the two brackets lie
+    apart)."""
     m = int(grp.max()) + 1
-    s_lo, s_hi, q_lo, q_hi = _extremes(arr, grp, m)
     n = np.zeros(m)
     np.add.at(n, grp, arr[:, 2])
-    used = n > 0
-    return float(np.sum(n[used] * (weights(s_lo[used], q_hi[used]) - weights(s_hi[used], q_lo[used]))))
+    return float(kg.total_cost(*_extremes(arr, grp, m), n))

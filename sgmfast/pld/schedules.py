@@ -195,10 +195,9 @@ def _product(noisy, accuracy, budget, grid_step):
     from .schedule_engine import MixEngine
     from .schedule_product import ProductEngine
 
-    acc, est = accuracy, {}
+    acc = accuracy
     while True:
         both = ProductEngine(noisy, acc, budget, grid_step)
-        both._est = est  # (the Gaussian estimates do not depend on the accuracy: one set for all)
         if both.fits():
             if acc > accuracy:
                 both.sandwich_if_wider = MixEngine.sandwich_if_wider

@@ -17,7 +17,7 @@ import math
 
 from .._jit import jit
 
-__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs"]
+__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost"]
 
 #: the weight's exponent 1 / sigma^2 is capped here (no overflow at any count)
 WEIGHT_CAP = 600.0
@@ -56,9 +56,19 @@ def cost_runs(s, q, c, lam, out):
 
 
 @jit
+def total_cost(s_lo, s_hi, q_lo, q_hi, n):
+    """The summed cost of groups with these keys and step counts (groups of count 0 left out)."""
+    tot = 0.0
+    for g in range(n.shape[0]):
+        if n[g] > 0.0:
+            tot += n[g] * (weight(s_lo[g], q_hi[g]) - weight(s_hi[g], q_lo[g]))
+    return tot
+
+
+@jit
 def least_cost_runs(s, q, c, groups, out):
-    """``cost_runs`` at about the least lam that gives at most ``groups`` runs (bisection of log
-    lam, 64 halvings); ``out`` as there.  Returns the number of runs."""
+    """``cost_runs`` at the least lam, to 1e-6 relative, that gives at most ``groups`` runs
+    (bisection of log lam); ``out`` as there.  Returns the number of runs."""
     n = s.shape[0]
     s_lo, q_hi, cnt = s[0], q[0], 0.0
     for i in range(n):
@@ -67,7 +77,7 @@ def least_cost_runs(s, q, c, groups, out):
     lo = hi * 1e-40
     if cost_runs(s, q, c, lo, out) <= groups:
         return cost_runs(s, q, c, lo, out)
-    for _ in range(64):
+    while hi > lo * (1.0 + 1e-6):  # (about 27 halvings of the 40 decades)
         mid = math.sqrt(lo * hi)
         if cost_runs(s, q, c, mid, out) <= groups:
             hi = mid

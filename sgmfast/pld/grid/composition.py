@@ -23,8 +23,8 @@ import numpy as np
 from ..._failures import GridFailure
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
-from ..._work import PER_BIN_MOMENTS, charge
 from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, scratch, split_pool, two_cores
+from .estimates import tilted_moments
 from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window
@@ -262,9 +262,8 @@ def _power_product(spectra, counts, e2, z):
 def _moments(parts, step: float, theta: float):
     """Count-weighted tilted mean and variance of the parts [(OneStep, count)]."""
     m = v = 0.0
-    charge(PER_BIN_MOMENTS * sum(one.pess.size for one, _ in parts))
     for one, count in parts:
-        mi, vi = kt.tilted_moments(one.pess, one.j_lo, step, theta)
+        mi, vi = tilted_moments(one.pess, one.j_lo, step, theta)
         m, v = m + count * mi, v + count * vi
     return m, v
 

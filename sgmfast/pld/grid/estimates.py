@@ -51,13 +51,26 @@ def eps_estimate(schedule, target_delta: float, add=False) -> float:
     return brent_root(lambda e: _gauss_delta(e, mean, var) - target_delta, 0.0, hi, 1e-6)
 
 
+def tilted_moments(p, j_lo, step: float, theta: float):
+    """``tilt.tilted_moments`` of one array, charged as one pass over it (``PER_BIN_MOMENTS`` an
+    entry): every saddle-point and window heuristic reads its moments through here or
+    ``tilted_stats``."""
+    charge(PER_BIN_MOMENTS * p.size)
+    return kt.tilted_moments(p, j_lo, step, theta)
+
+
+def tilted_stats(p, j_lo, step: float, theta: float):
+    """``tilt.tilted_stats`` of one array, charged as ``tilted_moments``."""
+    charge(PER_BIN_MOMENTS * p.size)
+    return kt.tilted_stats(p, j_lo, step, theta)
+
+
 def _saddle_log_delta(parts, step: float, theta: float):
     """(log of the saddle-point δ of ``saddle_eps`` at tilt theta, the composed tilted mean and
     variance)."""
     k = m = v = 0.0
-    charge(PER_BIN_MOMENTS * sum(one.pess.size for one, _ in parts))
     for one, count in parts:
-        ki, mi, vi = kt.tilted_stats(one.pess, one.j_lo, step, theta)
+        ki, mi, vi = tilted_stats(one.pess, one.j_lo, step, theta)
         k, m, v = k + count * ki, m + count * mi, v + count * vi
     r = math.sqrt(0.5 * v)
     g = 0.5 * (float(erfcx(theta * r)) - float(erfcx((theta + 1.0) * r)))

@@ -32,10 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._failures import GridFailure
-from ..._kernels.pld import tilt as kt
-from ..._work import PER_BIN_MOMENTS, charge
 from ..common import REMOVE, U, Grid, NotApplicable, log_binom
 from .composition import Composite, compose_parts
+from .estimates import tilted_moments
 from .onestep import hybrid_step, one_step
 from .queries import sum_delta
 from .tilting import saddle_of
@@ -150,7 +149,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
     if pess:  # every composition with a +inf step: at most T of them
         p_one = min(hyb.p_inf * (1 + 1e-12), 1.0)
         rem += -math.expm1(count * math.log1p(-p_one)) * (1 + 1e-12) if p_one < 1.0 else 1.0
-    vc0 = _core_moments(pc, core.j_lo, step, 0.0)[1]
+    vc0 = tilted_moments(pc, core.j_lo, step, 0.0)[1]
     abs_goal = window_goal(tau, count)
     grids = []
     untilted = None  # (the pieces at theta = 0: the same for every k >= 1)
@@ -160,7 +159,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
             continue
         theta = 0.0
         if k == 0:  # (module notes: only the term without tail steps is tilted)
-            theta = saddle_of(lambda th: tuple(count * x for x in _core_moments(pc, core.j_lo, step, th)),
+            theta = saddle_of(lambda th: tuple(count * x for x in tilted_moments(pc, core.j_lo, step, th)),
                               eps_c, 1e12 * count * vc0)
         for attempt in range(8):
             try:
@@ -228,8 +227,3 @@ def direct_power(p, j_lo, n, step, pess) -> Grid:
     t = acc * (1 + rel) if pess else np.maximum(acc * (1 - rel), 0.0)
     return Grid(step, 0.0, pess, n * j_lo, t, 0.0, 0.0, 0.0, 0.0, 0.0)
 
-
-def _core_moments(pc, j_lo, step, theta):
-    """The tilted mean and variance of the core array, charged as one pass over it."""
-    charge(PER_BIN_MOMENTS * pc.size)
-    return kt.tilted_moments(pc, j_lo, step, theta)

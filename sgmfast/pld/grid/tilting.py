@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 
-from ..._kernels.pld import tilt as kt
-from ..._work import PER_BIN_MOMENTS, charge
 from ..common import dot
+from .estimates import tilted_moments, tilted_stats
 from .onestep import hybrid_step, one_step
 from .two_stage import CORE_TAIL, plan
 
@@ -52,17 +51,14 @@ def _schedule_moments(schedule, add, step, tau, coarse=False):
             pieces = [(one.j_lo, one.pess, step)]
         parts.append((count, pieces))
 
-    bins = sum(p.size for _, pieces in parts for _, p, _ in pieces)  # what one moments() call reads
-
     def moments(theta):
-        charge(PER_BIN_MOMENTS * bins)
         m = v = 0.0
         for count, pieces in parts:
             if len(pieces) == 1:
                 j_lo, p, st = pieces[0]
-                mu, var = kt.tilted_moments(p, j_lo, st, theta)
+                mu, var = tilted_moments(p, j_lo, st, theta)
             else:  # a mixture of pieces
-                st = np.array([kt.tilted_stats(p, j_lo, st, theta) for j_lo, p, st in pieces])
+                st = np.array([tilted_stats(p, j_lo, st, theta) for j_lo, p, st in pieces])
                 w = np.exp(st[:, 0] - np.max(st[:, 0]))
                 w /= w.sum()
                 mu = dot(w, st[:, 1])

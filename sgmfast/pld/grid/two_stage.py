@@ -34,9 +34,8 @@ from ..._failures import GridTooLarge
 from ..._kernels.pld import coarsen as kc
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
-from ..._work import PER_BIN_MOMENTS, charge
 from ..common import Grid, NotApplicable, bins_cap, charge_fft, fast_len, irfft, log_binom
-from .estimates import loss_moments
+from .estimates import loss_moments, tilted_moments
 from .composition import ArrayPart, Composite, compose_parts, entry_error, fft_const, spectrum_of
 from .onestep import grid_range, hybrid_step
 from .windows import CHERNOFF_K, TAIL_GOAL, abs_goal as window_goal, chernoff_n
@@ -213,8 +212,7 @@ def _fine_window(pc: Pieces, n, counts, goal=STAGE1_GOAL):
     sup_lo the lowest point of the supports."""
     step = pc.step
     if n not in pc.mgfs:  # (the same for every number of tail events: event_grids' terms share it)
-        charge(PER_BIN_MOMENTS * pc.tc.size)
-        var_c = float(kt.tilted_moments(pc.tc, pc.jc, step, 0.0)[1])
+        var_c = float(tilted_moments(pc.tc, pc.jc, step, 0.0)[1])
         base = 2.0 ** (CHERNOFF_K / 2.0) / math.sqrt(max(n * var_c, 1e-300))
         lams = np.concatenate((base, -base))
         lm = np.empty(lams.size)

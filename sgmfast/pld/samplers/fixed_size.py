@@ -395,7 +395,10 @@ def _one_run(run, delta: float, accuracy: float, lo0: float, up0: float, guess: 
         # Poisson pair's guess inside the interval: at sigma 1.55, q 3.1e-6, T 5402 they left
         # [0.0112, 0.238], and the events' first grid centred at 0.125 gave 2 % where at the
         # guess it gives 0.5 %)
-        centre = guess if up == math.inf else 0.5 * (lo + up) if up <= 2.0 * lo else min(max(guess, lo), up)
+        if up <= 2.0 * lo:
+            centre = 0.5 * (lo + up)
+        else:
+            centre = min(max(guess, lo), up)
         got = fixed_size_tail.events_epsilon(run, delta, accuracy, lo, up, centre, left, most=TAIL_FIRST_POINTS)
         if got is not None:
             lo, up = max(lo, got.lower), min(up, got.upper)

@@ -228,7 +228,8 @@ class SelectedLower:
         up by 32 u (|x| + 1), as in ``_tilted_log_power``)."""
         rem = float(np.sum(np.maximum(self.pl - _exp_up(eps + self.log_qh), 0.0)))
         add = float(np.sum(np.maximum(self.ql - _exp_up(eps + self.log_ph), 0.0)))
-        return max(rem, add) * (1.0 - (self.pl.size + 4) * U)
+        low = max(rem, add) * (1.0 - (self.pl.size + 4) * U)
+        return low if low >= 0.0 else 0.0  # (a NaN law, out of range: no lower bound)
 
     def epsilon(self, delta: float, hi: float) -> float:
         """A lower bound on eps(δ): an eps whose δ lower bound is above ``delta`` (0 if none),
