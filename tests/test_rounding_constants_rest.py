@@ -778,14 +778,46 @@ def _contract_merges(step, n, frac, amass, opt):
             if c_m <= 0.0:
                 has_carry = False
     if has_carry:
-        opt[c_idx] += c_m
+        c_m = _absorb_copy(step, n, c_idx, c_pos, c_m, opt, merges)
+        if c_m > 0.0:
+            opt[c_idx] += c_m
     return merges
+
+
+def _absorb_copy(step, n, c_idx, c_pos, c_m, opt, merges):
+    """``discretise._absorb_last_carry`` with the kernel's float operations, recording each merge
+    (carry index, carry offset, partner index, c_m, partner mass, kind, value, plain value)."""
+    g = c_idx + 1
+    if g >= n - 1:
+        return c_m
+    up = math.expm1(step - c_pos)
+    for p in range(g + 1, min(n, g + 1 + kd.ABSORB_REACH)):
+        avail = float(opt[p])
+        if avail <= 0.0:
+            continue
+        ratio = up / -math.expm1(-(p - g) * step)
+        beta = c_m * ratio * (1.0 + 1e-12)
+        if beta <= avail:
+            merges.append(("absorb", c_idx, c_pos, p, c_m, avail, "beta", beta, c_m * ratio))
+            opt[p] = avail - beta
+            opt[g] += c_m + beta
+            return 0.0
+        alpha = min(c_m, avail / ratio * (1.0 - 1e-12))
+        merges.append(("absorb", c_idx, c_pos, p, c_m, avail, "alpha", alpha, avail / ratio))
+        opt[p] = 0.0
+        opt[g] += alpha + avail
+        c_m -= alpha
+        if c_m <= 0.0:
+            return 0.0
+    return c_m
 
 
 def _contract_inputs():
     from sgmfast.pld.grid.onestep import one_step
     cases = []
-    for sigma, q, add, step in [(3.0, 0.5, 0, 1e-3), (1.1, 256 / 60000, 1, 4e-3)]:
+    # (the remove direction's hard lower end log(1 - q) leaves a last carry beside it)
+    for sigma, q, add, step in [(3.0, 0.5, 0, 1e-3), (1.1, 256 / 60000, 1, 4e-3), (1.0, 0.004, 0, 2e-4),
+                                (1.1, 0.004, 0, 1.81e-4), (0.8, 0.01, 0, 1.5e-4)]:
         one = one_step(sigma, q, add, step)
         cases.append((step, one._frac, one._amass))
     rng = np.random.default_rng(316)
@@ -793,6 +825,18 @@ def _contract_inputs():
         step, frac, amass = _synthetic_atoms(rng, int(rng.integers(40, 600)), trial % 3)
         cases.append((step, frac, amass))
     return cases
+
+
+def _absorb_check(step, merge) -> float:
+    """The last carry's merge with a deposit at p onto g = c_idx + 1 (``_absorb_last_carry``): the
+    merged mean is at or above g in loss iff beta >= c_m R, R = expm1(step - c_pos) / (1 -
+    e^{-(p - g) step}) (or alpha <= avail / R); returns the plain value's relative error / 1e-12."""
+    _, c_idx, c_pos, p, c_m, avail, kind, val, plain = merge
+    sm = mpmath.mpf(step)
+    big_r = mpmath.expm1(sm - mpmath.mpf(c_pos)) / -mpmath.expm1(-(p - c_idx - 1) * sm)
+    ex = mpmath.mpf(c_m) * big_r if kind == "beta" else mpmath.mpf(avail) / big_r
+    assert (val >= ex) if kind == "beta" else (val <= ex), (c_idx, p, kind, val, float(ex))
+    return float(abs(mpmath.mpf(plain) / ex - 1)) / 1e-12
 
 
 def test_contraction_merge_ratio():
@@ -806,7 +850,7 @@ def test_contraction_merge_ratio():
     loop, bit for bit the kernel's masses, recording every merge; the exact R from the float
     offsets in mpmath): the unscaled c_m R_float (w / R_float)'s relative error / 1e-12: 4e-4;
     every beta <= c_m R and every uncapped alpha >= w / R exactly."""
-    worst, merges_n = 0.0, 0
+    worst, merges_n, absorbs = 0.0, 0, 0
     for step, frac, amass in _contract_inputs():
         n = frac.size
         opt_k = np.zeros(n)
@@ -817,10 +861,18 @@ def test_contraction_merge_ratio():
         # check's factor (1 - 8 EPS64 at most): same masses within 1e-14, never above
         assert np.all(opt_k <= opt) and np.allclose(opt_k, opt, rtol=1e-14, atol=0.0)
         sm = mpmath.mpf(step)
+        last = [m for m in merges if m[0] == "absorb"]  # (all kept: few, and at the end)
+        merges = [m for m in merges if m[0] != "absorb"]
         if len(merges) > 150:
             pick = np.random.default_rng(317).choice(len(merges), 150, replace=False)
             merges = [merges[k] for k in sorted(pick)]
-        for c_idx, c_pos, i, a, c_m, w, kind, val, plain in merges:
+        merges += last
+        for merge in merges:
+            if merge[0] == "absorb":
+                absorbs += 1
+                worst = max(worst, _absorb_check(step, merge))
+                continue
+            c_idx, c_pos, i, a, c_m, w, kind, val, plain = merge
             g = i + 1
             big_r = -mpmath.expm1(-((c_idx - g) * sm + mpmath.mpf(c_pos))) / mpmath.expm1(sm - mpmath.mpf(a))
             if kind == "beta":
@@ -831,8 +883,8 @@ def test_contraction_merge_ratio():
                 assert val == c_m or val >= ex, (c_idx, i, val, float(ex))
             worst = max(worst, float(abs(mpmath.mpf(plain) / ex - 1)) / 1e-12)
             merges_n += 1
-    assert merges_n > 300
-    print(f"\n({merges_n} merges)")
+    assert merges_n > 300 and absorbs >= 3
+    print(f"\n({merges_n} merges, {absorbs} absorptions of the last carry)")
     _check("contraction merge ratio relative error / 1e-12", worst, 1.0)
 
 
@@ -857,3 +909,19 @@ def test_contraction_total_mass():
         worst = max(worst, float((nu - mu) / mu) / U)
     print(f"\n(worst excess of the contracted mass over the atoms': {worst:.3g} u)")
     assert worst <= 0.0, worst
+
+
+def test_contraction_order():
+    """``_contract_to_grid``'s masses (the merges, the last carry merged with deposits above it by
+    ``_absorb_last_carry``, what is left rounded down) are below the atoms in the order the
+    optimistic bound needs: total mass and P(k) = E(k - u)_+ at every kink, in mpmath
+    (``_put_call_check``), on Poisson steps with the remove direction's hard lower end and on
+    synthetic atoms."""
+    for step, frac, amass in _contract_inputs():
+        if frac.size > 2000:  # (the low-loss end, where the last carry is, as an input of its own)
+            frac, amass = frac[:600].copy(), amass[:600].copy()
+            amass[-1], frac[-1] = 0.0, -1.0
+        opt = np.zeros(frac.size)
+        kd._contract_to_grid(step, frac.size, frac, amass, opt)
+        _, ok = _put_call_check(step, frac, amass, 0.0, opt, mpmath.mpf(1))
+        assert ok, (step, frac.size)
