@@ -427,3 +427,16 @@ def test_a_dozen_epochs_with_a_one_jump_region_meet_the_accuracy(sigma, t, epoch
     b = allocation.epsilon(sigma, t, t * epochs, delta)
     assert b.upper - b.lower <= 1e-3 * b.upper
     assert b.upper <= _gauss_eps(sigma, epochs, delta)
+
+
+def test_allocation_epsilon_says_whether_accuracy_was_met():
+    """``pld.allocation.epsilon`` carries ``met`` as ``pld.epsilon`` does (issue #31 item 4): a whole
+    number of epochs meets 1e-3; a partial last epoch is bracketed by the whole epochs on either
+    side (here 1 and 2 epochs of 234 at sigma 1.1: eps 0.2716 and 0.3811), far wider."""
+    from sgmfast.pld import allocation
+
+    whole = allocation.epsilon(1.1, 234, 2 * 234, 1e-5)
+    assert whole.met is True and whole.width <= 1e-3
+    part = allocation.epsilon(1.1, 234, 351, 1e-5)
+    assert part.met is False and part.width > 0.2
+    assert allocation.epsilon(1.1, 234, 351, 1e-5, accuracy=0.5).met is True

@@ -27,7 +27,7 @@ from .schedule_mix import H_SHARE, Layout, Plan, U
 HARD_LIMIT = 1.5
 FIRST_EXTRA = 4.0
 #: a tilt farther than this from the interval's midpoint is re-centred once more
-RECENTRE = 0.05
+RECENTRE = 0.25
 
 
 def families_of(schedule):

@@ -73,6 +73,7 @@ decomposition's own interval.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -316,7 +317,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     -------
     Bounds
         ``lower <= ε <= upper`` under add/remove adjacency (the larger direction), both
-        certified (module notes).
+        certified (module notes); ``met`` says whether the interval is within ``accuracy``
+        (a partial last epoch or k > 1 can leave it wider).
 
     Examples
     --------
@@ -324,11 +326,15 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
 
     >>> from sgmfast.pld import allocation
     >>> b = allocation.epsilon(1.1, 234, 60 * 234, 1e-5)
-    >>> 2.33 < b.lower <= b.upper < 2.35
+    >>> 2.33 < b.lower <= b.upper < 2.35 and b.met
     True
     """
     sigma, t, T, accuracy = _check(sigma, steps_per_epoch, steps, accuracy)
-    delta = float(check_delta(delta))
+    b = _epsilon(sigma, t, T, float(check_delta(delta)), accuracy, selected)
+    return dataclasses.replace(b, met=bool(within(b.lower, b.upper, accuracy * (1 + 1e-9))))
+
+
+def _epsilon(sigma: float, t: int, T: int, delta: float, accuracy: float, selected: int) -> Bounds:
     k = _selected(selected, t)
     e_hi, e_lo = -(-T // t), T // t
     if e_hi == 0 or sigma == math.inf:  # (no epoch touched, or pure noise)
