@@ -624,3 +624,14 @@ def test_curve_under_a_sampler_prints_the_api_curve(capsys):
     code, out, err = _run(["curve", "--sigma", "1.1", "--q", "0.01", "--steps", "300", "--delta", "1e-5",
                            "--sampler", "balls-in-bins", "--accountant", "rdp"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+
+
+def test_epsilon_balls_in_bins_partial_epoch_says_it_is_wide(capsys):
+    # (1.5 epochs of 234 batches: the API brackets the partial epoch by 1 and 2 whole epochs, so the
+    # interval is far wider than --accuracy, and stderr says why in one line)
+    code, out, err = _run(["epsilon", "--sigma", "1.1", "--q", repr(1 / 234), "--steps", "351", "--delta", "1e-5",
+                           "--sampler", "balls-in-bins"], capsys)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "partial last epoch" in lines[0], err
+    assert float(_field(out, "epsilon lower bound")) < 0.75 * float(_field(out, "epsilon"))

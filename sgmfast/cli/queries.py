@@ -39,9 +39,10 @@ def _cmd_epsilon(args) -> None:
         relation = _relation(args, sampler)
         if sampler != "poisson" and not math.isfinite(steps):
             raise ValueError(f"--sampler {args.sampler} needs a finite number of steps")
+        from ..pld.samplers import batches_per_epoch
+
         if args.selected != 1:  # (k of the t batches of every epoch: pld.balls_in_bins' own argument)
             from ..pld import balls_in_bins
-            from ..pld.samplers import batches_per_epoch
 
             b = balls_in_bins.epsilon(args.sigma, batches_per_epoch(q), int(steps), args.delta,
                                       accuracy=args.accuracy, selected=args.selected)
@@ -50,11 +51,14 @@ def _cmd_epsilon(args) -> None:
                             sampler=sampler)
         print(f"epsilon: {_fmt(float(b.upper), 'up')}")
         print(f"epsilon lower bound: {_fmt(float(b.lower), 'down')}")
-        if b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
-            _warn_wide(b, args.accuracy)
-        elif args.selected != 1 and b.width > args.accuracy:
+        if args.selected != 1 and b.width > args.accuracy:
             _warn_wide(b, args.accuracy, "with --selected > 1 the lower end is a separate statistic, "
                                          "pld.balls_in_bins' notes; both ends hold")
+        elif b.met is False and sampler == "balls_in_bins" and int(steps) % batches_per_epoch(q):
+            _warn_wide(b, args.accuracy, "a partial last epoch is bracketed by the whole epochs on either side; "
+                                         "both ends hold")
+        elif b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
+            _warn_wide(b, args.accuracy)
         print(f"relation: {relation.replace('_', '-')}")
         print(f"sampler: {args.sampler}")
         if args.selected != 1:
