@@ -92,3 +92,23 @@ def test_many_segments_with_a_noiseless_phase():
 def test_full_batch_schedules_stay_exact():
     sched = [(1.0 + 0.01 * i, 1.0, 1) for i in range(100)]
     assert isinstance(make_engine(sched, 1e-3), Engine)  # q = 1: the composed Gaussian, closed form
+
+
+def test_rarely_sampled_schedule_gets_its_groups_answer():
+    """10^4 steps whose rate ramps from 1e-4 to 2e-4 at sigma 0.8 (1.5 sampled steps expected), δ
+    1e-10: the groups' engines at the accuracy itself outran their work limit and the answer was
+    [0.12, 2.03]; their first round now asks for a share of the groups' spread (``Sandwich._rounds``).
+    The answer lies between the constant runs at the two end rates (one-part engine) and is within
+    5 %."""
+    acc = pld.PLDAccountant()
+    for i in range(10_000):
+        acc.step(0.8, 1e-4 + 1e-4 * i / 9999, 1)
+    b = acc.epsilon(1e-10)
+    lo_run, up_run = pld.epsilon(0.8, 1e-4, 10_000, 1e-10), pld.epsilon(0.8, 2e-4, 10_000, 1e-10)
+    assert lo_run.lower <= b.lower <= b.upper <= up_run.upper
+    assert b.width <= 0.05 and b.met is False
+    # δ(0.58): the groups' [8.7e-11, 2.1e-9] is intersected with the hull (every step at the
+    # extreme rates: the two constant runs), so it is never looser than they are
+    d = acc.delta(0.58)
+    d_lo, d_up = pld.delta(0.8, 1e-4, 10_000, 0.58), pld.delta(0.8, 2e-4, 10_000, 0.58)
+    assert d_lo.lower <= d.lower <= d.upper <= d_up.upper
