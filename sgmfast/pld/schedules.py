@@ -48,7 +48,7 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   groups' engines first for a share of the groups' own spread: at tiny rates their parts' grids
   are long, and at the accuracy itself the first round ran out of work.  A wide answer is
   also intersected with the hull: every step at the least sigma and largest q of all, and at the
-  largest sigma and least q (``Sandwich.hull``: two one-part engines).
+  largest sigma and least q (``Sandwich.hull``: two one-part engines), for such a schedule.
 
 Soundness.  Mixtures: ``schedule_mix`` (module notes) -- every replacement is ordered against
 the step it replaces in δ at every eps (the order composition keeps), the lower one up to a
@@ -102,7 +102,7 @@ MAX_RATES = 32
 COARSE_PRODUCT = 0.05
 #: schedules sampling fewer steps than this in expectation (sum of q) give the groups' engines a
 #: first round at a share of the groups' spread, at most COARSE_SANDWICH (``Sandwich._rounds``)
-RARE_SAMPLED = 30.0
+RARE_SAMPLED = 3.0
 COARSE_SANDWICH = 0.02
 #: work budget of each of the hull's two one-part engines (``Sandwich.hull``)
 HULL_BUDGET = 0.5
@@ -265,8 +265,9 @@ class Sandwich:
     def hull(self):
         """(upper, lower) one-part engines: every noisy step at the least sigma and largest q of
         them all, and at the largest sigma and least q (each step is at most / at least as
-        revealing, module notes) -- a wide answer is intersected with theirs (10^4 steps of q 1e-4
-        to 2e-4 at sigma 0.8: δ(0.58) of the groups [8.7e-11, 2.1e-9], the hull's upper 3.8e-10)."""
+        revealing, module notes) -- a rarely sampled schedule's wide answer is intersected with
+        theirs (10^4 steps of q 1e-4 to 2e-4 at sigma 0.8: δ(0.58) of the groups [8.7e-11,
+        2.1e-9], the hull's upper 3.8e-10)."""
         if self._hull is None:
             arr = np.array([(s, q) for s, q, _ in self.noisy], dtype=np.float64).reshape(-1, 2)
             total = int(sum(c for _, _, c in self.noisy))
@@ -329,10 +330,11 @@ class Sandwich:
                 lo, up = max(lo, s_lo), min(up, s_up)
         else:
             lo, up = self._sandwich_eps(target)
-        if not within(lo, up, self.accuracy):  # a wide answer: RDP and the hull may help
+        if not within(lo, up, self.accuracy):  # a wide answer: RDP (and, rarely sampled, the hull) may help
             up = min(up, self.rdp.epsilon(target))
-            h_up, h_lo = self.hull
-            up, lo = min(up, h_up.epsilon(target)[1]), max(lo, h_lo.epsilon(target)[0])
+            if self.rare:
+                h_up, h_lo = self.hull
+                up, lo = min(up, h_up.epsilon(target)[1]), max(lo, h_lo.epsilon(target)[0])
         return min(lo, up), up
 
     # --- δ(eps) ----------------------------------------------------------------------------------
@@ -361,9 +363,11 @@ class Sandwich:
                 l, u = self._sandwich_delta(e)
             wide = ~(u - l <= self.accuracy * u)
             if wide.any():
-                h_up, h_lo = self.hull
-                u[wide] = np.minimum(np.minimum(u[wide], self.rdp.delta(e[wide])), h_up.delta(e[wide])[1])
-                l[wide] = np.maximum(l[wide], h_lo.delta(e[wide])[0])
+                u[wide] = np.minimum(u[wide], self.rdp.delta(e[wide]))
+                if self.rare:
+                    h_up, h_lo = self.hull
+                    u[wide] = np.minimum(u[wide], h_up.delta(e[wide])[1])
+                    l[wide] = np.maximum(l[wide], h_lo.delta(e[wide])[0])
             # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
             lo[finite], up[finite] = np.minimum(l, u), np.maximum(u, exact.TINY)
         if self.p_hi > 0.0:
@@ -394,9 +398,15 @@ class Sandwich:
                     return
                 yield g, max(0.5 * left, 0.1), acc
 
+    @property
+    def rare(self) -> bool:
+        """Whether the noisy steps sample fewer than RARE_SAMPLED steps in expectation (sum of q):
+        the groups' engines struggle there (``_rounds``), and a wide answer takes the hull's."""
+        return sum(c * q for _, q, c in self.noisy) < RARE_SAMPLED
+
     def _accuracies(self, g, target: float):
         """The engines' accuracies for the groups g, in turn (a heuristic: ``_rounds``)."""
-        if self.grid_step is not None or sum(c * q for _, q, c in self.noisy) >= RARE_SAMPLED:
+        if self.grid_step is not None or not self.rare:
             return (self.accuracy,)
         up, lo = self.pair if self.pair is not None else brackets(self.noisy, g)
         e_up, e_lo = eps_estimate(up, target), eps_estimate(lo, target)
