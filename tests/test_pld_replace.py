@@ -141,3 +141,18 @@ def test_replace_one_rdp_cap_is_group_privacy_of_add_remove():
     assert cap.delta(np.array([e]))[0] <= 1e-5 * (1 + 1e-9)
     # and it is above the certified replace-one value
     assert e >= pld.epsilon(1.0, 0.01, 1000, 1e-5, relation="replace_one").lower
+
+
+def test_delta_at_astronomical_eps_answers_at_once():
+    """δ(1e30) of a replace-one run: eps / grid step passed the int64 range in the spectral reading
+    (``spectral._first_above``: a loop that never ended), and at eps 1e4 RDP's replace-one
+    conversion (1 + e^{eps/2}) δ_ar(eps/2) read δ_ar's underflow (1e-322) as its value and gave 1.0.
+    Both now answer ~0 (the order table's log bound, ``RDPBound._log_delta_table``)."""
+    from sgmfast.pld.certifiers import RDPBound
+
+    assert pld.delta(5.0, 1e-5, 100, 1e30, relation="replace_one").upper <= 1e-300
+    assert pld.delta(1.0, 0.01, 1000, 1e4, relation="replace_one").upper <= 1e-300
+    rb = RDPBound([(1.0, 0.01, 1000)], True)
+    assert rb.delta(np.array([1e4, 1e6]))[0] <= 1e-300
+    # the log bound itself: min over orders of (a - 1)(R(a) - eps), against the plain RDP curve
+    assert rb._log_delta_table(5e3) <= -1e4

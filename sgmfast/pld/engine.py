@@ -94,6 +94,9 @@ class _DeltaPlan:
                 wide = ~(u - l <= self.accuracy * u)
                 if wide.any():  # a wide answer: the single steps' bound may help
                     l[wide] = np.maximum(l[wide], self._delta_floor(e[wide]))
+                blank = wide & (u >= 0.5)  # (no grid reached eps -- e.g. eps 1e4, replace-one: 1.0)
+                if blank.any():
+                    u[blank] = np.minimum(u[blank], self.rdp.delta(e[blank]))
             lo[finite], up[finite] = l, u
         # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
         up[finite] = np.maximum(up[finite], exact.TINY)

@@ -270,7 +270,9 @@ def spectral_delta(eps, z, n, j0, theta, step, log_scale, qf, da, db, ra, rb, e_
         if e < floor:
             out[i] = 1.0 if upper else 0.0
             continue
-        big_j = _first_above(e, step)
+        # (eps at or past the top point, however far -- eps / step may pass the int64 range -- has
+        # no atom above it: the least J with J step > eps is past the top)
+        big_j = top + 1 if e >= top * step else _first_above(e, step)
         if big_j < j0:
             big_j = j0
         if big_j > top:  # no atom above eps: the charges only

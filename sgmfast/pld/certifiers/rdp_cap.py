@@ -92,9 +92,19 @@ class RDPBound:
         for i, d in enumerate(self._add_remove_delta(0.5 * eps)):
             half = 0.5 * float(eps[i])
             # (1 + e^{eps/2}) d, in logs (d ~ 1e-300 at eps ~ 500); rounding padded by 1e-12
-            log_v = math.log(d) + float(np.logaddexp(0.0, half)) if d > 0.0 else -math.inf
+            log_d = math.log(d) if d > 0.0 else -math.inf
+            if d < 1e-290:  # (d near or past the float range: its log from the orders' table)
+                log_d = min(log_d, self._log_delta_table(half))
+            log_v = log_d + float(np.logaddexp(0.0, half))
             out[i] = min(1.0, math.exp(min(log_v, 0.0)) * (1 + 1e-12))
         return out
+
+    def _log_delta_table(self, eps: float) -> float:
+        """log of RDP's add/remove δ bound at eps, min over ``TABLE_ORDERS`` of (a - 1)(R(a) - eps)
+        (the plain conversion, each order a valid bound), in logs: no underflow at eps ~ 1e4."""
+        curve = np.asarray(self._acc.rdp(TABLE_ORDERS), dtype=np.float64)
+        v = (TABLE_ORDERS - 1.0) * (curve - eps)
+        return float(np.min(v[np.isfinite(v)])) * (1 - 1e-12) if np.isfinite(v).any() else 0.0
 
     def _add_remove_delta(self, eps: np.ndarray) -> np.ndarray:
         """RDP's δ at each eps: an order search at each distinct eps where searches are cheap
