@@ -112,3 +112,21 @@ def test_rarely_sampled_schedule_gets_its_groups_answer():
     d = acc.delta(0.58)
     d_lo, d_up = pld.delta(0.8, 1e-4, 10_000, 0.58), pld.delta(0.8, 2e-4, 10_000, 0.58)
     assert d_lo.lower <= d.lower <= d.upper <= d_up.upper
+
+
+def test_mixtures_skip_a_first_round_that_could_not_end():
+    """A 1,047-step σ ramp 2.37 -> 0.60 at q 0.00168, ε at δ 0.107 (near the total variation: ε ~ 0,
+    so a first grid step of ~2e-6) with accuracy 4.6e-4: the mixtures discretised ~280 lattice
+    points, 178 million bins with the default accuracy's engines beside them (38.6 work units, 31 s;
+    domain sweep seed 71).  Where the first round's planned discretisation passes its own work
+    limit, the engine now returns at once and the groups answer."""
+    from sgmfast._work import UNITS_PER_SECOND, Meter, metered
+    from sgmfast.pld.schedule_engine import MixEngine
+
+    sched = [(2.3671484978633224 + (0.5978857305442746 - 2.3671484978633224) * i / 1046, 0.0016841311591668955, 1)
+             for i in range(1047)]
+    eng = MixEngine(sched, 0.0004632002625458768, 4.0)
+    meter = Meter()
+    with metered(meter):
+        lo, up, _ = eng.epsilon(0.10671330255506431)
+    assert (lo, up) == (0.0, math.inf) and meter.units < 0.05 * UNITS_PER_SECOND
