@@ -55,6 +55,16 @@ def _upper_kept():
         pass
 
 
+def planned_first(lay, pl, step: float, tau: float) -> float:
+    """Work units of discretising the upper parts' lattice points in both directions on the first
+    grid step, before any is built (a plan: it only gates the first round).  Near the total
+    variation eps is tiny and so is the first step: a 1,047-step σ ramp at δ 0.107 discretised ~280
+    points on 2.3e-6, 178 million bins in all, before its work limit stopped the round."""
+    used = np.unique(kparts(pl.up)[0])
+    return float(sum(planned_units(lay.sigmas[g], lay.qs[g], REMOVE, step, tau)
+                     + planned_units(lay.sigmas[g], lay.qs[g], ADD, step, tau) for g in used))
+
+
 def quantile_groups(x: np.ndarray, groups: int = 16):
     """Boolean selections of ``x`` in up to ``groups`` groups between its quantiles (the proxies'
     groups: a heuristic)."""
@@ -177,10 +187,7 @@ class MixEngine(_MixDelta):
         # budget of 10^4 or fewer)
         self.budget = budget * min(10.0, max(1.0, len(self.schedule) / 1e4))
         self.total = int(sum(c for _, _, c in self.schedule))
-        self._plans: dict = {}
-        self._est: dict = {}
-        self._lat: dict = {}
-        self._layouts: dict = {}
+        self._plans, self._est, self._lat, self._layouts = {}, {}, {}, {}
         self.last_step = None
 
     def release(self) -> None:
@@ -249,19 +256,6 @@ class MixEngine(_MixDelta):
     def _limit(self, groups: int = 1) -> float:
         return HARD_LIMIT * self.budget * UNITS_PER_SECOND * groups
 
-    def _first_limit(self) -> float:
-        return self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
-
-    def _planned(self, pl, step: float, tau: float) -> float:
-        """Work units of discretising the upper parts' lattice points in both directions on the first
-        grid step, before any is built (a plan: it only gates the first round).  Near the total
-        variation eps is tiny and so is the first step: a 1,047-step σ ramp at δ 0.107 discretised
-        ~280 points on 2.3e-6, 178 million bins in all, before its work limit stopped the round."""
-        lay = self.layout(0)
-        used = np.unique(kparts(pl.up)[0])
-        return float(sum(planned_units(lay.sigmas[g], lay.qs[g], REMOVE, step, tau)
-                         + planned_units(lay.sigmas[g], lay.qs[g], ADD, step, tau) for g in used))
-
     def _next(self, step, level, gap, last_gap, refined_step):
         """The next (step, level): a finer grid step, unless the last one narrowed the interval by
         less than a third (a grid's own width falls about fourfold per halving: the lattice's
@@ -276,13 +270,13 @@ class MixEngine(_MixDelta):
         est, _ = self.estimate(target)
         step = self.grid_step or step0 or initial_step(self.proxy(), self.accuracy, est)
         tau = self.tau(target)
-        h_target = H_SHARE * self.accuracy * target
+        h_target, first_limit = H_SHARE * self.accuracy * target, self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
         lo, up = 0.0, math.inf
-        if self.grid_step is None and self._planned(self.plan(h_target, 0), step, tau) > self._first_limit():
+        if self.grid_step is None and planned_first(self.layout(0), self.plan(h_target, 0), step, tau) > first_limit:
             return lo, up, None  # (the first round could not end: the caller's groups answer instead)
         last_gap, level, refined_step = None, 0, False
         centre = max(est, 1e-6)
-        with metered(Meter(self._first_limit())) as meter:
+        with metered(Meter(first_limit)) as meter:
             first = True
             while True:
                 before = meter.units

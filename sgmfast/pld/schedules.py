@@ -186,6 +186,35 @@ def _merged(schedule):
     return [(s, q, c) for (s, q), c in out.items()]
 
 
+def rarely_sampled(noisy) -> bool:
+    """Whether the noisy steps [(sigma, q, count)] sample fewer than RARE_SAMPLED steps in
+    expectation (sum of q)."""
+    return sum(c * q for _, q, c in noisy) < RARE_SAMPLED
+
+
+def first_accuracies(pair, accuracy: float, target: float):
+    """The groups' engines' accuracies in turn, for a rarely sampled schedule whose groups are
+    ``pair`` (upper, lower schedules): half their spread in the Gaussian estimate (at most
+    COARSE_SANDWICH), then the accuracy itself (a heuristic: ``Sandwich._rounds``)."""
+    e_up, e_lo = eps_estimate(pair[0], target), eps_estimate(pair[1], target)
+    share = 0.5 * (e_up - e_lo) / e_up if e_up > 0.0 else 0.0
+    coarse = min(max(share, accuracy), COARSE_SANDWICH)
+    return (coarse, accuracy) if coarse > accuracy else (accuracy,)
+
+
+def hull_engines(noisy, accuracy: float, grid_step, relation: str):
+    """(upper, lower) one-part engines: every noisy step at the least sigma and largest q of them
+    all, and at the largest sigma and least q (each step is at most / at least as revealing,
+    module notes) -- a rarely sampled schedule's wide answer is intersected with theirs (10^4 steps
+    of q 1e-4 to 2e-4 at sigma 0.8: δ(0.58) of the groups [8.7e-11, 2.1e-9], the hull's upper
+    3.8e-10)."""
+    arr = np.array([(s, q) for s, q, _ in noisy], dtype=np.float64).reshape(-1, 2)
+    total = int(sum(c for _, _, c in noisy))
+    up = [(float(arr[:, 0].min()), float(arr[:, 1].max()), total)]
+    lo = [(float(arr[:, 0].max()), float(arr[:, 1].min()), total)]
+    return tuple(Engine(x, accuracy, grid_step, relation, budget=HULL_BUDGET) for x in (up, lo))
+
+
 class _ExactMix(Engine):
     """The exact engine in the sandwich's mixture slot, for add/remove schedules of at most
     ``MAX_PARTS_MIXED`` distinct steps whose noise levels and rates are both many (no lattice is
@@ -263,18 +292,9 @@ class Sandwich:
 
     @property
     def hull(self):
-        """(upper, lower) one-part engines: every noisy step at the least sigma and largest q of
-        them all, and at the largest sigma and least q (each step is at most / at least as
-        revealing, module notes) -- a rarely sampled schedule's wide answer is intersected with
-        theirs (10^4 steps of q 1e-4 to 2e-4 at sigma 0.8: δ(0.58) of the groups [8.7e-11,
-        2.1e-9], the hull's upper 3.8e-10)."""
+        """``hull_engines`` of the noisy steps, built on first use."""
         if self._hull is None:
-            arr = np.array([(s, q) for s, q, _ in self.noisy], dtype=np.float64).reshape(-1, 2)
-            total = int(sum(c for _, _, c in self.noisy))
-            up = [(float(arr[:, 0].min()), float(arr[:, 1].max()), total)]
-            lo = [(float(arr[:, 0].max()), float(arr[:, 1].min()), total)]
-            self._hull = tuple(Engine(x, self.accuracy, self.grid_step, self.relation, budget=HULL_BUDGET)
-                               for x in (up, lo))
+            self._hull = hull_engines(self.noisy, self.accuracy, self.grid_step, self.relation)
         return self._hull
 
     @property
@@ -332,7 +352,7 @@ class Sandwich:
             lo, up = self._sandwich_eps(target)
         if not within(lo, up, self.accuracy):  # a wide answer: RDP (and, rarely sampled, the hull) may help
             up = min(up, self.rdp.epsilon(target))
-            if self.rare:
+            if rarely_sampled(self.noisy):
                 h_up, h_lo = self.hull
                 up, lo = min(up, h_up.epsilon(target)[1]), max(lo, h_lo.epsilon(target)[0])
         return min(lo, up), up
@@ -364,7 +384,7 @@ class Sandwich:
             wide = ~(u - l <= self.accuracy * u)
             if wide.any():
                 u[wide] = np.minimum(u[wide], self.rdp.delta(e[wide]))
-                if self.rare:
+                if rarely_sampled(self.noisy):
                     h_up, h_lo = self.hull
                     u[wide] = np.minimum(u[wide], h_up.delta(e[wide])[1])
                     l[wide] = np.maximum(l[wide], h_lo.delta(e[wide])[0])
@@ -398,21 +418,12 @@ class Sandwich:
                     return
                 yield g, max(0.5 * left, 0.1), acc
 
-    @property
-    def rare(self) -> bool:
-        """Whether the noisy steps sample fewer than RARE_SAMPLED steps in expectation (sum of q):
-        the groups' engines struggle there (``_rounds``), and a wide answer takes the hull's."""
-        return sum(c * q for _, q, c in self.noisy) < RARE_SAMPLED
-
     def _accuracies(self, g, target: float):
-        """The engines' accuracies for the groups g, in turn (a heuristic: ``_rounds``)."""
-        if self.grid_step is not None or not self.rare:
+        """The engines' accuracies for the groups g, in turn (``first_accuracies``)."""
+        if self.grid_step is not None or not rarely_sampled(self.noisy):
             return (self.accuracy,)
-        up, lo = self.pair if self.pair is not None else brackets(self.noisy, g)
-        e_up, e_lo = eps_estimate(up, target), eps_estimate(lo, target)
-        share = 0.5 * (e_up - e_lo) / e_up if e_up > 0.0 else 0.0
-        coarse = min(max(share, self.accuracy), COARSE_SANDWICH)
-        return (coarse, self.accuracy) if coarse > self.accuracy else (self.accuracy,)
+        return first_accuracies(self.pair if self.pair is not None else brackets(self.noisy, g), self.accuracy,
+                                target)
 
     def _sandwich_eps(self, target: float):
         lo, up = 0.0, math.inf
