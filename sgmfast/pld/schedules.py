@@ -398,13 +398,11 @@ class Sandwich:
         return lo, up
 
     # --- the sandwich (replace-one, full batches) ----------------------------------------------
-    def _engines(self, g, budget, accuracy):
-        up, lo = self.pair if self.pair is not None else brackets(self.noisy, g)
-        return (Engine(up, accuracy, self.grid_step, self.relation, budget=budget),
-                Engine(lo, accuracy, self.grid_step, self.relation, budget=budget))
+    def _engines(self, pair, budget, accuracy):
+        return tuple(Engine(x, accuracy, self.grid_step, self.relation, budget=budget) for x in pair)
 
     def _rounds(self, meter: Meter, target: float):
-        """(group count, budget of each of its two engines, their accuracy) while work is left:
+        """((upper, lower) schedules, budget of each of their engines, their accuracy) while work is left:
         ``meter`` counts the work of the rounds so far (units of ``_work``, never a clock: the same
         answer under any load).  A rarely sampled schedule (fewer than RARE_SAMPLED steps in
         expectation) first asks its engines only for a share of the groups' own spread: their
@@ -412,25 +410,20 @@ class Sandwich:
         the first round of 32 such parts outran its work limit (10^4 steps of q 1e-4 to 2e-4 at
         sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an engine)."""
         for g in (None,) if self.pair is not None else GROUPS:
-            for acc in self._accuracies(g, target):
+            pair = self.pair if self.pair is not None else brackets(self.noisy, g)
+            rare = self.grid_step is None and rarely_sampled(self.noisy)
+            for acc in first_accuracies(pair, self.accuracy, target) if rare else (self.accuracy,):
                 left = self.budget - meter.units / UNITS_PER_SECOND
                 if left <= 0.1 * self.budget:
                     return
-                yield g, max(0.5 * left, 0.1), acc
-
-    def _accuracies(self, g, target: float):
-        """The engines' accuracies for the groups g, in turn (``first_accuracies``)."""
-        if self.grid_step is not None or not rarely_sampled(self.noisy):
-            return (self.accuracy,)
-        return first_accuracies(self.pair if self.pair is not None else brackets(self.noisy, g), self.accuracy,
-                                target)
+                yield pair, max(0.5 * left, 0.1), acc
 
     def _sandwich_eps(self, target: float):
         lo, up = 0.0, math.inf
         meter = Meter()
-        for g, budget, acc in self._rounds(meter, target):
+        for pair, budget, acc in self._rounds(meter, target):
             with metered(meter):
-                e_up, e_lo = self._engines(g, budget, acc)
+                e_up, e_lo = self._engines(pair, budget, acc)
                 up = min(up, e_up.epsilon(target)[1])
                 lo = max(lo, e_lo.epsilon(target)[0])
             if within(lo, up, self.accuracy):
@@ -440,9 +433,9 @@ class Sandwich:
     def _sandwich_delta(self, eps: np.ndarray):
         lo, up = np.zeros(eps.size), np.ones(eps.size)
         meter = Meter()
-        for g, budget, acc in self._rounds(meter, 1e-5):
+        for pair, budget, acc in self._rounds(meter, 1e-5):
             with metered(meter):
-                e_up, e_lo = self._engines(g, budget, acc)
+                e_up, e_lo = self._engines(pair, budget, acc)
                 up = np.minimum(up, e_up.delta(eps)[1])
                 lo = np.maximum(lo, e_lo.delta(eps)[0])
             if (up - lo <= self.accuracy * up).all():

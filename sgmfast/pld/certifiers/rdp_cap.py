@@ -104,7 +104,10 @@ class RDPBound:
         (the plain conversion, each order a valid bound), in logs: no underflow at eps ~ 1e4."""
         curve = np.asarray(self._acc.rdp(TABLE_ORDERS), dtype=np.float64)
         v = (TABLE_ORDERS - 1.0) * (curve - eps)
-        return float(np.min(v[np.isfinite(v)])) * (1 - 1e-12) if np.isfinite(v).any() else 0.0
+        if not np.isfinite(v).any():
+            return 0.0
+        best = float(np.min(v[np.isfinite(v)]))
+        return best + 1e-12 * abs(best)  # (its rounding, upwards)
 
     def _add_remove_delta(self, eps: np.ndarray) -> np.ndarray:
         """RDP's δ at each eps: an order search at each distinct eps where searches are cheap
