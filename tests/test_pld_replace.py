@@ -153,6 +153,8 @@ def test_delta_at_astronomical_eps_answers_at_once():
     assert pld.delta(5.0, 1e-5, 100, 1e30, relation="replace_one").upper <= 1e-300
     assert pld.delta(1.0, 0.01, 1000, 1e4, relation="replace_one").upper <= 1e-300
     rb = RDPBound([(1.0, 0.01, 1000)], True)
-    assert rb.delta(np.array([1e4, 1e6]))[0] <= 1e-300
+    d = rb.delta(np.array([1e4, 1e6, np.inf]))
+    assert 0.0 < d[0] <= 1e-300 and 0.0 < d[1] <= 1e-300  # (an upper bound never underflows to 0)
+    assert d[2] == 0.0  # (eps = +inf: no mass there)
     # the log bound itself: min over orders of (a - 1)(R(a) - eps), against the plain RDP curve
     assert rb._log_delta_table(5e3) <= -1e4

@@ -44,7 +44,7 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   (``schedule_groups.brackets``); every step
   of a group is replaced by (the group's smallest sigma, its largest q) for the upper bound and
   by (its largest sigma, its smallest q) for the lower bound (first order in the groups' spread).
-  A schedule that samples few steps in expectation (sum of q below ``RARE_SAMPLED``) asks the
+  A schedule that samples few steps in expectation (sum of q below ``RATE_SAMPLED``) asks the
   groups' engines first for a share of the groups' own spread: at tiny rates their parts' grids
   are long, and at the accuracy itself the first round ran out of work.  A wide answer is
   also intersected with the hull: every step at the least sigma and largest q of all, and at the
@@ -100,9 +100,9 @@ MAX_RATES = 32
 #: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone, and
 #: are [2.254122, 2.286981] (1.4 %) on the lattice of accuracy 0.016 (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
-#: schedules sampling fewer steps than this in expectation (sum of q) give the groups' engines a
-#: first round at a share of the groups' spread, at most COARSE_SANDWICH (``Sandwich._rounds``)
-RARE_SAMPLED = 3.0
+#: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
+#: give the groups' engines a first round at a share of the groups' spread, at most this
+#: (``Sandwich._rounds``)
 COARSE_SANDWICH = 0.02
 #: work budget of each of the hull's two one-part engines (``Sandwich.hull``)
 HULL_BUDGET = 0.5
@@ -187,9 +187,12 @@ def _merged(schedule):
 
 
 def rarely_sampled(noisy) -> bool:
-    """Whether the noisy steps [(sigma, q, count)] sample fewer than RARE_SAMPLED steps in
-    expectation (sum of q)."""
-    return sum(c * q for _, q, c in noisy) < RARE_SAMPLED
+    """Whether the noisy steps [(sigma, q, count)] sample fewer steps in expectation (sum of q)
+    than the rate chords take (``schedule_rates.RATE_SAMPLED``): their loss is a sum of a few
+    large draws, and the groups' engines struggle there too."""
+    from .schedule_rates import RATE_SAMPLED
+
+    return sum(c * q for _, q, c in noisy) < RATE_SAMPLED
 
 
 def first_accuracies(pair, accuracy: float, target: float):
@@ -208,11 +211,9 @@ def hull_engines(noisy, accuracy: float, grid_step, relation: str):
     module notes) -- a rarely sampled schedule's wide answer is intersected with theirs (10^4 steps
     of q 1e-4 to 2e-4 at sigma 0.8: δ(0.58) of the groups [8.7e-11, 2.1e-9], the hull's upper
     3.8e-10)."""
-    arr = np.array([(s, q) for s, q, _ in noisy], dtype=np.float64).reshape(-1, 2)
     total = int(sum(c for _, _, c in noisy))
-    up = [(float(arr[:, 0].min()), float(arr[:, 1].max()), total)]
-    lo = [(float(arr[:, 0].max()), float(arr[:, 1].min()), total)]
-    return tuple(Engine(x, accuracy, grid_step, relation, budget=HULL_BUDGET) for x in (up, lo))
+    extremes = cell_parts([(s, q) for s, q, _ in noisy], np.zeros(len(noisy), dtype=np.int64))  # (one cell)
+    return tuple(Engine([(*x[0], total)], accuracy, grid_step, relation, budget=HULL_BUDGET) for x in extremes)
 
 
 class _ExactMix(Engine):
@@ -404,7 +405,7 @@ class Sandwich:
     def _rounds(self, meter: Meter, target: float):
         """((upper, lower) schedules, budget of each of their engines, their accuracy) while work is left:
         ``meter`` counts the work of the rounds so far (units of ``_work``, never a clock: the same
-        answer under any load).  A rarely sampled schedule (fewer than RARE_SAMPLED steps in
+        answer under any load).  A rarely sampled schedule (fewer than RATE_SAMPLED steps in
         expectation) first asks its engines only for a share of the groups' own spread: their
         parts' grids resolve losses of order q over tails of order 1, and at the accuracy itself
         the first round of 32 such parts outran its work limit (10^4 steps of q 1e-4 to 2e-4 at

@@ -58,6 +58,7 @@ class RDPBound:
             self._acc.step(sigma, q, count)
         self._steps = steps
         self._units_of_one = None
+        self._table_curve = None  # (``_log_delta_table``)
 
     @property
     def _units(self) -> float:
@@ -86,6 +87,8 @@ class RDPBound:
         return math.inf
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
+        from ... import rdp
+
         if not self.replace:
             return self._add_remove_delta(eps)
         out = np.empty(eps.size)
@@ -95,19 +98,23 @@ class RDPBound:
             log_d = math.log(d) if d > 0.0 else -math.inf
             if d < 1e-290:  # (d near or past the float range: its log from the orders' table)
                 log_d = min(log_d, self._log_delta_table(half))
+            if log_d == -math.inf:  # (eps = +inf: δ = 0)
+                out[i] = 0.0
+                continue
             log_v = log_d + float(np.logaddexp(0.0, half))
-            out[i] = min(1.0, math.exp(min(log_v, 0.0)) * (1 + 1e-12))
+            out[i] = rdp._delta_of(log_v + 1e-12 * abs(log_v))  # (an underflow stays positive)
         return out
 
     def _log_delta_table(self, eps: float) -> float:
-        """log of RDP's add/remove δ bound at eps, min over ``TABLE_ORDERS`` of (a - 1)(R(a) - eps)
-        (the plain conversion, each order a valid bound), in logs: no underflow at eps ~ 1e4."""
-        curve = np.asarray(self._acc.rdp(TABLE_ORDERS), dtype=np.float64)
-        v = (TABLE_ORDERS - 1.0) * (curve - eps)
-        if not np.isfinite(v).any():
-            return 0.0
-        best = float(np.min(v[np.isfinite(v)]))
-        return best + 1e-12 * abs(best)  # (its rounding, upwards)
+        """log of RDP's add/remove δ bound at eps from the curve at ``TABLE_ORDERS`` (the
+        conversions ``rdp`` uses at fixed orders, ``best_of_orders``), in logs: no underflow at
+        eps ~ 1e4.  The curve is computed once (charged as the anchors' integer sums)."""
+        from ..._kernels.rdp import best_of_orders
+
+        if self._table_curve is None:
+            charge(UNITS_PER_MECHANISM * len(self._steps))
+            self._table_curve = np.asarray(self._acc.rdp(TABLE_ORDERS), dtype=np.float64)
+        return min(float(best_of_orders(self._table_curve, TABLE_ORDERS, eps, 1)[0]), 0.0)
 
     def _add_remove_delta(self, eps: np.ndarray) -> np.ndarray:
         """RDP's δ at each eps: an order search at each distinct eps where searches are cheap

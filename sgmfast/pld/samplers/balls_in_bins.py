@@ -404,11 +404,12 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     if t == 1:
         g_lo = _gauss_delta(sigma, e_lo, eps)[0] if e_lo else np.zeros(eps.size)
         return out(g_lo, _gauss_delta(sigma, e_hi, eps)[1])
-    far = _gauss_delta(sigma, e_hi, eps)[1] <= DELTA_FLOOR
+    g_up = _gauss_delta(sigma, e_hi, eps)[1]
+    far = g_up <= DELTA_FLOOR
     if far.any() and not far.all():  # (eps whose Gaussian bound is below the floor: alone, at once)
         # (one composition serves nearby eps; with eps 515 beside eps 1.4 and 1.4e-4 its tilts and
         # lattice had to span both: 10.2 units, 26 s, and looser ends than 5.6 units without it)
-        lo, up = np.zeros(eps.size), _gauss_delta(sigma, e_hi, eps)[1]
+        lo, up = np.zeros(eps.size), g_up.copy()
         near = delta(sigma, t, T, eps[~far], accuracy=accuracy)
         lo[~far] = np.asarray(near.lower, dtype=np.float64).reshape(-1)
         up[~far] = np.asarray(near.upper, dtype=np.float64).reshape(-1)
