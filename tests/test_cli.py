@@ -626,12 +626,18 @@ def test_curve_under_a_sampler_prints_the_api_curve(capsys):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
 
 
-def test_epsilon_balls_in_bins_partial_epoch_says_it_is_wide(capsys):
-    # (1.5 epochs of 234 batches: the API brackets the partial epoch by 1 and 2 whole epochs, so the
-    # interval is far wider than --accuracy, and stderr says why in one line)
+def test_epsilon_balls_in_bins_partial_epoch_is_composed(capsys):
+    # (1.5 epochs of 234 batches: the partial epoch was bracketed by 1 and 2 whole epochs and the
+    # interval far wider than --accuracy, with a warning; it is composed as it is now, within the
+    # accuracy, strictly between the two whole-epoch runs, and the CLI prints what the API computes)
+    from sgmfast.cli import _fmt
+    from sgmfast.pld import allocation
+
     code, out, err = _run(["epsilon", "--sigma", "1.1", "--q", repr(1 / 234), "--steps", "351", "--delta", "1e-5",
                            "--sampler", "balls-in-bins"], capsys)
-    assert code == 0, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "partial last epoch" in lines[0], err
-    assert float(_field(out, "epsilon lower bound")) < 0.75 * float(_field(out, "epsilon"))
+    assert code == 0 and err == "", err
+    up, lo = float(_field(out, "epsilon")), float(_field(out, "epsilon lower bound"))
+    assert up - lo <= 1e-3 * up
+    b = allocation.epsilon(1.1, 234, 351, 1e-5)
+    assert _field(out, "epsilon") == _fmt(float(b.upper), "up")
+    assert allocation.epsilon(1.1, 234, 234, 1e-5).upper < lo and up < allocation.epsilon(1.1, 234, 468, 1e-5).lower

@@ -54,9 +54,6 @@ def _cmd_epsilon(args) -> None:
         if args.selected != 1 and b.width > args.accuracy:
             _warn_wide(b, args.accuracy, "with --selected > 1 the lower end is a separate statistic, "
                                          "pld.balls_in_bins' notes; both ends hold")
-        elif b.met is False and sampler == "balls_in_bins" and int(steps) % batches_per_epoch(q):
-            _warn_wide(b, args.accuracy, "a partial last epoch is bracketed by the whole epochs on either side; "
-                                         "both ends hold")
         elif b.met is False and sampler != "shuffle":  # (the shuffle's note says why it is wide)
             _warn_wide(b, args.accuracy)
         print(f"relation: {relation.replace('_', '-')}")

@@ -43,6 +43,7 @@ floor  module                          what it holds
 8      ``samplers.epoch_power``        one balls-in-bins epoch's sum on the lattice: windowed FFT powers
 8      ``samplers.epoch_grid``         one balls-in-bins epoch's grids: lattice spacing, top, cap; loss step
 8      ``samplers.epoch_add``          balls-in-bins' add direction above, in closed form (Chernoff)
+8      ``samplers.epoch_runs``         balls-in-bins' runs composed: whole epochs and a partial last one
 8      ``samplers.selected_lower``     balls-in-bins with k > 1: a lower bound from two statistics
 8      ``samplers.epoch_gauss``        balls-in-bins' closed forms: the Gaussian start bounds, sigma = 0
 8      ``samplers.shuffle``            the permutation shuffle: sound, loose

@@ -13,6 +13,7 @@
 ``allocation``            balls-in-bins batches: one epoch's likelihood ratio on a linear lattice
 ``allocation_tail``       ... and one or two coordinates above the lattice, in closed form
 ``chernoff``              ... and Chernoff bounds on sums of lattice variables (the tails' masses)
+``subsample``             a pair on the grid subsampled (a partial last epoch: its first measure mixed)
 ``schedule_parts``        schedules' lattice mixtures: their spectra's product and round-off bound
 ``statistic``             a step's loss at a reference rate as a statistic: its laws under N0 and N1
 ``groups``                schedules' groups: runs of steps of about equal rounding cost

@@ -25,7 +25,7 @@ import numpy as np
 from ..._types import Bounds
 from ..common import refine_levels, resolved, within
 from ..grid.composition import eps_groups, recentred
-from . import balls_in_bins as bb, epoch_add, epoch_gauss as eg
+from . import balls_in_bins as bb, epoch_add, epoch_gauss as eg, epoch_runs as runs
 from .epoch_grid import first_tops, second_top
 
 #: work (seconds of ``_work`` units) a curve may spend refining: a few single queries' worth
@@ -66,7 +66,7 @@ def _settled(lo, up, hi_i, lo_i):
 
 
 def _with_capped(c_up: np.ndarray, capped: dict) -> np.ndarray:
-    """Each count's upper end intersected with its capped ones (``bb.eps_bounds``)."""
+    """Each count's upper end intersected with its capped ones (``epoch_runs.eps_bounds``)."""
     out = np.array(c_up, dtype=np.float64)
     for i, ups in capped.items():
         for u in ups:
@@ -126,7 +126,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
     lo0 = np.array([eg._sum_statistic_eps(sigma, t, int(c), delta) for c in counts])
     centres = {len(counts) - 1: [eg.poisson_guess(sigma, t, big * t, delta)]}
     add_caps = [epoch_add.eps_upper(sigma, t, int(c), delta) for c in counts]  # (one table of moments)
-    capped: dict = {}  # (per count, the upper ends with the add direction capped: ``bb.eps_bounds``)
+    capped: dict = {}  # (per count, the upper ends with the add direction capped: ``epoch_runs.eps_bounds``)
 
     def narrow(lo, up, each=False):
         ok = within(lo, up, accuracy)
@@ -138,7 +138,7 @@ def epsilon_curve(sigma: float, t: int, checkpoints, delta: float, accuracy: flo
             above = centres.get(i + 1, centres[len(counts) - 1])[0]
             centres[i] = [max(above * math.sqrt(c / counts[i + 1]), 1e-3)]
 
-        return recentred(lambda eps_c: bb.eps_bounds(epoch, step, c, c, eps_c, tail, delta, add_caps[i],
+        return recentred(lambda eps_c: runs.eps_bounds(epoch, step, c, c, eps_c, tail, delta, add_caps[i],
                                                      capped.setdefault(i, [])),
                          centres[i], lambda a, b: b - a <= accuracy * b)
 
@@ -173,7 +173,7 @@ def delta_curve(sigma: float, t: int, checkpoints, epsilon: float, accuracy: flo
 
     def per_count(epoch, step, i):
         c = int(counts[i])
-        up, lo = bb.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i], capped.setdefault(i, []))
+        up, lo = runs.delta_bounds(epoch, step, c, c, eps, groups, tail[0], add_caps[i], capped.setdefault(i, []))
         shifted[i] = min(shifted[i], float(up[1]))  # (any certified upper end bounds it)
         return float(lo[0]), float(up[0])
 

@@ -50,8 +50,10 @@ How it is certified (each step only moves a bound in its own direction):
 5. **E epochs** by the pipeline's stages 2-3 (tilt, one FFT power with its round-off and
    wrap-around charges) and read off by ``queries``.
 
-A run of T steps that is not a whole number of epochs: dropping outputs is post-processing, so
-ceil(T/t) epochs bound it above and floor(T/t) epochs below.
+A run of T steps that is not a whole number of epochs ends with the first r = T mod t steps of
+an epoch: the r-step allocation subsampled at rate r/t, composed after the floor(T/t) whole
+epochs (``epoch_runs``).  (k > 1 and the curves bracket it: dropping outputs is post-processing,
+so ceil(T/t) epochs bound it above and floor(T/t) epochs below.)
 
 Start values of the refinement (kept where no grid can be built, e.g. sigma ~ 0.3): above, the
 Gaussian mechanism per epoch (every epoch is a mixture of Gaussian mechanisms); below, the sum
@@ -83,11 +85,11 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_positive_int
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import ADD, REMOVE, STEP_CACHE, U, Beside, cache_put, refine_levels, resolved, within
-from ..grid.composition import compose_repeated, eps_groups, recentred, repeated_delta
+from ..common import STEP_CACHE, U, Beside, cache_put, refine_levels, resolved, within
+from ..grid.composition import eps_groups, recentred
 from ..grid.onestep import OneStep
-from ..grid.queries import eps_bound
 from . import epoch_add, epoch_tail, selected_lower
+from .epoch_runs import PartialEpoch, delta_bounds, eps_bounds
 from .epoch_gauss import (_gauss_delta, _gauss_eps, _sum_statistic_eps, accountant_eps_lower, noiseless,
                           poisson_delta_guess, poisson_guess)
 from .epoch_grid import (BUDGET, FINE_STEP_LATTICE, MAX_GRID, SAME_TOP, TILTED_LOWER_TAIL, _lattice, _loss_step,
@@ -302,7 +304,8 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
         t, the number of batches per epoch (each example is in exactly one of them; the batch
         fraction is 1/t).
     steps : int
-        T, the steps in all; a partial last epoch is bounded by whole epochs on either side.
+        T, the steps in all; a partial last epoch (T mod t steps) is composed as it is
+        (``epoch_runs``; for k > 1 bounded by whole epochs on either side).
     delta : float
         Target δ in (0, 1).
     accuracy : float, optional
@@ -318,7 +321,7 @@ def epsilon(sigma: float, steps_per_epoch: int, steps: int, delta: float, *, acc
     Bounds
         ``lower <= ε <= upper`` under add/remove adjacency (the larger direction), both
         certified (module notes); ``met`` says whether the interval is within ``accuracy``
-        (a partial last epoch or k > 1 can leave it wider).
+        (k > 1, above all with a partial last epoch, can leave it wider).
 
     Examples
     --------
@@ -357,15 +360,15 @@ def _epsilon(sigma: float, t: int, T: int, delta: float, accuracy: float, select
 
     capped = []  # (the upper ends with the add direction capped: intersected at the end)
 
-    def evaluate(epoch, step):
-        return _tilted(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped),
-                             centre, narrow, e_hi)
+    def evaluate(epoch, step, part):
+        return _tilted(lambda eps_c: eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped, part),
+                       centre, narrow, e_hi)
 
     def narrow(lo, up):
         return within(lo, up, accuracy)
 
     lo0 = _sum_statistic_eps(sigma, t, e_lo, delta)
-    attempt = _levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0], e_hi, narrow)
+    attempt = _levels(sigma, t, accuracy, lambda: tail, evaluate, lambda: centre[0], e_hi, narrow, T - e_lo * t)
     lo, up = refine_levels(attempt, narrow, lo0, gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     up = min(up, *capped) if capped else up
     return Bounds(float(min(lo, up)), float(up))
@@ -427,10 +430,10 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     add_cap = epoch_add.delta_upper(sigma, t, e_hi, eps)
     capped = []  # (the upper ends with the add direction capped: intersected at the end)
 
-    def evaluate(epoch, step):
-        up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped)
+    def evaluate(epoch, step, part):
+        up, lo = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped, part=part)
         if e_hi > 1 and not narrow(lo, up):  # (a heavy tail: a stronger tilt too, as ``epsilon``)
-            up2, lo2 = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped, 2.0)
+            up2, lo2 = delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail[0], add_cap, capped, 2.0, part)
             up, lo = np.minimum(up, up2), np.maximum(lo, lo2)
         # (scaled to the answer as far as the lower end knows it: a coarse level's upper end can be
         # far above it -- sigma 0.4, t 2, eps 19.55: 7.6e-11 at level 0 for δ ~ 9.8e-13 -- and the
@@ -446,68 +449,11 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
 
     lo0 = _gauss_delta(sigma * math.sqrt(t), e_lo, eps)[0] if e_lo else np.zeros(eps.size)  # (the sum statistic)
     hint = float(np.min(eps[eps > 0])) if np.any(eps > 0) else math.inf  # (the loss step's scale)
-    attempt = _levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint, e_hi, narrow)
+    attempt = _levels(sigma, t, accuracy, lambda: tail[0], evaluate, lambda: hint, e_hi, narrow, T - e_lo * t)
     lo, up = refine_levels(attempt, narrow, lo0, gauss, BUDGET, growth=LEVEL_GROWTH, stall=STALL)
     for c in capped:
         up = np.minimum(up, c)
     return out(lo[:n], up[:n])
-
-
-def _lower(compute, none):
-    """A lower end from ``compute()``, or ``none`` (0: always a lower bound) where its grid
-    cannot be built: on a coarse lattice the lower law can be 0 everywhere (sigma 0.434, t 201,
-    h 1.1 for E[W] = 1), and its failed composition took the level's upper end with it (the
-    Gaussian's 541.5 for [12.57, ...])."""
-    try:
-        return compute()
-    except (GridFailure, ArithmeticError):
-        return none
-
-
-def delta_bounds(epoch, step, e_hi, e_lo, eps, groups, tail, add_cap, capped=None, scale=1.0):
-    """(upper, lower) δ at ``eps`` of e_hi and e_lo epochs, as ``eps_bounds`` (the capped upper
-    to ``capped``), the compositions tilted towards ``scale`` times each eps group's median."""
-    zero = np.zeros(eps.size)
-
-    def composed(one, epochs, pess):
-        return repeated_delta(one, epochs, step, eps, groups, tail, pess, scale)
-
-    one = epoch.one_step(REMOVE, step, tail)
-    up = composed(one, e_hi, True)
-    lo = _lower(lambda: composed(one, e_lo, False), zero) if e_lo else zero
-    if np.all(add_cap <= lo):
-        return up, lo
-    one = epoch.one_step(ADD, step, tail)
-    up_add = composed(one, e_hi, True)
-    if capped is not None:
-        capped.append(np.maximum(up, np.minimum(add_cap, up_add)))
-    up = np.maximum(up, up_add)
-    if e_lo:
-        lo = np.maximum(lo, _lower(lambda: composed(one, e_lo, False), zero))
-    return up, lo
-
-
-def eps_bounds(epoch, step, e_hi, e_lo, eps_c, tail, delta, add_cap, capped=None):
-    """(lower, upper) eps(δ) of e_lo and e_hi epochs on one lattice and loss grid, both
-    directions.  Where ``add_cap`` (``epoch_add``'s bound on the add direction) is at most the
-    remove direction's lower bound, the add direction cannot be the larger one and is not
-    composed at all.  Otherwise the upper returned is the lattice's own -- the refinement judges
-    its progress on it: capped, a finite but stuck upper end stopped it after two levels while
-    finer ones resolve the add direction (sigma 1.1, t 2, 200 epochs, δ 1e-12: [118.78, 199.0]
-    for [118.793, 118.806]) -- and the capped one, max(remove, min(add, cap)), goes to the list
-    ``capped`` for the caller to intersect with at the end."""
-    one = epoch.one_step(REMOVE, step, tail)
-    up = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
-    lo = _lower(lambda: eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta), 0.0) if e_lo else 0.0
-    if add_cap <= lo:
-        return lo, up
-    one = epoch.one_step(ADD, step, tail)
-    up_add = eps_bound(compose_repeated(one, e_hi, step, eps_c, tail, True), delta)
-    if capped is not None:
-        capped.append(max(up, min(add_cap, up_add)))
-    if e_lo:
-        lo = max(lo, _lower(lambda: eps_bound(compose_repeated(one, e_lo, step, eps_c, tail, False), delta), 0.0))
-    return lo, max(up, up_add)
 
 
 #: How close (relative) the tilt target must be to the interval's midpoint before the answer is kept
@@ -537,26 +483,35 @@ def _tilted(run, centre, narrow, epochs):
 LOW_TILT = 0.9
 
 
-def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, narrow=None):
+def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, narrow=None, r=0):
     """``refine_levels``' attempts: level r evaluates on the r-th finer lattice and loss grid, the
     lattice cut at the truncation budget ``tail()`` of the moment, the loss step for the answer
     ``eps()`` guessed at the moment; level 0 on two tops (``first_tops``, then ``second_top``), the
-    second only where the first's interval is not ``narrow``."""
+    second only where the first's interval is not ``narrow``.  ``evaluate(epoch, step, part)``:
+    ``part`` is the partial last epoch of ``r`` steps (``epoch_runs.PartialEpoch``; None for r = 0),
+    its lattice an r-step epoch's on the same level and top."""
     tops = first_tops(epochs)
 
     def attempt(level):
         e0 = eps()  # (the loss step for the answer as guessed now)
+        top_of = {}
+
+        def grid_of(top):
+            grid = _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top)
+            top_of[grid] = top
+            return grid
 
         def run(grid):  # (a long lattice's level not narrow: once more, the loss step a level finer)
             ep = epoch(sigma, t, *grid, tail())
-            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0))
+            part = None if not r else PartialEpoch(sigma, t, r, None if r == 1 else epoch(
+                sigma, r, *_lattice(sigma, r, accuracy, tail(), level, BUDGET, top=top_of[grid]), tail()))
+            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0), part)
             if grid[2] / grid[0] >= FINE_STEP_LATTICE and narrow is not None and not narrow(lo, up):
-                lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0))
+                lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0), part)
                 lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
             return lo, up
 
-        return on_tops(tops, lambda top: _lattice(sigma, t, accuracy, tail(), level, BUDGET, top=top), run,
-                       lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
+        return on_tops(tops, grid_of, run, lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
                        lambda: second_top(eps(), t, epochs), narrow)
 
     return attempt
