@@ -355,7 +355,7 @@ def _epsilon(sigma: float, t: int, T: int, delta: float, accuracy: float, select
         return Bounds(_gauss_eps(sigma, e_lo, delta, lower=True) if e_lo else 0.0, gauss)
     # the truncation's P-mass budget, taken to its decade: nearby queries share the epoch
     tail = _tail_decade(accuracy * delta / e_hi)
-    centre = [poisson_guess(sigma, t, e_hi * t, delta)]  # the tilt target, re-centred on the answer
+    centre = [poisson_guess(sigma, t, T, delta)]  # the tilt target, re-centred on the answer
     add_cap = epoch_add.eps_upper(sigma, t, e_hi, delta)
 
     capped = []  # (the upper ends with the add direction capped: intersected at the end)
@@ -424,7 +424,7 @@ def delta(sigma: float, steps_per_epoch: int, steps: int, epsilon: float, *, acc
     # from the upper δ found (1e-4 accuracy of it); any cut is charged, so a guess is safe.  (A
     # fixed first scale of 1e-10 built MNIST's first lattice for tails 100 times smaller than
     # it needed: 2.6 work units where its ε query spends 0.9.)
-    tail = [_tail_decade(accuracy * poisson_delta_guess(sigma, t, e_hi * t, eps) / e_hi)]
+    tail = [_tail_decade(accuracy * poisson_delta_guess(sigma, t, T, eps) / e_hi)]
     groups = eps_groups(eps)  # one tilt per group of nearby eps; the epoch lattice is shared
 
     add_cap = epoch_add.delta_upper(sigma, t, e_hi, eps)
@@ -494,6 +494,7 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
 
     def attempt(level):
         e0 = eps()  # (the loss step for the answer as guessed now)
+        share = (epochs - 1 + r / t) / epochs if r else 1.0  # (a partial epoch: r/t of an epoch's variance)
         top_of = {}
 
         def grid_of(top):
@@ -502,12 +503,12 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
             return grid
 
         def run(grid):  # (a long lattice's level not narrow: once more, the loss step a level finer)
-            ep = epoch(sigma, t, *grid, tail())
+            ep = epoch(sigma, t, *grid, tail()) if epochs > bool(r) else None  # (none for a partial epoch alone)
             part = None if not r else PartialEpoch(sigma, t, r, None if r == 1 else epoch(
                 sigma, r, *_lattice(sigma, r, accuracy, tail(), level, BUDGET, top=top_of[grid]), tail()))
-            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0), part)
+            lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0, share), part)
             if grid[2] / grid[0] >= FINE_STEP_LATTICE and narrow is not None and not narrow(lo, up):
-                lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0), part)
+                lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0, share), part)
                 lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
             return lo, up
 

@@ -97,14 +97,17 @@ MIN_LATTICE = 1 << 16
 CHEAP_LATTICE = 1 << 16
 
 
-def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf) -> float:
+def _loss_step(sigma: float, t: int, accuracy: float, refine: int, eps: float = math.inf, share: float = 1.0) -> float:
     """The loss grid's spacing: the certified gap of connect-the-dots grows like
     step^2 / (one epoch's loss variance), as for the SGM (``estimates.initial_step``; STEP_VAR).
     Where that passes STEP_CAP (a large variance) the step is STEP_CAP or STEP_PER_EPS accuracy of
     the answer ``eps`` (a guess), the smaller: there an interval is about a step wide (sigma 0.4,
-    t 2, δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units)."""
+    t 2, δ 1e-12: 0.05, 0.025, 0.0125 wide at those steps for eps 19.5 -- three levels, 4.9 units).
+    ``share``: the run's loss variance over that of as many whole epochs as it composes (a partial
+    last epoch of r steps has r/t of an epoch's: sigma 1.6, t 2508, r 74, δ 9.4e-9 read 1.5e-3 wide
+    on a whole epoch's step)."""
     s = 1.0 / sigma
-    var = math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
+    var = share * math.expm1(s * s) / t  # one epoch's loss variance near 0 (delta method)
     step = STEP_VAR * math.sqrt(3.0 * accuracy * var)
     if step >= STEP_CAP:  # (capped: a heavy tail, whose loss is far from Gaussian)
         step = min(STEP_CAP, max(STEP_PER_EPS * accuracy * eps, 1e-3))
