@@ -60,50 +60,60 @@ def _exact(atoms, inf, p, add):
 
 
 EPS = [-2.0, -0.7, -0.2, -0.01, 0.0, 0.013, 0.1, 0.37, 0.8, 1.2, 1.49]
+#: output grids (j_lo, step, n): the input's, and a finer one of its own
+GRIDS = [(J_LO, STEP, N), (-130, STEP / 4, 4 * N + 40)]
 
 
+def _at(j, step):
+    return mp.mpf(int(j)) * mp.mpf(step)
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=["same", "finer"])
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("p", [0.01, 0.3, 0.9])
 @pytest.mark.parametrize("add", [False, True])
-def test_upper_masses_are_above_the_subsampled_pair(seed, p, add):
+def test_upper_masses_are_above_the_subsampled_pair(grid, seed, p, add):
     mp.mp.dps = 30
+    j_out, step, n = grid
     m, inf = _pair(seed)
-    out = np.empty(N)
-    out_inf = ksub.subsample_upper(m, inf, J_LO, STEP, p, add, out)
-    atoms = [(mp.mpf(int(J_LO + i)) * mp.mpf(STEP), mp.mpf(float(m[i]))) for i in range(N) if m[i] > 0]
+    out = np.empty(n)
+    out_inf = ksub.subsample_upper(m, inf, J_LO, STEP, p, add, j_out, step, out)
+    atoms = [(_at(J_LO + i, STEP), mp.mpf(float(m[i]))) for i in range(N) if m[i] > 0]
     ex_atoms, ex_inf = _exact(atoms, mp.mpf(inf), p, add)
-    got = [(mp.mpf(int(J_LO + i)) * mp.mpf(STEP), mp.mpf(float(out[i]))) for i in range(N) if out[i] > 0]
+    got = [(_at(j_out + i, step), mp.mpf(float(out[i]))) for i in range(n) if out[i] > 0]
     for eps in EPS:
         want = _delta(ex_atoms, ex_inf, eps)
         have = _delta(got, mp.mpf(out_inf), eps)
         assert have >= want, (eps, have, want)
-        assert have <= want + STEP, (eps, have, want)  # (connect-the-dots: exact at the grid points)
+        assert have <= want + step, (eps, have, want)  # (connect-the-dots: exact at the grid points)
 
 
+@pytest.mark.parametrize("grid", GRIDS, ids=["same", "finer"])
 @pytest.mark.parametrize("seed", [3, 4])
 @pytest.mark.parametrize("p", [0.02, 0.5, 0.95])
 @pytest.mark.parametrize("add", [False, True])
-def test_lower_atoms_are_below_the_subsampled_pair(seed, p, add):
+def test_lower_atoms_are_below_the_subsampled_pair(grid, seed, p, add):
     mp.mp.dps = 30
+    j_out, step, n = grid
     rng = np.random.default_rng(seed)
     m, _ = _pair(seed)
     frac = np.where(m > 0, rng.random(N) * STEP, -1.0)
     frac[-1] = -1.0
     top = 1e-3
-    out_f, out_m = np.empty(N), np.empty(N)
-    out_top = ksub.subsample_lower(frac, m, top, J_LO, STEP, p, add, out_f, out_m)
-    atoms = [(mp.mpf(int(J_LO + i)) * mp.mpf(STEP) + mp.mpf(float(frac[i])), mp.mpf(float(m[i])))
-             for i in range(N - 1) if frac[i] >= 0 and m[i] > 0] + [(mp.mpf(int(J_LO + N - 1)) * mp.mpf(STEP), top)]
+    out_f, out_m = np.empty(n), np.empty(n)
+    out_top = ksub.subsample_lower(frac, m, top, J_LO, STEP, p, add, j_out, step, out_f, out_m)
+    atoms = [(_at(J_LO + i, STEP) + mp.mpf(float(frac[i])), mp.mpf(float(m[i])))
+             for i in range(N - 1) if frac[i] >= 0 and m[i] > 0] + [(_at(J_LO + N - 1, STEP), top)]
     ex_atoms, _ = _exact(atoms, mp.mpf(0), p, add)  # (the off-grid second measure's atom included)
-    got = [(mp.mpf(int(J_LO + i)) * mp.mpf(STEP) + mp.mpf(float(out_f[i])), mp.mpf(float(out_m[i])))
-           for i in range(N - 1) if out_f[i] >= 0 and out_m[i] > 0]
-    got.append((mp.mpf(int(J_LO + N - 1)) * mp.mpf(STEP), mp.mpf(float(out_top))))
-    assert all(0 <= float(out_f[i]) < STEP for i in range(N - 1) if out_f[i] >= 0)
+    got = [(_at(j_out + i, step) + mp.mpf(float(out_f[i])), mp.mpf(float(out_m[i])))
+           for i in range(n - 1) if out_f[i] >= 0 and out_m[i] > 0]
+    got.append((_at(j_out + n - 1, step), mp.mpf(float(out_top))))
+    assert all(0 <= float(out_f[i]) < step for i in range(n - 1) if out_f[i] >= 0)
     for eps in EPS:
         want = _delta(ex_atoms, 0, eps)
         have = _delta(got, 0, eps)
         assert have <= want, (eps, have, want)
-        assert have >= want - STEP, (eps, have, want)  # (the merges within a bin)
+        assert have >= want - step, (eps, have, want)  # (the merges within a bin)
 
 
 def _rows():

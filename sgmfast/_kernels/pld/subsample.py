@@ -81,14 +81,15 @@ def _ctd(ell, m, j_lo, step, em, out):
 
 
 @jit
-def subsample_upper(pess, p_inf, j_lo, step, p, add, out):
-    """Upper masses on the grid (j_lo, pess.size) of the pair with pessimistic masses ``pess`` and
-    ``p_inf`` at +inf, subsampled at rate ``p`` (module notes), into ``out`` (zeroed here);
-    returns the mass at +inf."""
+def subsample_upper(pess, p_inf, j_lo, step, p, add, j_out, step_out, out):
+    """Upper masses on the grid (j_out, out.size) of spacing ``step_out`` of the pair with
+    pessimistic masses ``pess`` on the grid (j_lo, pess.size) of spacing ``step`` and ``p_inf`` at
+    +inf, subsampled at rate ``p`` (module notes), into ``out`` (zeroed here); returns the mass at
+    +inf."""
     n = pess.shape[0]
-    for i in range(n):
+    for i in range(out.shape[0]):
         out[i] = 0.0
-    em = -math.expm1(-step)
+    em = -math.expm1(-step_out)
     inf = 0.0
     second = 0.0  # (the second measure's mass on the grid, rounded down)
     for i in range(n):
@@ -97,22 +98,22 @@ def subsample_upper(pess, p_inf, j_lo, step, p, add, out):
             continue
         ell = (j_lo + i) * step
         if add:
-            inf += _ctd(_moved(ell, p, True), m, j_lo, step, em, out)
+            inf += _ctd(_moved(ell, p, True), m, j_out, step_out, em, out)
         else:
             e = math.exp(-ell)
             second += m * e * (1.0 - 4 * U)
-            inf += _ctd(_moved(ell, p, False), m * ((1.0 - p) * e + p), j_lo, step, em, out)
+            inf += _ctd(_moved(ell, p, False), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
     if add:
         if p_inf > 0.0:
             if p < 1.0:
-                inf += _ctd(-math.log1p(-p), p_inf, j_lo, step, em, out)
+                inf += _ctd(-math.log1p(-p), p_inf, j_out, step_out, em, out)
             else:
                 inf += p_inf
     else:
         inf += p * p_inf * (1.0 + _MASS)
         rest = 1.0 - second * (1.0 - (n + 4.0) * U)  # (the second measure's mass off the grid, rounded up)
         if rest > 0.0 and p < 1.0:
-            inf += _ctd(math.log1p(-p), (1.0 - p) * rest, j_lo, step, em, out)
+            inf += _ctd(math.log1p(-p), (1.0 - p) * rest, j_out, step_out, em, out)
     return inf
 
 
@@ -141,16 +142,17 @@ def _put_lower(ell2, m, j_lo, step, u_sum, mass, count):
 
 
 @jit
-def subsample_lower(frac, amass, top, j_lo, step, p, add, out_frac, out_mass):
-    """Lower atoms on the grid (j_lo, frac.size) -- per bin a loss offset above its lower point
-    (``out_frac``, -1 where empty) and a first-measure mass (``out_mass``) -- of the pair whose
-    optimistic atoms are (``frac``, ``amass``) and ``top`` at the top point, subsampled at rate
-    ``p`` (module notes; its +inf mass, none here, would be dropped); returns the mass at the top
-    point."""
+def subsample_lower(frac, amass, top, j_lo, step, p, add, j_out, step_out, out_frac, out_mass):
+    """Lower atoms on the grid (j_out, out_frac.size) of spacing ``step_out`` -- per bin a loss
+    offset above its lower point (``out_frac``, -1 where empty) and a first-measure mass
+    (``out_mass``) -- of the pair whose optimistic atoms on the grid (j_lo, frac.size) of spacing
+    ``step`` are (``frac``, ``amass``) and ``top`` at the top point, subsampled at rate ``p`` (module
+    notes; its +inf mass, none here, would be dropped); returns the mass at the top point."""
     n = frac.shape[0]
-    u_sum = np.zeros(n)  # (per bin: sum of mass * e^{-offset}, the atoms' count)
-    count = np.zeros(n)
-    for i in range(n):
+    n_out = out_frac.shape[0]
+    u_sum = np.zeros(n_out)  # (per bin: sum of mass * e^{-offset}, the atoms' count)
+    count = np.zeros(n_out)
+    for i in range(n_out):
         out_frac[i] = -1.0
         out_mass[i] = 0.0
     new_top = 0.0
@@ -170,14 +172,14 @@ def subsample_lower(frac, amass, top, j_lo, step, p, add, out_frac, out_mass):
             e = math.exp(-ell)
             second += m * e * (1.0 + 4 * U)
             m = m * ((1.0 - p) * e + p)
-        new_top += _put_lower(ell2, m * (1.0 - _MASS), j_lo, step, u_sum, out_mass, count)
+        new_top += _put_lower(ell2, m * (1.0 - _MASS), j_out, step_out, u_sum, out_mass, count)
     if not add and p < 1.0:  # (the second measure's mass off the grid, rounded down: at log(1 - p))
         rest = 1.0 - second * (1.0 + (n + 4.0) * U)
         if rest > 0.0:
             ell2 = math.log1p(-p)
             ell2 -= _MOVE * (abs(ell2) + 2.0)
-            new_top += _put_lower(ell2, (1.0 - p) * rest * (1.0 - _MASS), j_lo, step, u_sum, out_mass, count)
-    for b in range(n - 1):
+            new_top += _put_lower(ell2, (1.0 - p) * rest * (1.0 - _MASS), j_out, step_out, u_sum, out_mass, count)
+    for b in range(n_out - 1):
         m = out_mass[b]
         if m > 0.0:
             d = -math.log(u_sum[b] / m) - (count[b] + 8.0) * 4.0 * U

@@ -491,6 +491,14 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
     ``part`` is the partial last epoch of ``r`` steps (``epoch_runs.PartialEpoch``; None for r = 0),
     its lattice an r-step epoch's on the same level and top."""
     tops = first_tops(epochs)
+    tops_r = {}  # (a second top -> the partial epoch's: its one coordinate that alone makes its share of eps)
+
+    def second():
+        top = second_top(eps(), t, epochs)
+        if r:
+            x, p = min(eps() / math.sqrt(epochs), 700.0), r / t
+            tops_r[top] = second_top(math.log((math.expm1(x) + p) / p), r, 1)
+        return top
 
     def attempt(level):
         e0 = eps()  # (the loss step for the answer as guessed now)
@@ -505,15 +513,17 @@ def _levels(sigma, t, accuracy, tail, evaluate, eps=lambda: math.inf, epochs=1, 
         def run(grid):  # (a long lattice's level not narrow: once more, the loss step a level finer)
             ep = epoch(sigma, t, *grid, tail()) if epochs > bool(r) else None  # (none for a partial epoch alone)
             part = None if not r else PartialEpoch(sigma, t, r, None if r == 1 else epoch(
-                sigma, r, *_lattice(sigma, r, accuracy, tail(), level, BUDGET, top=top_of[grid]), tail()))
+                sigma, r, *_lattice(sigma, r, accuracy, tail(), level, BUDGET, top=tops_r.get(top_of[grid], top_of[grid])),
+                tail()),
+                _loss_step(sigma, r, accuracy, level, e0), e0)
             lo, up = evaluate(ep, _loss_step(sigma, t, accuracy, level, e0, share), part)
             if grid[2] / grid[0] >= FINE_STEP_LATTICE and narrow is not None and not narrow(lo, up):
                 lo2, up2 = evaluate(ep, _loss_step(sigma, t, accuracy, level + 1, e0, share), part)
                 lo, up = np.maximum(lo, lo2), np.minimum(up, up2)
             return lo, up
 
-        return on_tops(tops, grid_of, run, lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))),
-                       lambda: second_top(eps(), t, epochs), narrow)
+        return on_tops(tops, grid_of, run, lambda lo, up: float(np.max(np.asarray(up) - np.asarray(lo))), second,
+                       narrow)
 
     return attempt
 
