@@ -326,12 +326,15 @@ def _gauss_delta_mp(mu, eps):
 
 
 @pytest.mark.parametrize("sigma, t, k, steps, delta", [(0.2, 20, 10, 7855, 0.38900091359169625),
-                                                       (0.25, 8, 4, 400, 1e-5), (0.15, 30, 2, 3000, 1e-3)])
+                                                       (0.25, 8, 4, 400, 1e-5), (0.15, 30, 2, 3000, 1e-3),
+                                                       (0.2, 636, 6, 492044, 0.01)])
 def test_small_sigma_lower_end_below_the_gaussian_of_every_epoch(sigma, t, k, steps, delta):
     """A domain sweep (seed 67): at sigma 0.2 the largest coordinate's tilted laws overflowed
     (the per-epoch loss spans +-30,000), their composition was NaN, NaN read as no Q-mass, and
     the statistic's lower end came out at 787,413 -- above the upper end 49,212.37, which then
-    capped it (a lower end equal to an upper bound, 1e-10 above the truth's own bound).  Now
+    capped it (a lower end equal to an upper bound, 1e-10 above the truth's own bound).  Seed 73:
+    at t 636, k 6, 773 epochs the same statistic's tilted law underflowed to 0 entire, read as no
+    Q-mass (524,287 above the upper end 58,841.67, which capped it).  Now
     both ends are at most the Gaussian mechanism of the k E_hi selections (mpmath), the lower
     strictly below the upper."""
     b = allocation.epsilon(sigma, t, steps, delta, selected=k)

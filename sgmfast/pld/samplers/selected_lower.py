@@ -180,16 +180,19 @@ def _tilted_log_power(law, step, E, sign):
 
 def _tilt_rate(law, x, E):
     """The tilt rate theta in (0, 1] of ``_tilted_log_power``: 1, halved until the tilted law's
-    factors and its E-th power's total stay inside the float range (E log sum law e^(theta x) <=
-    600).  At sigma 0.2 the per-epoch loss spans +-30,000: e^x overflowed, the composition was NaN,
-    and the lower bound read it as no Q-mass at all (787,413 above an upper bound of 49,212).  Any
+    factors and its E-th power's total stay inside the float range on both sides (E |log sum law
+    e^(theta x)| <= 600).  At sigma 0.2 the per-epoch loss spans +-30,000: e^x overflowed, the
+    composition was NaN, and the lower bound read it as no Q-mass at all (787,413 above an upper
+    bound of 49,212); and where the mass sits far below 0 the tilted law underflowed to 0 entire,
+    its composition was 0 with a round-off bound of 0, read as no Q-mass (the largest coordinate's
+    statistic, sigma 0.2, t 636, k 6, 773 epochs: 524,287 above an upper bound of 58,842).  Any
     theta is sound (the untilting matches it); a smaller one only lets more round-off through."""
     theta = 1.0
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         for _ in range(1100):
             top = float(np.max(theta * x))
             total = float(np.sum(law * np.exp(theta * x)))
-            if top <= 600.0 and math.isfinite(total) and E * math.log(max(total, 1e-300)) <= 600.0:
+            if top <= 600.0 and math.isfinite(total) and total > 0.0 and E * abs(math.log(total)) <= 600.0:
                 break
             theta *= 0.5
     return theta
