@@ -165,3 +165,21 @@ def test_one_step_of_an_epoch_is_the_poisson_step():
     p = pld.epsilon(1.0, 1 / 50, 1, 1e-6)
     assert b.lower <= p.upper * (1 + 1e-9) and p.lower <= b.upper * (1 + 1e-9) and b.met
     assert math.isfinite(b.upper) and b.upper > 0
+
+
+def test_a_curve_ending_inside_an_epoch_ends_as_tight_as_the_single_query():
+    """A curve's checkpoints inside an epoch were bracketed by whole epochs (the last of [234, 351,
+    500] at t 234: 2 and 3 epochs, ~20 % wide); the last is now the single query's answer, the
+    others as the work allows, every one overlapping its single query."""
+    from sgmfast import pld
+
+    cps = [234, 351, 500]
+    b = pld.epsilon_curve(1.1, 1 / 234, cps, 1e-5, sampler="balls_in_bins")
+    for i, T in enumerate(cps):
+        s = allocation.epsilon(1.1, 234, T, 1e-5)
+        assert b.lower[i] <= s.upper * (1 + 1e-9) and s.lower <= b.upper[i] * (1 + 1e-9)
+    assert b.upper[-1] - b.lower[-1] <= 1e-3 * b.upper[-1]
+    d = pld.delta_curve(1.1, 1 / 234, cps, 0.4, sampler="balls_in_bins")
+    s = allocation.delta(1.1, 234, 500, 0.4)
+    assert d.lower[-1] <= s.upper * (1 + 1e-9) and s.lower <= d.upper[-1] * (1 + 1e-9)
+    assert d.upper[-1] - d.lower[-1] <= 0.05 * d.upper[-1]
