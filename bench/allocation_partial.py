@@ -5,7 +5,8 @@ against the bracket of the whole epochs on either side (what ``allocation.epsilo
 
 Each row: the run's certified interval now, its relative width, the seconds and work units (of
 ``sgmfast._work``, 2.5e8 a second) of a first query (the one-step cache cleared), and the bracket
-[lower of floor(T/t) epochs, upper of ceil(T/t) epochs] with its width.  One process, one core.
+[lower of floor(T/t) epochs, upper of ceil(T/t) epochs] with its width; last, the work units of a
+first query of ceil(T/t) whole epochs, for scale.  One process, one core.
 """
 
 import math
@@ -36,16 +37,17 @@ def main():
     warnings.simplefilter("ignore")
     allocation.epsilon(1.1, 100, 1050, 1e-5)  # (compiled before the timings)
     print(f"# bench/allocation_partial.py; {platform.machine()}, Python {platform.python_version()}")
-    print("| sigma, t, T, δ | now | width | s | units | whole epochs on either side | width |")
-    print("|---|---|---|---|---|---|---|")
+    print("| sigma, t, T, δ | now | width | s | units | whole epochs on either side | width | units, ceil(T/t) epochs |")
+    print("|---|---|---|---|---|---|---|---|")
     for sigma, t, T, delta in POINTS:
         b, sec, units = _first(allocation.epsilon, sigma, t, T, delta)
         e_lo, e_hi = T // t, -(-T // t)
+        whole, _, whole_units = _first(allocation.epsilon, sigma, t, e_hi * t, delta)
         lo = allocation.epsilon(sigma, t, e_lo * t, delta).lower if e_lo else 0.0
-        up = allocation.epsilon(sigma, t, e_hi * t, delta).upper
+        up = whole.upper
         w = (b.upper - b.lower) / b.upper
         print(f"| {sigma}, {t}, {T}, {delta:g} | [{b.lower:.6g}, {b.upper:.6g}] | {w:.2e} | {sec:.2f} | {units:.2f} "
-              f"| [{lo:.6g}, {up:.6g}] | {(up - lo) / up:.2e} |", flush=True)
+              f"| [{lo:.6g}, {up:.6g}] | {(up - lo) / up:.2e} | {whole_units:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -98,11 +98,11 @@ def subsample_upper(pess, p_inf, j_lo, step, p, add, j_out, step_out, out):
             continue
         ell = (j_lo + i) * step
         if add:
-            inf += _ctd(_moved(ell, p, True), m, j_out, step_out, em, out)
+            inf += _ctd(_moved(ell, p, add), m, j_out, step_out, em, out)
         else:
             e = math.exp(-ell)
             second += m * e * (1.0 - 4 * U)
-            inf += _ctd(_moved(ell, p, False), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
+            inf += _ctd(_moved(ell, p, add), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
     if add:
         if p_inf > 0.0:
             if p < 1.0:

@@ -1,8 +1,9 @@
 """Balls-in-bins privacy curves: ε(δ) or δ(ε) at every checkpoint of one run, on one lattice.
 
-A checkpoint after T steps of t-step epochs is bounded by whole epochs on either side
-(``balls_in_bins``: ceil(T/t) above, floor(T/t) below), so a curve needs the bounds of a few
-epoch counts E, and every count composes the same epoch.  Each refinement level builds that
+A checkpoint after T steps of t-step epochs is bounded here by whole epochs on either side
+(dropping outputs is post-processing: ceil(T/t) above, floor(T/t) below; ``samplers.curve`` then
+composes checkpoints inside an epoch as they ran, a query each, while its allowance lasts), so a
+curve needs the bounds of a few epoch counts E, and every count composes the same epoch.  Each refinement level builds that
 epoch once -- its lattice, the expensive part -- on the truncation budget of the largest count
 (a smaller budget only charges less: every count's bound stays certified), and composes it E
 times for each count still wider than the accuracy.  A checkpoint-by-checkpoint loop built a
