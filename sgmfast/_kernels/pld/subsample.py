@@ -37,7 +37,7 @@ import numpy as np
 
 from .._jit import jit
 
-__all__ = ["subsample_upper", "subsample_lower"]
+__all__ = ["moved_loss", "subsample_upper", "subsample_lower"]
 
 _MOVE = 1e-13  # (loss moved by this times |ell| + 2: covers 8 u (|ell| + 2))
 _MASS = 1e-12  # (masses scaled by 1 +- this: covers 6 u)
@@ -45,7 +45,7 @@ U = 2.0 ** -53
 
 
 @jit
-def _moved(ell, p, add):
+def moved_loss(ell, p, add):
     """The subsampled loss of an atom at ``ell`` (module notes), to a few ulps."""
     if add:
         ell = -ell
@@ -98,11 +98,11 @@ def subsample_upper(pess, p_inf, j_lo, step, p, add, j_out, step_out, out):
             continue
         ell = (j_lo + i) * step
         if add:
-            inf += _ctd(_moved(ell, p, add), m, j_out, step_out, em, out)
+            inf += _ctd(moved_loss(ell, p, add), m, j_out, step_out, em, out)
         else:
             e = math.exp(-ell)
             second += m * e * (1.0 - 4 * U)
-            inf += _ctd(_moved(ell, p, add), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
+            inf += _ctd(moved_loss(ell, p, add), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
     if add:
         if p_inf > 0.0:
             if p < 1.0:
@@ -166,7 +166,7 @@ def subsample_lower(frac, amass, top, j_lo, step, p, add, j_out, step_out, out_f
             if not top > 0.0:
                 continue
             ell, m = (j_lo + n - 1) * step, top
-        ell2 = _moved(ell, p, add)
+        ell2 = moved_loss(ell, p, add)
         ell2 -= _MOVE * (abs(ell2) + abs(ell) + 2.0)
         if not add:
             e = math.exp(-ell)

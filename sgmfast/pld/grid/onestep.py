@@ -107,6 +107,19 @@ class OneStep:
     def masses(self, pess: bool) -> np.ndarray:
         return self.pess if pess else self.opt
 
+    @property
+    def step(self) -> float:
+        return self._step
+
+    def atoms(self):
+        """(frac, amass, top): the optimistic atoms the lower masses are made of (per bin a loss
+        offset above its lower point, -1 where empty, and its mass; the mass at the top point),
+        for a map applied before ``kd.optimistic_step`` (``samplers.epoch_runs``); a step joined
+        from pieces keeps none."""
+        if self._pieces is not None:
+            raise ValueError("a one-step joined from pieces keeps no atoms")
+        return self._frac, self._amass, self._top
+
 
 def coarse_tail(schedule) -> bool:
     """Whether a composition of ``schedule`` [(sigma, q, count)] takes one-step grids with a coarse

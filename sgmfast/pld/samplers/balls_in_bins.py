@@ -52,8 +52,9 @@ How it is certified (each step only moves a bound in its own direction):
 
 A run of T steps that is not a whole number of epochs ends with the first r = T mod t steps of
 an epoch: the r-step allocation subsampled at rate r/t, composed after the floor(T/t) whole
-epochs (``epoch_runs``).  (k > 1 and the curves bracket it: dropping outputs is post-processing,
-so ceil(T/t) epochs bound it above and floor(T/t) epochs below.)
+epochs (``epoch_runs``).  (k > 1 brackets it -- dropping outputs is post-processing, so ceil(T/t)
+epochs bound it above and floor(T/t) epochs below --, and so do curves at the checkpoints inside
+an epoch they have no work left to compose, ``samplers.curve``.)
 
 Start values of the refinement (kept where no grid can be built, e.g. sigma ~ 0.3): above, the
 Gaussian mechanism per epoch (every epoch is a mixture of Gaussian mechanisms); below, the sum

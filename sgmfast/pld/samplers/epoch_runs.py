@@ -1,4 +1,4 @@
-"""A partial last epoch of balls-in-bins batches, composed as it is rather than bracketed.
+"""Balls-in-bins runs composed on the loss grid: whole epochs, and a partial last one as it ran.
 
 A run of T = E t + r steps (0 < r < t) ends with the first r steps of an epoch.  Every example
 joins one of that epoch's t steps uniformly; with probability p = r/t its step is one of the r
@@ -16,10 +16,13 @@ the r-step epoch (truncations, round-off) is carried through the same map.  For 
 partial epoch is one Poisson-subsampled Gaussian step at rate 1/t (``grid.onestep``).
 
 The run is then the parts [(whole epoch, E), (partial epoch, 1)] composed on one loss grid
-(``grid.composition.compose_copies``), upper and lower bound alike.  The r-step epoch's lattice
-is chosen as a whole epoch's (``epoch_grid._lattice`` with r steps) on the same level and top.
-Tests: tests/test_allocation_partial.py (a partial epoch alone against quadrature of its pair;
-runs against their bracketing whole epochs).
+(``grid.composition.compose_copies``), upper and lower bound alike (``eps_bounds``,
+``delta_bounds``; without a partial epoch, whole epochs only).  The r-step epoch's lattice is
+chosen as a whole epoch's (``epoch_grid._lattice`` with r steps) on the same level, its second
+top from the partial epoch's share of the answer (``balls_in_bins._levels``), its loss step as
+``PartialEpoch`` says.  Only the tightness and the cost depend on these choices.  Tests:
+tests/test_allocation_partial.py (the kernels against the exact subsampled pair of discrete
+pairs; runs against an mpmath quadrature table and against their whole epochs).
 """
 
 from __future__ import annotations
@@ -70,18 +73,11 @@ class PartialEpoch:
         return one
 
 
-def _moved(ell: float, p: float, add: bool) -> float:
-    """The subsampled loss of an atom at ``ell`` (``_kernels.pld.subsample``; for the grid's range)."""
-    x = -ell if add else ell
-    y = x + math.log(p + (1.0 - p) * math.exp(-x)) if x > 0 else math.log1p(p * math.expm1(x))
-    return -y if add else y
-
-
 def subsampled(one: OneStep, p: float, add: bool, step: float) -> OneStep:
     """The pair of ``one`` (its pessimistic and optimistic masses, on its own grid) subsampled at rate
     ``p``, on the grid of spacing ``step`` over its losses (``_kernels.pld.subsample``)."""
-    n = one.pess.size
-    ends = [_moved(one.j_lo * one._step, p, add), _moved((one.j_lo + n - 1) * one._step, p, add)]
+    n, step_in = one.pess.size, one.step
+    ends = [ksub.moved_loss(one.j_lo * step_in, p, add), ksub.moved_loss((one.j_lo + n - 1) * step_in, p, add)]
     if p < 1.0:  # (remove: the second measure's mass off the grid; add: the +inf mass)
         ends.append(math.log1p(-p) if not add else -math.log1p(-p))
     j_lo, j_hi = math.floor(min(ends) / step) - 1, math.ceil(max(ends) / step) + 1
@@ -90,10 +86,10 @@ def subsampled(one: OneStep, p: float, add: bool, step: float) -> OneStep:
         raise GridTooLarge("too many loss bins for a partial epoch")
     charge(PER_BIN_DISCRETISE * (2 * n + n_out))
     pess = np.empty(n_out)
-    p_inf = ksub.subsample_upper(one.pess, float(one.p_inf), int(one.j_lo), one._step, p, add, j_lo, step, pess)
+    p_inf = ksub.subsample_upper(one.pess, float(one.p_inf), int(one.j_lo), step_in, p, add, j_lo, step, pess)
+    frac_in, amass_in, top_in = one.atoms()
     frac, amass = np.empty(n_out), np.empty(n_out)
-    top = ksub.subsample_lower(one._frac, one._amass, float(one._top), int(one.j_lo), one._step, p, add, j_lo, step,
-                               frac, amass)
+    top = ksub.subsample_lower(frac_in, amass_in, float(top_in), int(one.j_lo), step_in, p, add, j_lo, step, frac, amass)
     return OneStep(j_lo, pess, min(float(p_inf), 1.0), step, frac, amass, float(top))
 
 
