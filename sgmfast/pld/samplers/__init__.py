@@ -169,12 +169,15 @@ def curve(kind: str, sampler: str, sigma: float, q: float, checkpoints, x: float
                 lo, up = np.array(b.lower, dtype=np.float64), np.array(b.upper, dtype=np.float64)
                 todo = [i for i in range(n) if steps[i] % t]
         # the last checkpoint first, then the first, then the middles of the widest gaps (the
-        # rest bracketed by monotonicity), until CURVE_FACTOR times the work so far is spent:
-        # one full query each made a 30-checkpoint fixed-size curve cost 30 queries (60-120 s)
+        # rest bracketed by monotonicity), until CURVE_FACTOR times the work before them (or the
+        # first query's, where none was) is spent: one full query each made a 30-checkpoint
+        # fixed-size curve cost 30 queries (60-120 s); after a balls-in-bins δ(0) query of 6.6
+        # units, 1.5 times that took a 0.4-unit curve to 11.5 s
+        base = meter.units
         for k, j in enumerate(_spread(len(todo))):
             i = todo[j]
             if k == 1:
-                limit = meter.units + max(CURVE_FACTOR * meter.units, CURVE_FLOOR * UNITS_PER_SECOND)
+                limit = meter.units + max(CURVE_FACTOR * (base or meter.units), CURVE_FLOOR * UNITS_PER_SECOND)
             if k and meter.units >= limit:
                 break
             try:
