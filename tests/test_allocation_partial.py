@@ -183,3 +183,21 @@ def test_a_curve_ending_inside_an_epoch_ends_as_tight_as_the_single_query():
     s = allocation.delta(1.1, 234, 500, 0.4)
     assert d.lower[-1] <= s.upper * (1 + 1e-9) and s.lower <= d.upper[-1] * (1 + 1e-9)
     assert d.upper[-1] - d.lower[-1] <= 0.05 * d.upper[-1]
+
+
+def test_a_curve_spends_on_checkpoints_inside_epochs_what_its_epochs_cost():
+    """Domain sweep seed 74: a δ(0) curve of 8 checkpoints inside epochs of 213 took 11.5 s -- its
+    last checkpoint's query cost 6.6 units and the others were allowed 1.5 times that.  The
+    others now get CURVE_FACTOR times the whole-epoch curve's work (at least CURVE_FLOOR); the
+    last stays as tight as its single query."""
+    from sgmfast import pld
+    from sgmfast._work import UNITS_PER_SECOND, metered
+    from sgmfast.pld import samplers
+
+    cps = list(range(70, 519, 64))
+    with metered() as m:
+        b = pld.delta_curve(2.771551828672543, 1 / 213, cps, 0.0, sampler="balls_in_bins")
+    single = allocation.delta(2.771551828672543, 213, cps[-1], 0.0)
+    assert b.lower[-1] <= single.upper * (1 + 1e-9) and single.lower <= b.upper[-1] * (1 + 1e-9)
+    assert b.upper[-1] - b.lower[-1] <= 1e-4 * b.upper[-1]
+    assert m.units <= 10 * UNITS_PER_SECOND + samplers.CURVE_FLOOR * UNITS_PER_SECOND
