@@ -68,10 +68,16 @@ def _at(j, step):
     return mp.mpf(int(j)) * mp.mpf(step)
 
 
-@pytest.mark.parametrize("grid", GRIDS, ids=["same", "finer"])
-@pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("p", [0.01, 0.3, 0.9])
-@pytest.mark.parametrize("add", [False, True])
+def _cases(seeds, rates):
+    """Both output grids, the ``seeds``' pairs, the ``rates``, both directions."""
+    def mark(test):
+        for name, values in (("add", [False, True]), ("p", rates), ("seed", seeds)):
+            test = pytest.mark.parametrize(name, values)(test)
+        return pytest.mark.parametrize("grid", GRIDS, ids=["same", "finer"])(test)
+    return mark
+
+
+@_cases([1, 2], [0.01, 0.3, 0.9])
 def test_upper_masses_are_above_the_subsampled_pair(grid, seed, p, add):
     mp.mp.dps = 30
     j_out, step, n = grid
@@ -88,10 +94,7 @@ def test_upper_masses_are_above_the_subsampled_pair(grid, seed, p, add):
         assert have <= want + step, (eps, have, want)  # (connect-the-dots: exact at the grid points)
 
 
-@pytest.mark.parametrize("grid", GRIDS, ids=["same", "finer"])
-@pytest.mark.parametrize("seed", [3, 4])
-@pytest.mark.parametrize("p", [0.02, 0.5, 0.95])
-@pytest.mark.parametrize("add", [False, True])
+@_cases([3, 4], [0.02, 0.5, 0.95])
 def test_lower_atoms_are_below_the_subsampled_pair(grid, seed, p, add):
     mp.mp.dps = 30
     j_out, step, n = grid
