@@ -23,9 +23,10 @@ as stage 1 does (``discretise``): connect-the-dots for the upper masses (both me
 split rounded up), and for the lower ones one atom per bin -- the atoms landing in a bin merged
 (post-processing), its loss offset rounded down -- for ``discretise.optimistic_step``.
 
-Rounding.  Each new loss is within 8 u (|ell| + 2) of its exact value (one log1p of a product
-of an expm1 or an exp, u the unit round-off), each mass within 6 u relative; the upper side moves
-losses up by 1e-13 (|ell| + 2) and masses up by 1e-12 relative, the lower side both down.  A
+Rounding.  Each new loss ell' is within 8 u (|ell| + |ell'| + 2) of its exact value (a log or
+log1p of a product of an exp or expm1, and a sum with ell, u the unit round-off), each mass within
+6 u relative; the upper side moves losses up by 1e-13 (|ell| + |ell'| + 2) and masses up by 1e-12
+relative, the lower side both down.  A
 bin's merged offset is -log of a mass-weighted mean of numbers in (e^{-step}, 1] (c terms: within
 (c + 4) u relative), taken down by (c + 8) 4u, and never below 0, which the exact mean of offsets
 >= 0 is not either.  Tests: tests/test_allocation_partial.py.
@@ -57,12 +58,13 @@ def moved_loss(ell, p, add):
 
 
 @jit
-def _ctd(ell, m, j_lo, step, em, out):
-    """Connect-the-dots of first-measure mass ``m`` at loss ``ell`` onto the grid (j_lo, out.size):
-    both measures kept, the split towards the upper point rounded up; below the grid onto its
-    lowest point (moved up); returns what lies above the top point (for +inf)."""
+def _ctd(ell, ell_in, m, j_lo, step, em, out):
+    """Connect-the-dots of first-measure mass ``m`` at loss ``ell`` (moved up by 1e-13 (|ell| +
+    |ell_in| + 2), ``ell_in`` the loss it was computed from) onto the grid (j_lo, out.size): both
+    measures kept, the split towards the upper point rounded up; below the grid onto its lowest
+    point (moved up); returns what lies above the top point (for +inf)."""
     n = out.shape[0]
-    ell = ell + _MOVE * (abs(ell) + 2.0)
+    ell = ell + _MOVE * (abs(ell) + abs(ell_in) + 2.0)
     m = m * (1.0 + _MASS)
     x = ell / step - j_lo
     if x <= 0.0:
@@ -98,22 +100,22 @@ def subsample_upper(pess, p_inf, j_lo, step, p, add, j_out, step_out, out):
             continue
         ell = (j_lo + i) * step
         if add:
-            inf += _ctd(moved_loss(ell, p, add), m, j_out, step_out, em, out)
+            inf += _ctd(moved_loss(ell, p, add), ell, m, j_out, step_out, em, out)
         else:
             e = math.exp(-ell)
             second += m * e * (1.0 - 4 * U)
-            inf += _ctd(moved_loss(ell, p, add), m * ((1.0 - p) * e + p), j_out, step_out, em, out)
+            inf += _ctd(moved_loss(ell, p, add), ell, m * ((1.0 - p) * e + p), j_out, step_out, em, out)
     if add:
         if p_inf > 0.0:
             if p < 1.0:
-                inf += _ctd(-math.log1p(-p), p_inf, j_out, step_out, em, out)
+                inf += _ctd(-math.log1p(-p), 0.0, p_inf, j_out, step_out, em, out)
             else:
                 inf += p_inf
     else:
         inf += p * p_inf * (1.0 + _MASS)
         rest = 1.0 - second * (1.0 - (n + 4.0) * U)  # (the second measure's mass off the grid, rounded up)
         if rest > 0.0 and p < 1.0:
-            inf += _ctd(math.log1p(-p), (1.0 - p) * rest, j_out, step_out, em, out)
+            inf += _ctd(math.log1p(-p), 0.0, (1.0 - p) * rest, j_out, step_out, em, out)
     return inf
 
 
