@@ -641,3 +641,18 @@ def test_epsilon_balls_in_bins_partial_epoch_is_composed(capsys):
     b = allocation.epsilon(1.1, 234, 351, 1e-5)
     assert _field(out, "epsilon") == _fmt(float(b.upper), "up")
     assert allocation.epsilon(1.1, 234, 234, 1e-5).upper < lo and up < allocation.epsilon(1.1, 234, 468, 1e-5).lower
+
+
+def test_curve_says_when_checkpoints_are_wide(capsys):
+    # (balls-in-bins: the checkpoints inside an epoch the curve had no work left to compose are
+    # bracketed by their neighbours -- one warning line on stderr; a Poisson curve is met: none)
+    code, out, err = _run(["curve", "--sigma", "1.1", "--q", repr(1 / 234), "--steps", "1000", "--delta", "1e-5",
+                           "--sampler", "balls-in-bins", "--points", "6"], capsys)
+    assert code == 0
+    rows = [r.split(",") for r in out.strip().splitlines()[1:]]
+    wide = sum(float(u) - float(lo) > 1e-3 * float(u) * 1.0001 for _, _, lo, u in rows)
+    lines = err.strip().splitlines()
+    assert wide >= 1 and len(lines) == 1 and f"{wide} of 6 checkpoints" in lines[0], err
+    code, out, err = _run(["curve", "--sigma", "1.1", "--q", "0.01", "--steps", "1000", "--delta", "1e-5",
+                           "--points", "6"], capsys)
+    assert code == 0 and err == "", err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 from .common import CURVE_MAX_CHECKPOINTS, CURVE_POINTS, _fmt, _relation, _resolve_q_steps
 from .plots import _check_out, _plot_curve
@@ -100,9 +101,26 @@ def _cmd_curve(args) -> None:
         lo = "" if lower is None else _fmt(float(lower[k]), "down")
         rows.append(f"{t},{t * q:.6g},{lo},{_fmt(float(upper[k]), 'up')}")
     print("\n".join(rows))
+    _warn_wide_checkpoints(lower, upper, args.accuracy, sampler)
     if args.out is not None:
         by_epoch = args.epochs is not None
         x = checkpoints * q if by_epoch else checkpoints
         title = (f"σ = {args.sigma:g}, q = {q:.4g}, δ = {args.delta:g} ({args.accountant}, "
                  f"{relation.replace('_', '-')}{'' if sampler == 'poisson' else ', ' + args.sampler})")
         _plot_curve(args.out, x, "epochs" if by_epoch else "steps", lower, upper, title)
+
+
+def _warn_wide_checkpoints(lower, upper, accuracy: float, sampler: str) -> None:
+    """One line on stderr where checkpoints are wider than the accuracy (the shuffle's own note
+    says why it is wide): a curve queries a sampler's checkpoints while its work allowance lasts
+    and brackets the rest by their neighbours -- for balls-in-bins, those inside an epoch."""
+    import numpy as np
+
+    if lower is None or sampler == "shuffle":
+        return
+    lo, up = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    wide = int(np.sum(up - lo > accuracy * (1 + 1e-9) * up))
+    if wide:
+        print(f"sgmfast: warning: {wide} of {up.size} checkpoints are wider than --accuracy {accuracy:g}: the curve's "
+              "work ran out and they are bracketed by the checkpoints beside them (both ends hold); "
+              "'sgmfast epsilon --steps T' answers any one to the accuracy", file=sys.stderr)
