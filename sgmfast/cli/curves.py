@@ -119,7 +119,8 @@ def _warn_wide_checkpoints(lower, upper, accuracy: float, sampler: str) -> None:
     if lower is None or sampler == "shuffle":
         return
     lo, up = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
-    wide = int(np.sum(up - lo > accuracy * (1 + 1e-9) * up))
+    with np.errstate(invalid="ignore"):  # (an infinite upper end: wide unless the lower is infinite too)
+        wide = int(np.sum((up > lo) & (~np.isfinite(up) | (up - lo > accuracy * (1 + 1e-9) * up))))
     if wide:
         print(f"sgmfast: warning: {wide} of {up.size} checkpoints are wider than --accuracy {accuracy:g}: the curve's "
               "work ran out and they are bracketed by the checkpoints beside them (both ends hold); "
