@@ -4,10 +4,11 @@ against what must hold whatever the code: the interval lies within the whole epo
 inside the epoch, and δ at the ε upper end is at most δ (ε mode); δ at three ε within the whole
 epochs' δ, and consistent with ε(δ) (δ mode).  Flags intervals wider than 1e-3 and calls over 5 s.
 
-    python bench/allocation_partial_fuzz.py eps SEED N      # sigma 0.4-10, t 2-3000, 0-40 epochs
-    python bench/allocation_partial_fuzz.py delta SEED N
+    python bench/allocation_partial_fuzz.py eps SEED N [wide]   # sigma 0.4-10, t 2-3000, 0-40 epochs
+    python bench/allocation_partial_fuzz.py delta SEED N [wide]  # wide: t 2-10^4, 0-199 epochs
 
-Output of the last runs: bench/allocation_partial_fuzz.out (one line a case, BAD / NOTE / ok).
+Output of the last runs: bench/allocation_partial_fuzz.out (one line a case, BAD / NOTE / ok; a
+last line with the BAD count).
 """
 
 import math
@@ -21,14 +22,17 @@ import numpy as np
 
 from sgmfast.pld import allocation as A
 
+#: the ranges of t (its largest) and of the whole epochs (``wide``: issue #31's)
+T_MAX, EPOCHS = 3000, [0, 0, 1, 2, 5, 10, 40]
+
 
 def eps_cases(seed: int, n: int) -> None:
     rng = random.Random(seed)
     bad = 0
     for i in range(n):
         sigma = math.exp(rng.uniform(math.log(0.4), math.log(10)))
-        t = int(math.exp(rng.uniform(math.log(2), math.log(3000))))
-        E = rng.choice([0, 0, 1, 2, 5, 10, 40])
+        t = int(math.exp(rng.uniform(math.log(2), math.log(T_MAX))))
+        E = rng.choice(EPOCHS)
         r = rng.randint(1, t - 1) if t > 1 else 0
         if t < 2: continue
         d = 10 ** rng.uniform(-12, -2)
@@ -61,9 +65,9 @@ def delta_cases(seed: int, n: int) -> None:
     rng = random.Random(seed); bad = 0
     for i in range(n):
         sigma = math.exp(rng.uniform(math.log(0.4), math.log(10)))
-        t = int(math.exp(rng.uniform(math.log(2), math.log(3000))))
+        t = int(math.exp(rng.uniform(math.log(2), math.log(T_MAX))))
         if t < 2: continue
-        E = rng.choice([0, 0, 1, 2, 5, 10, 40]); r = rng.randint(1, t - 1); T = E * t + r
+        E = rng.choice(EPOCHS); r = rng.randint(1, t - 1); T = E * t + r
         d = 10 ** rng.uniform(-10, -2)
         try:
             e = A.epsilon(sigma, t, T, d)
@@ -90,4 +94,6 @@ def delta_cases(seed: int, n: int) -> None:
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
     A.epsilon(1.1, 100, 1050, 1e-5)
+    if sys.argv[4:] == ["wide"]:
+        T_MAX, EPOCHS = 10000, [0, 1, 3, 20, 100, 199]
     (eps_cases if sys.argv[1] == "eps" else delta_cases)(int(sys.argv[2]), int(sys.argv[3]))
