@@ -871,7 +871,8 @@ def corrupt(r, spec) -> dict | None:
             kw_names = ["accountant", "epochs"]
         choices = names * 3 + kw_names
         p = r.choice(choices)
-        bad = r.choice(BAD[p])
+        # (relation=None is the sampler's own relation for pld.epsilon / pld.delta, as documented)
+        bad = r.choice([v for v in BAD[p] if not (p == "relation" and v is None)])
         if p in names:
             spec["args"][names.index(p)] = bad
         else:
