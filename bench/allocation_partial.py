@@ -9,7 +9,6 @@ Each row: the run's certified interval now, its relative width, the seconds and 
 first query of ceil(T/t) whole epochs, for scale.  One process, one core.
 """
 
-import math
 import platform
 import time
 import warnings

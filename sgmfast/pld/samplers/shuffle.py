@@ -71,7 +71,7 @@ from ..._work import UNITS_PER_SECOND, Meter, metered
 from ..common import ADD, REMOVE, U
 from ..grid.composition import compose_repeated, repeated_delta
 from ..certifiers import exact
-from ..grid.queries import delta_bound, eps_bound
+from ..grid.queries import eps_bound
 from .epoch_gauss import noiseless
 
 __all__ = ["RELATIONS", "epsilon", "delta", "upper_epsilon", "wide"]
