@@ -223,3 +223,27 @@ def test_a_curve_spends_on_checkpoints_inside_epochs_what_its_epochs_cost():
     assert b.lower[-1] <= single.upper * (1 + 1e-9) and single.lower <= b.upper[-1] * (1 + 1e-9)
     assert b.upper[-1] - b.lower[-1] <= 1e-4 * b.upper[-1]
     assert m.units <= 10 * UNITS_PER_SECOND + samplers.CURVE_FLOOR * UNITS_PER_SECOND
+
+
+def test_a_work_limit_is_no_failed_tilt(monkeypatch):
+    """``compose_copies`` halves a tilt whose transform fails, twice, then drops it; a work limit
+    (the meter past its allowance: a curve's, the shuffle's lower bound's) went through the same
+    retries, three times the transforms for nothing.  It now goes on at once, and so it does out
+    of ``epoch_runs._lower`` (the level is abandoned, not finished without its lower end)."""
+    from sgmfast._failures import WorkLimit
+    from sgmfast.pld.grid import composition
+    from sgmfast.pld.grid.onestep import one_step
+    from sgmfast.pld.samplers import epoch_runs
+
+    calls = []
+
+    def over(*args, **kwargs):
+        calls.append(1)
+        raise WorkLimit("spent")
+
+    monkeypatch.setattr(composition, "compose_steps", over)
+    with pytest.raises(WorkLimit):
+        composition.compose_copies([(one_step(1.0, 0.01, False, 0.01), 2)], 0.01, 1.0, 1e-12, True, theta=0.5)
+    assert len(calls) == 1
+    with pytest.raises(WorkLimit):
+        epoch_runs._lower(lambda: over(), 0.0)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._failures import GridFailure
+from ..._failures import GridFailure, WorkLimit
 from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
 from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, scratch, split_pool, two_cores
@@ -300,7 +300,8 @@ def compose_copies(parts, step: float, eps_c: float, tail: float, pess: bool,
                    eps_lo: float | None = None, theta: float | None = None, finish=None) -> Grid:
     """The parts [(OneStep, count)] composed (every copy of every array), upper (``pess``) or
     lower, tilted by theta (default: towards eps_c, ``parts_theta``); its bounds hold for
-    eps >= eps_lo (default eps_c / 2).  A tilt whose transform fails is halved, then dropped.
+    eps >= eps_lo (default eps_c / 2).  A tilt whose transform fails is halved, then dropped (a
+    work limit is no failure of the tilt: it goes on, the transforms not done again).
     ``finish``: as in ``compose_steps``."""
     if theta is None:  # (one copy of one array: no transform, no tilt)
         theta = parts_theta(parts, step, eps_c) if sum(c for _, c in parts) > 1 else 0.0
@@ -309,6 +310,8 @@ def compose_copies(parts, step: float, eps_c: float, tail: float, pess: bool,
         try:
             return compose_steps([TiltedStep(one, step, th, pess) for one, _ in parts], [c for _, c in parts],
                                  step, th, pess, eps_lo, tail, finish)
+        except WorkLimit:
+            raise
         except (GridFailure, ArithmeticError):
             if th == 0.0:
                 raise

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..._failures import GridFailure, GridTooLarge
+from ..._failures import GridFailure, GridTooLarge, WorkLimit
 from ..._kernels.pld import subsample as ksub
 from ..._work import PER_BIN_DISCRETISE, charge
 from ..common import ADD, REMOVE
@@ -108,9 +108,12 @@ def _lower(compute, none):
     """A lower end from ``compute()``, or ``none`` (0: always a lower bound) where its grid
     cannot be built: on a coarse lattice the lower law can be 0 everywhere (sigma 0.434, t 201,
     h 1.1 for E[W] = 1), and its failed composition took the level's upper end with it (the
-    Gaussian's 541.5 for [12.57, ...])."""
+    Gaussian's 541.5 for [12.57, ...]).  A work limit goes on: the level is abandoned, not
+    finished without its lower end."""
     try:
         return compute()
+    except WorkLimit:
+        raise
     except (GridFailure, ArithmeticError):
         return none
 
