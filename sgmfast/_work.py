@@ -67,6 +67,20 @@ def metered(meter: Meter | None = None):
         _METERS.reset(token)
 
 
+@contextmanager
+def at_most(seconds: float):
+    """A block with a work allowance of its own (seconds of units): past it the block ends quietly,
+    what it left behind standing (``pld.samplers.shuffle``'s lower bound); an enclosing meter's
+    limit goes on (the enclosing meters are charged first, so theirs raises before this one)."""
+    meter = Meter(seconds * UNITS_PER_SECOND)
+    try:
+        with metered(meter):
+            yield meter
+    except WorkLimit:
+        if not meter.units > meter.limit:
+            raise
+
+
 def apart(fn, *args):
     """(fn(*args), the work it charged): its charges go to a meter of its own only, for the caller
     to charge as one sum where it takes the result (``pld.common.Beside``, ``epoch_tail.over_ladder``)."""

@@ -227,3 +227,18 @@ def test_the_lower_bound_keeps_to_its_work():
                         relation="replace_one")
     assert m.units <= 3 * (shuffle.LOWER_WORK + 1.0) * UNITS_PER_SECOND
     assert np.all(b.lower > 0.45 * b.upper) and np.all(b.lower <= b.upper)
+
+
+def test_an_enclosing_work_limit_goes_through_the_lower_bound():
+    """The lower bound's own allowance (``_work.at_most``) ends its compositions quietly; a limit of
+    an enclosing meter -- a curve's allowance, a refinement's hard limit -- is not its to swallow."""
+    from sgmfast._failures import WorkLimit
+    from sgmfast._work import UNITS_PER_SECOND, Meter, at_most, charge, metered
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(WorkLimit), metered(Meter(0.2 * UNITS_PER_SECOND)):
+            pld.epsilon(0.05, 0.5, 1650, 0.01, sampler="shuffle", relation="replace_one")
+    with at_most(0.001) as inner:  # (its own limit: quiet)
+        charge(2 * inner.limit)
+    assert inner.units > inner.limit

@@ -65,9 +65,9 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from ..._failures import GridFailure
+from ..._failures import GridFailure, WorkLimit
 from ..._types import Bounds
-from ..._work import UNITS_PER_SECOND, Meter, metered
+from ..._work import at_most
 from ..common import ADD, REMOVE, U
 from ..grid.composition import compose_repeated, repeated_delta
 from ..certifiers import exact
@@ -215,7 +215,7 @@ def _lower_eps(sigma: float, t: int, epochs: int, delta: float, relation: str, a
     step = _step(eps_scale, epochs, accuracy)
     tail = 1e-3 * accuracy * delta
     try:  # (within LOWER_WORK: past it, as on a failure, the bounds found so far stand)
-        with metered(Meter(LOWER_WORK * UNITS_PER_SECOND)):
+        with at_most(LOWER_WORK):
             for one in _max_epochs(sigma, t, relation, step):
                 centre = math.sqrt(max(low, 1e-3) * eps_scale) if math.isfinite(eps_scale) else max(2 * low, 1.0)
                 for _ in range(5):
@@ -225,6 +225,8 @@ def _lower_eps(sigma: float, t: int, epochs: int, delta: float, relation: str, a
                         break
                     # re-centred on what was found (a bound of 0: the tilt was far above the answer)
                     centre = found if found > 0 else 0.25 * centre
+    except WorkLimit:  # (an enclosing meter's: it goes on)
+        raise
     except (ArithmeticError, MemoryError, GridFailure):
         pass
     return float(low)
@@ -236,9 +238,11 @@ def _lower_delta(sigma: float, t: int, epochs: int, eps: np.ndarray, relation: s
     step = _step(max(eps_scale, float(eps.max())), epochs, accuracy)
     groups = [np.arange(eps.size)] if eps.size == 1 else np.array_split(np.argsort(eps), min(8, eps.size))
     try:  # (as ``_lower_eps``)
-        with metered(Meter(LOWER_WORK * UNITS_PER_SECOND)):
+        with at_most(LOWER_WORK):
             for one in _max_epochs(sigma, t, relation, step):
                 low = np.maximum(low, repeated_delta(one, epochs, step, eps, groups, 1e-300, False))
+    except WorkLimit:
+        raise
     except (ArithmeticError, MemoryError, GridFailure):
         pass
     return np.maximum(low, 0.0)
