@@ -151,12 +151,18 @@ def test_statistic_chains_past_the_table_limit_go_coarser():
     assert lo >= 0.8
 
 
+#: eps(1e-5) of the 10^4 random steps below, every step composed by the exact engine (``engine.Engine``,
+#: unbounded budget: 116 s) -- ``python bench/schedules_coarse_product.py 10000 0`` (its .out)
+EXACT_10K = (2.270773, 2.271672)
+
+
 def test_steps_spread_over_both_axes_get_the_product_at_a_coarser_accuracy():
     """10^4 steps of random (sigma, q) need a part each on the product lattice of accuracy 1e-3
     (9,049 > PRODUCT_PARTS): they were the groups' sandwich alone, [1.99377, 2.58118] (23 %).  The
-    lattice is now tried at twice the accuracy, four times, ... (``schedules.COARSE_PRODUCT``):
-    within 2.5 %, between the constant runs at either corner, and δ at the interval's ends
-    consistent with the query."""
+    lattice is now tried at twice the accuracy, four times, ... (``schedules.COARSE_PRODUCT``),
+    with up to COARSE_POINTS points and COARSE_PARTS parts: within 0.5 % (1.4 % at most 160 points
+    and 4,000 parts), meeting the exact engine's interval, between the constant runs at either
+    corner, and δ at the interval's ends consistent with the query."""
     from sgmfast.pld.schedules import COARSE_PRODUCT, Sandwich
 
     rng = np.random.default_rng(0)
@@ -168,9 +174,59 @@ def test_steps_spread_over_both_axes_get_the_product_at_a_coarser_accuracy():
     engine = acc._engine
     assert isinstance(engine, Sandwich) and isinstance(engine.mix, ProductEngine)
     assert 1e-3 < engine.mix.accuracy <= COARSE_PRODUCT
-    assert b.upper - b.lower <= 0.025 * b.upper and not b.met
+    assert b.upper - b.lower <= 0.005 * b.upper and not b.met
+    assert b.lower <= EXACT_10K[1] and EXACT_10K[0] <= b.upper
     low = PLDAccountant().step(1.3, 0.003, 10_000).epsilon(1e-5)
     high = PLDAccountant().step(0.9, 0.006, 10_000).epsilon(1e-5)
     assert low.upper <= b.lower and b.upper <= high.lower
     d = acc.delta(np.array([b.lower, b.upper]))  # (δ falls with eps: 1e-5 lies between)
     assert d.lower[1] <= 1e-5 * (1 + 1e-9) and d.upper[0] >= 1e-5 * (1 - 1e-9)
+
+
+def test_a_layouts_upper_parts_are_made_once_and_lower_parts_on_first_use(monkeypatch):
+    """The upper parts do not depend on the failure mass: a second plan of the same layout takes
+    the first one's (building them twice cost 0.3 s of a 2.8 s query of 10^4 steps); a plan asked
+    only for its upper parts (``fits``, δ's base plan) never makes its lower ones."""
+    calls = {"up": 0, "lo": 0}
+    up0, lo0 = ProductPlan._upper, ProductPlan._lower
+
+    def up(*a):
+        calls["up"] += 1
+        return up0(*a)
+
+    def lo(*a):
+        calls["lo"] += 1
+        return lo0(*a)
+
+    monkeypatch.setattr(ProductPlan, "_upper", staticmethod(up))
+    monkeypatch.setattr(ProductPlan, "_lower", staticmethod(lo))
+    n = 2000
+    sched = [(1.3 - 0.4 * i / n, 0.003 + 0.003 * i / n, 1) for i in range(n)]
+    e = ProductEngine(sched, 1e-3, 1.0)
+    first = e.plan(1.0)
+    assert calls == {"up": 1, "lo": 0}
+    second = e.plan(1e-8)
+    assert second.up is first.up and calls == {"up": 1, "lo": 0}
+    h_second = second.H
+    assert calls["lo"] == 1 and h_second < first.H  # (the failure mass follows h_target)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lam=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20), k=st.integers(1, 10 ** 6))
+def test_single_step_weights_are_rounded_the_safe_way(lam, k):
+    """A group of one step keeps its own weight, rounded up for the upper parts and down for the
+    lower ones (mpmath, 50 digits), and close to it."""
+    import mpmath
+
+    from sgmfast.pld.schedule_product import _single_weights
+
+    lam = np.array(lam)
+    cnt = np.full(lam.size, k, dtype=np.int64)
+    up, lo = _single_weights(lam, cnt, True), _single_weights(lam, cnt, False)
+    for x, u, v in zip(lam, up, lo):
+        with mpmath.workdps(50):
+            assert u >= mpmath.mpf(float(x)) and v <= mpmath.mpf(float(x))
+        # (close: the margins are ~10u of the log's size)
+        r = 16 * 2.0 ** -53 * (abs(math.log(x)) + 1) if x > 0 else 0.0
+        assert u <= x + r * max(x, 1 - x) + 1e-300 or u == 1.0
+        assert v >= x * (1 - r) or x < 1e-300

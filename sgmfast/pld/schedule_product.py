@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from .common import dot
+from .common import U, dot
 from .schedule_engine import MixEngine, quantile_groups
 from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, sigma_lattice, upper_weights
 from .schedule_rates import RateEngine, chord_weights, rate_cells, rate_lattice
@@ -54,6 +54,12 @@ from .schedule_rates import RateEngine, chord_weights, rate_cells, rate_lattice
 PRODUCT_POINTS = 160
 PRODUCT_PLAN = 0.5
 PRODUCT_PARTS = 4000
+#: the same caps at a coarser accuracy than the one asked for (``schedules._product``): there the
+#: parts' product costs less than the points' grids, and more points narrow the answer most (10^4
+#: random (sigma, q) at four times the accuracy: 7,955 parts on 306 points, 0.44 % in 2.1 s, where
+#: at most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 %)
+COARSE_POINTS = 320
+COARSE_PARTS = 12000
 #: most memory for one composition's table of lattice spectra (the statistic's chains have two laws
 #: a point: 190 laws of 118,099 frequencies, 359 MB, took a 10^5-step run to 1.1 GB)
 PRODUCT_TABLE = 192 << 20
@@ -69,10 +75,10 @@ BIN_SHARE = 0.15
 class ProductLayout:
     """The product lattice of one schedule: noise levels ``slat`` (``_cells``, 2^level times the
     cells its error model asks for) times rates ``qlat`` (geometric, spacing as ``schedule_rates``),
-    both axes thinned by a common factor until at most PRODUCT_POINTS points are used; point
+    both axes thinned by a common factor until at most ``points`` are used; point
     (i, j) is i * nq + j, ``sigmas``/``qs`` list the points.  Heuristics: tightness and cost only."""
 
-    def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0):
+    def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0, points: int = PRODUCT_POINTS):
         mu = 1.0 / sig
         n_total = int(cnt.sum())
         edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS)
@@ -84,7 +90,7 @@ class ProductLayout:
             e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs) if edges is not None or cs < s_cells \
                 else None
             self._axes(sig, q, sigma_lattice(sig, e), rate_lattice(uq, cq))
-            if self.used().size <= PRODUCT_POINTS or (cs == 1 and cq == 1):
+            if self.used().size <= points or (cs == 1 and cq == 1):
                 break
 
     def _axes(self, sig, q, slat, qlat):
@@ -136,74 +142,133 @@ def noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est):
 
 def _karrays(parts):
     """Parts [(points, weights, k)] with equal points and weights merged, as (idx, w, k)."""
-    merged: dict = {}
-    for pts, ws, k in parts:
-        key = (tuple(int(g) for g in pts), tuple(float(x) for x in ws))
-        merged[key] = merged.get(key, 0) + int(k)
-    keys = sorted(merged)
-    width = max(len(key[0]) for key in keys)
-    idx = np.array([key[0] for key in keys], dtype=np.int64).reshape(-1, width)
-    w = np.array([key[1] for key in keys], dtype=np.float64).reshape(-1, width)
-    return idx, w, np.array([merged[key] for key in keys], dtype=np.int64)
+    idx = np.array([pts for pts, _, _ in parts], dtype=np.int64)
+    w = np.array([ws for _, ws, _ in parts], dtype=np.float64)
+    return _merged_parts(idx, w, np.array([k for _, _, k in parts], dtype=np.int64))
+
+
+def _merged_parts(idx, w, k):
+    """(idx, w, k) with equal rows of points and weights merged (their k summed), in the order of
+    the rows (points, then weights)."""
+    width = idx.shape[1]
+    rows, inv = np.unique(np.concatenate((idx.astype(np.float64), w), axis=1), axis=0, return_inverse=True)
+    kk = np.zeros(rows.shape[0], dtype=np.int64)
+    np.add.at(kk, inv.reshape(-1), k)
+    return rows[:, :width].astype(np.int64), np.ascontiguousarray(rows[:, width:]), kk
+
+
+def _single_weights(lam, cnt, upper: bool):
+    """``_merge``'s weight p of each group of one step (weight ``lam``, multiplicity ``cnt``), as
+    ``schedule_mix._group_weight`` rounds it: upper 1 - (1 - lam) rounded up, lower lam rounded
+    down."""
+    k = cnt.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        lg = k * (np.log1p(-lam) if upper else np.log(lam))
+        x = lg / k * (1 + 10 * U)
+    if upper:
+        return np.where(lg > -math.inf, np.minimum(1.0, -np.expm1(x) * (1 + 4 * U)), 1.0)
+    return np.where(lg > -math.inf, np.maximum(0.0, np.exp(x) * (1 - 4 * U)), 0.0)
+
+
+def _singles(members):
+    """(whether each group has one step, the first step of each group)."""
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    return sizes == 1, np.array([m[0] for m in members], dtype=np.int64)
+
+
+def _four(big, p):
+    """The four product weights of noise weight ``big`` and rate weight ``p`` (arrays)."""
+    return np.stack((big * p, big * (1 - p), (1 - big) * p, (1 - big) * (1 - p)), axis=1)
 
 
 class ProductPlan:
     """The parts of one layout (module notes), as (idx, w, k): ``up`` the four-point product
     mixtures over lattice points; ``plo`` the P-chain of the statistics (point g's N0-law is 2g,
-    its N1-law 2g + 1), ``qlo`` their Q-chain; ``H`` >= the lower bound's failure mass."""
+    its N1-law 2g + 1), ``qlo`` their Q-chain; ``H`` >= the lower bound's failure mass.  The upper
+    parts do not depend on ``h_target`` (``up``: a plan of the same layout may pass its own); the
+    lower ones are made on first use (a plan asked only for its upper parts never makes them)."""
 
-    def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est):
-        n_total = float(cnt.sum())
-        mu, m_lat = 1.0 / sig, 1.0 / lay.slat
-        c, d = lay.c, lay.d
-        lam_s, tol_s = noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est)
-        low_s = np.ones(sig.size)
-        self.H = 0.0
-        for cc in np.unique(c):
-            sel = c == cc
-            q_max = float(q[sel].max())
-            # base excess: h_target over all steps at the cell's largest rate (the least excess)
-            log_e = math.log(h_target) + 2 * math.log1p(-q_max) - math.log(n_total * q_max) - 1e-9
-            self.H += math.exp(log_e) * dot(cnt[sel].astype(np.float64), q[sel] / (1 - q[sel]) ** 2)
-            if lay.slat.size > 1:
-                low_s[sel] = lower_weights(mu[sel], m_lat[cc + 1], m_lat[cc], log_e)
-        self.H *= 1 + 1e-9
-        self.up = self._upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy)
-        self.plo, self.qlo = self._lower(lay, q, cnt, c, low_s, tol_s, accuracy)
+    def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est, up=None):
+        self._args = (lay, sig, q, cnt, accuracy, h_target)
+        self._lam_s, self._tol_s = noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est)
+        self.up = up if up is not None else self._upper(lay, q, cnt, lay.c, lay.d, self._lam_s, self._tol_s, accuracy)
+        self._lo = None
+
+    @property
+    def H(self) -> float:
+        return self._lower_parts()[0]
+
+    @property
+    def plo(self):
+        return self._lower_parts()[1]
+
+    @property
+    def qlo(self):
+        return self._lower_parts()[2]
+
+    def _lower_parts(self):
+        if self._lo is None:
+            lay, sig, q, cnt, accuracy, h_target = self._args
+            n_total = float(cnt.sum())
+            mu, m_lat, c = 1.0 / sig, 1.0 / lay.slat, lay.c
+            low_s = np.ones(sig.size)
+            big_h = 0.0
+            for cc in np.unique(c):
+                sel = c == cc
+                q_max = float(q[sel].max())
+                # base excess: h_target over all steps at the cell's largest rate (the least excess)
+                log_e = math.log(h_target) + 2 * math.log1p(-q_max) - math.log(n_total * q_max) - 1e-9
+                big_h += math.exp(log_e) * dot(cnt[sel].astype(np.float64), q[sel] / (1 - q[sel]) ** 2)
+                if lay.slat.size > 1:
+                    low_s[sel] = lower_weights(mu[sel], m_lat[cc + 1], m_lat[cc], log_e)
+            self._lo = (big_h * (1 + 1e-9), *self._lower(lay, q, cnt, c, low_s, self._tol_s, accuracy))
+        return self._lo
 
     @staticmethod
     def _upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy):
-        parts = []
         two_q = lay.qlat.size > 1
         lam_q = np.ones(q.size)
         if two_q:
             lam_q = chord_weights(q, lay.qlat[d], lay.qlat[d + 1])
         uk, members = _groups(c, d, _bins(lam_s, tol_s))
-        for (cc, dd, _), sel in zip(uk, members):
+        one, first = _singles(members)
+        # (groups of one step -- the rule for steps spread over both axes -- in bulk, as the loop would)
+        st, cc, dd = first[one], uk[one, 0], uk[one, 1]
+        idx = [lay.point(np.stack((cc, cc, cc + 1, cc + 1), axis=1), np.stack((dd + 1, dd, dd + 1, dd), axis=1))]
+        w, ks = [_four(lam_s[st], _single_weights(lam_q[st], cnt[st], True))], [cnt[st]]
+        for (cc, dd, _), sel in zip(uk[~one], [m for m, o in zip(members, one) if not o]):
             big_s = float(lam_s[sel].max())
             corners = lay.point(np.array([cc, cc, cc + 1, cc + 1]), np.array([dd + 1, dd, dd + 1, dd]))
             tol_q = min(max(MERGE_SHARE * accuracy / math.log(lay.qlat[min(dd + 1, lay.qlat.size - 1)] /
                                                                lay.qlat[dd]), 1e-3), 0.25) if two_q else 0.25
             for p, k in _merge(lam_q[sel], cnt[sel], tol_q, True):
-                ws = (big_s * p, big_s * (1 - p), (1 - big_s) * p, (1 - big_s) * (1 - p))
-                parts.append((corners, ws, k))
-        return _karrays(parts)
+                idx.append(corners[None, :])
+                w.append(_four(np.array([big_s]), np.array([p])))
+                ks.append(np.array([k]))
+        return _merged_parts(np.concatenate(idx), np.concatenate(w), np.concatenate(ks))
 
     @staticmethod
     def _lower(lay, q, cnt, c, low_s, tol_s, accuracy):
-        plo, qlo = [], []
         lq = np.log(lay.qlat)
         g = np.searchsorted(0.5 * (lq[:-1] + lq[1:]), np.log(q)) if lay.qlat.size > 1 else np.zeros(q.size, np.int64)
         uk, members = _groups(c, g, _bins(low_s, tol_s))
+        one, first = _singles(members)
+        ab = lay.point(np.stack((uk[:, 0], uk[:, 0] + 1), axis=1), np.stack((uk[:, 1], uk[:, 1]), axis=1))
+        small = np.array([float(low_s[m].min()) for m in members]) if not one.all() else low_s[first]
+        two = np.stack((small, 1 - small), axis=1)
+        k_grp = np.array([int(cnt[m].sum()) for m in members], dtype=np.int64) if not one.all() else cnt[first]
+        qlo = _merged_parts(2 * ab, two, k_grp)
+        pts = np.stack((2 * ab[:, 0] + 1, 2 * ab[:, 0], 2 * ab[:, 1] + 1, 2 * ab[:, 1]), axis=1)
+        st = first[one]
+        idx, w, ks = [pts[one]], [_four(small[one], _single_weights(q[st], cnt[st], False))], [cnt[st]]
         tol = MERGE_SHARE * accuracy
-        for (cc, gg, _), sel in zip(uk, members):
-            small = float(low_s[sel].min())
-            a, b = (int(x) for x in lay.point(np.array([cc, cc + 1]), np.array([gg, gg])))
+        for j in np.flatnonzero(~one):
+            sel = members[j]
             for p, k in _merge(q[sel], cnt[sel], tol, False):
-                ws = (small * p, small * (1 - p), (1 - small) * p, (1 - small) * (1 - p))
-                plo.append(((2 * a + 1, 2 * a, 2 * b + 1, 2 * b), ws, k))
-            qlo.append(((2 * a, 2 * b), (small, 1 - small), int(cnt[sel].sum())))
-        return _karrays(plo), _karrays(qlo)
+                idx.append(pts[j][None, :])
+                w.append(_four(small[j:j + 1], np.array([p])))
+                ks.append(np.array([k]))
+        return _merged_parts(np.concatenate(idx), np.concatenate(w), np.concatenate(ks)), qlo
 
 
 class ProductEngine(RateEngine):
@@ -213,8 +278,10 @@ class ProductEngine(RateEngine):
 
     table_bytes = PRODUCT_TABLE
 
-    def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
+    def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None, coarse: bool = False):
         super().__init__(schedule, accuracy, budget, grid_step)
+        # (most lattice points and upper parts: COARSE_* at an accuracy coarser than the one asked for)
+        self.points_cap, self.parts_cap = (COARSE_POINTS, COARSE_PARTS) if coarse else (PRODUCT_POINTS, PRODUCT_PARTS)
         arr = np.array(self.schedule, dtype=np.float64).reshape(-1, 3)
         self.sig, self.q, self.cnt = arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].astype(np.int64)
 
@@ -235,21 +302,23 @@ class ProductEngine(RateEngine):
     plan = MixEngine.plan  # (its plans depend on the failure mass, as the noise mixtures' do)
 
     def _new_layout(self, level: int, d_eps: float, eps_est: float) -> ProductLayout:
-        return ProductLayout(self.sig, self.q, self.cnt, self.accuracy, d_eps, eps_est, level)
+        return ProductLayout(self.sig, self.q, self.cnt, self.accuracy, d_eps, eps_est, level, self.points_cap)
 
     def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> ProductPlan:
-        return ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est)
+        # (the upper parts are the layout's whatever the failure mass: made once a layout)
+        up = next((pl.up for pl in self._plans.values() if pl._args[0] is lay), None)
+        return ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est, up)
 
     def fits(self) -> bool:
         """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
-        run (``sampled_enough``), at most PRODUCT_PARTS upper parts and PRODUCT_PLAN seconds of
+        run (``sampled_enough``), at most ``parts_cap`` upper parts and PRODUCT_PLAN seconds of
         planned discretisation (``RateEngine.planned``, on the points the cells use)."""
         if not self.sampled_enough():
             return False
         lay = self.layout(0)
         est, d_eps = self.estimate(1e-5)
         lam_s, tol_s = noise_bins(lay, self.sig, self.cnt, self.accuracy, d_eps, max(est, 1e-3))
-        if _groups(lay.c, lay.d, _bins(lam_s, tol_s))[0].shape[0] > PRODUCT_PARTS:  # (each at least a part)
+        if _groups(lay.c, lay.d, _bins(lam_s, tol_s))[0].shape[0] > self.parts_cap:  # (each at least a part)
             return False
-        return self.plan(1.0).up[0].shape[0] <= PRODUCT_PARTS and self.planned() <= PRODUCT_PLAN
+        return self.plan(1.0).up[0].shape[0] <= self.parts_cap and self.planned() <= PRODUCT_PLAN
 

@@ -100,6 +100,7 @@ MAX_RATES = 32
 #: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone, and
 #: are [2.254122, 2.286981] (1.4 %) on the lattice of accuracy 0.016 (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
+COARSE_FIRST = 2.0
 #: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
 #: give the groups' engines a first round at a share of the groups' spread, at most this
 #: (``Sandwich._rounds``)
@@ -239,12 +240,12 @@ def _product(noisy, accuracy, budget, grid_step):
 
     acc = accuracy
     while True:
-        both = ProductEngine(noisy, acc, budget, grid_step)
+        both = ProductEngine(noisy, acc, budget, grid_step, coarse=acc > accuracy)
         if both.fits():
             if acc > accuracy:
                 both.sandwich_if_wider = MixEngine.sandwich_if_wider
             return both
-        acc *= 2.0
+        acc *= COARSE_FIRST if acc == accuracy else 2.0
         if acc > COARSE_PRODUCT or grid_step is not None:
             return None
 
