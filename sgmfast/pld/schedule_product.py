@@ -56,8 +56,8 @@ PRODUCT_PLAN = 0.5
 PRODUCT_PARTS = 4000
 #: the same caps at a coarser accuracy than the one asked for (``schedules._product``): there the
 #: parts' product costs less than the points' grids, and more points narrow the answer most (10^4
-#: random (sigma, q) at four times the accuracy: 7,955 parts on 306 points, 0.44 % in 2.1 s, where
-#: at most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 %)
+#: random (sigma, q) at twice the accuracy: 9,095 parts on 240 points, 0.37 % in 2.9 s, where at
+#: most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 % in 2.3 s)
 COARSE_POINTS = 320
 COARSE_PARTS = 12000
 #: most memory for one composition's table of lattice spectra (the statistic's chains have two laws

@@ -31,12 +31,13 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   (``_ExactMix``); beyond, the product of the two lattices (``schedule_product``: the noise chord
   times the rate chord above, the noise lower weights times the statistic below), where its
   noise-weight groups are at most ``PRODUCT_PARTS`` (steps along a path in (sigma, q), such as a
-  noise decay with a batch-size ramp: 10^4 steps certified to 1e-3 in about 5 s; steps spread
-  over both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in 4-6 s); where
+  noise decay with a batch-size ramp: 10^4 steps certified to 1e-3 in about 2.5 s; steps spread
+  over both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in about 2 s); where
   the parts are more, the product lattice of twice, four times, ... the accuracy, up to
-  ``COARSE_PRODUCT`` (10^4 such steps: 1.4 % wide in 3-5 s, where the groups alone were 23 %
-  wide).  Where either ends wider than the accuracy, the groups' sandwich (below) also runs and
-  the two are intersected (past a quarter of the interval for the coarser lattice).
+  ``COARSE_PRODUCT``, with more points and parts (``schedule_product.COARSE_POINTS``, ``COARSE_PARTS``;
+  10^4 such steps: 0.37 % wide in about 3 s, where the groups alone were 23 % wide).  Where
+  either ends wider than the accuracy, the groups' sandwich (below) also runs and the two are
+  intersected (past a quarter of the interval for the coarser lattice).
 * **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
   engines above take): the
   steps are cut into G groups -- runs of about equal step counts or of about equal cost in the
@@ -98,9 +99,9 @@ MAX_RATES = 32
 #: where the product lattice does not fit at the accuracy asked for (steps spread over both axes
 #: need a part each), it is tried at twice the accuracy, four times, ... up to this one: 10^4
 #: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone, and
-#: are [2.254122, 2.286981] (1.4 %) on the lattice of accuracy 0.016 (bench/schedules_coarse_product.out)
+#: are [2.266480, 2.274788] (0.37 %) on the lattice of accuracy 0.002 with up to
+#: ``schedule_product.COARSE_POINTS`` points (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
-COARSE_FIRST = 2.0
 #: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
 #: give the groups' engines a first round at a share of the groups' spread, at most this
 #: (``Sandwich._rounds``)
@@ -245,7 +246,7 @@ def _product(noisy, accuracy, budget, grid_step):
             if acc > accuracy:
                 both.sandwich_if_wider = MixEngine.sandwich_if_wider
             return both
-        acc *= COARSE_FIRST if acc == accuracy else 2.0
+        acc *= 2.0
         if acc > COARSE_PRODUCT or grid_step is not None:
             return None
 
