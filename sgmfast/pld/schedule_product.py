@@ -57,9 +57,10 @@ PRODUCT_PARTS = 4000
 #: the same caps at a coarser accuracy than the one asked for (``schedules._product``): there the
 #: parts' product costs less than the points' grids, and more points narrow the answer most (10^4
 #: random (sigma, q) at twice the accuracy: 9,095 parts on 240 points, 0.37 % in 2.9 s, where at
-#: most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 % in 2.3 s)
+#: most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 % in 2.3 s; 10^5
+#: of them: 30,000 parts at four times the accuracy, 0.59 % in 9.9 s, where 12,000 left 1.5 %)
 COARSE_POINTS = 320
-COARSE_PARTS = 12000
+COARSE_PARTS = 30000
 #: most memory for one composition's table of lattice spectra (the statistic's chains have two laws
 #: a point: 190 laws of 118,099 frequencies, 359 MB, took a 10^5-step run to 1.1 GB)
 PRODUCT_TABLE = 192 << 20
