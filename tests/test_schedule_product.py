@@ -212,17 +212,43 @@ def test_a_layouts_upper_parts_are_made_once_and_lower_parts_on_first_use(monkey
 
 
 @settings(max_examples=40, deadline=None)
+@given(lam=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), seed=st.integers(0, 10 ** 6),
+       upper=st.booleans(), tol=st.sampled_from([1e-4, 1e-2, 0.25]))
+def test_all_groups_merged_at_once_as_one_by_one(lam, seed, upper, tol):
+    """The groups' merged weights in one kernel call (``_merge_all``) against ``schedule_mix._merge``
+    group by group: the same parts and counts, weights within a few ulps (summation order)."""
+    from sgmfast.pld.schedule_mix import _merge
+    from sgmfast.pld.schedule_product import _merge_all
+
+    rng = np.random.default_rng(seed)
+    lam = np.array(lam)
+    cnt = rng.integers(1, 50, lam.size)
+    gid = rng.integers(0, 3, lam.size)
+    gid = np.unique(gid, return_inverse=True)[1].reshape(-1)  # (groups 0..G-1, all present)
+    tols = np.full(gid.max() + 1, tol)
+    grp, p, k = _merge_all(gid, lam, cnt, tols, upper)
+    for g in range(tols.size):
+        want = _merge(lam[gid == g], cnt[gid == g], tol, upper)
+        got = list(zip(p[grp == g], k[grp == g]))
+        assert [kk for _, kk in got] == [kk for _, kk in want]
+        for (pg, _), (pw, _) in zip(got, want):
+            assert abs(pg - pw) <= 1e-13 * max(pw, 1e-300) + 1e-300
+
+
+@settings(max_examples=40, deadline=None)
 @given(lam=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20), k=st.integers(1, 10 ** 6))
 def test_single_step_weights_are_rounded_the_safe_way(lam, k):
     """A group of one step keeps its own weight, rounded up for the upper parts and down for the
     lower ones (mpmath, 50 digits), and close to it."""
     import mpmath
 
-    from sgmfast.pld.schedule_product import _single_weights
+    from sgmfast.pld.schedule_product import _merge_all
 
     lam = np.array(lam)
     cnt = np.full(lam.size, k, dtype=np.int64)
-    up, lo = _single_weights(lam, cnt, True), _single_weights(lam, cnt, False)
+    gid = np.arange(lam.size)
+    tols = np.full(lam.size, 0.1)
+    up, lo = _merge_all(gid, lam, cnt, tols, True)[1], _merge_all(gid, lam, cnt, tols, False)[1]
     for x, u, v in zip(lam, up, lo):
         with mpmath.workdps(50):
             assert u >= mpmath.mpf(float(x)) and v <= mpmath.mpf(float(x))

@@ -42,9 +42,10 @@ import math
 
 import numpy as np
 
-from .common import U, dot
+from .._kernels.pld import schedule_parts as kp
+from .common import dot
 from .schedule_engine import MixEngine, quantile_groups
-from .schedule_mix import MERGE_SHARE, _cells, _merge, lower_weights, sigma_lattice, upper_weights
+from .schedule_mix import MERGE_SHARE, _cells, lower_weights, sigma_lattice, upper_weights
 from .schedule_rates import RateEngine, chord_weights, rate_cells, rate_lattice
 
 #: most lattice points (sigma x q) the engine uses, seconds of planned discretisation at δ = 1e-5
@@ -118,11 +119,9 @@ def _bins(lam, tol):
 
 
 def _groups(*cols):
-    """(distinct rows of the integer columns, the steps of each, as index arrays)."""
+    """(distinct rows of the integer columns, the row of each step)."""
     uk, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    order = np.argsort(inv, kind="stable")
-    return uk, np.split(order, np.flatnonzero(np.diff(inv[order])) + 1)
+    return uk, inv.reshape(-1)
 
 
 def noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est):
@@ -158,23 +157,16 @@ def _merged_parts(idx, w, k):
     return rows[:, :width].astype(np.int64), np.ascontiguousarray(rows[:, width:]), kk
 
 
-def _single_weights(lam, cnt, upper: bool):
-    """``_merge``'s weight p of each group of one step (weight ``lam``, multiplicity ``cnt``), as
-    ``schedule_mix._group_weight`` rounds it: upper 1 - (1 - lam) rounded up, lower lam rounded
-    down."""
-    k = cnt.astype(np.float64)
-    with np.errstate(divide="ignore"):
-        lg = k * (np.log1p(-lam) if upper else np.log(lam))
-        x = lg / k * (1 + 10 * U)
-    if upper:
-        return np.where(lg > -math.inf, np.minimum(1.0, -np.expm1(x) * (1 + 4 * U)), 1.0)
-    return np.where(lg > -math.inf, np.maximum(0.0, np.exp(x) * (1 - 4 * U)), 0.0)
-
-
-def _singles(members):
-    """(whether each group has one step, the first step of each group)."""
-    sizes = np.array([m.size for m in members], dtype=np.int64)
-    return sizes == 1, np.array([m[0] for m in members], dtype=np.int64)
+def _merge_all(gid, lam, cnt, tols, upper: bool):
+    """(group, p, k) of every part: ``schedule_mix._merge`` of each group's steps (``gid``: the
+    group of each step, groups 0..G-1 all present; ``tols[g]``: group g's share), in one kernel
+    call (``_kernels.pld.schedule_parts.merge_groups``)."""
+    order = np.lexsort((lam if upper else -lam, gid))  # (by group; weights increasing, or decreasing)
+    starts = np.concatenate(([0], np.cumsum(np.bincount(gid, minlength=tols.size)))).astype(np.int64)
+    out_g, out_p, out_k = np.empty(lam.size, dtype=np.int64), np.empty(lam.size), np.empty(lam.size, dtype=np.int64)
+    m = kp.merge_groups(np.ascontiguousarray(lam[order]), cnt[order].astype(np.float64), starts,
+                        np.ascontiguousarray(tols, dtype=np.float64), upper, out_g, out_p, out_k)
+    return out_g[:m], out_p[:m], out_k[:m]
 
 
 def _four(big, p):
@@ -226,50 +218,40 @@ class ProductPlan:
         return self._lo
 
     @staticmethod
-    def _upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy):
+    def _upper(lay, q, cnt, c, d, lam_s, tol_s, accuracy, cap=None):
+        """The upper parts (idx, w, k); None where more than ``cap`` parts are made (before merging
+        equal ones)."""
         two_q = lay.qlat.size > 1
-        lam_q = np.ones(q.size)
+        lam_q = chord_weights(q, lay.qlat[d], lay.qlat[d + 1]) if two_q else np.ones(q.size)
+        uk, gid = _groups(c, d, _bins(lam_s, tol_s))
+        big = np.full(uk.shape[0], -math.inf)
+        np.maximum.at(big, gid, lam_s)  # (a group's steps take its largest noise weight)
+        cc, dd = uk[:, 0], uk[:, 1]
+        tols = np.full(uk.shape[0], 0.25)
         if two_q:
-            lam_q = chord_weights(q, lay.qlat[d], lay.qlat[d + 1])
-        uk, members = _groups(c, d, _bins(lam_s, tol_s))
-        one, first = _singles(members)
-        # (groups of one step -- the rule for steps spread over both axes -- in bulk, as the loop would)
-        st, cc, dd = first[one], uk[one, 0], uk[one, 1]
-        idx = [lay.point(np.stack((cc, cc, cc + 1, cc + 1), axis=1), np.stack((dd + 1, dd, dd + 1, dd), axis=1))]
-        w, ks = [_four(lam_s[st], _single_weights(lam_q[st], cnt[st], True))], [cnt[st]]
-        for (cc, dd, _), sel in zip(uk[~one], [m for m, o in zip(members, one) if not o]):
-            big_s = float(lam_s[sel].max())
-            corners = lay.point(np.array([cc, cc, cc + 1, cc + 1]), np.array([dd + 1, dd, dd + 1, dd]))
-            tol_q = min(max(MERGE_SHARE * accuracy / math.log(lay.qlat[min(dd + 1, lay.qlat.size - 1)] /
-                                                               lay.qlat[dd]), 1e-3), 0.25) if two_q else 0.25
-            for p, k in _merge(lam_q[sel], cnt[sel], tol_q, True):
-                idx.append(corners[None, :])
-                w.append(_four(np.array([big_s]), np.array([p])))
-                ks.append(np.array([k]))
-        return _merged_parts(np.concatenate(idx), np.concatenate(w), np.concatenate(ks))
+            gap = np.log(lay.qlat[np.minimum(dd + 1, lay.qlat.size - 1)] / lay.qlat[dd])
+            with np.errstate(divide="ignore"):
+                tols = np.minimum(np.maximum(MERGE_SHARE * accuracy / gap, 1e-3), 0.25)
+        grp, p, k = _merge_all(gid, lam_q, cnt, tols, True)
+        if cap is not None and grp.size > cap:
+            return None
+        corners = lay.point(np.stack((cc, cc, cc + 1, cc + 1), axis=1), np.stack((dd + 1, dd, dd + 1, dd), axis=1))
+        return _merged_parts(corners[grp], _four(big[grp], p), k)
 
     @staticmethod
     def _lower(lay, q, cnt, c, low_s, tol_s, accuracy):
         lq = np.log(lay.qlat)
         g = np.searchsorted(0.5 * (lq[:-1] + lq[1:]), np.log(q)) if lay.qlat.size > 1 else np.zeros(q.size, np.int64)
-        uk, members = _groups(c, g, _bins(low_s, tol_s))
-        one, first = _singles(members)
+        uk, gid = _groups(c, g, _bins(low_s, tol_s))
+        small = np.full(uk.shape[0], math.inf)
+        np.minimum.at(small, gid, low_s)  # (a group's steps take its least lower noise weight)
+        k_grp = np.zeros(uk.shape[0], dtype=np.int64)
+        np.add.at(k_grp, gid, cnt)
         ab = lay.point(np.stack((uk[:, 0], uk[:, 0] + 1), axis=1), np.stack((uk[:, 1], uk[:, 1]), axis=1))
-        small = np.array([float(low_s[m].min()) for m in members]) if not one.all() else low_s[first]
-        two = np.stack((small, 1 - small), axis=1)
-        k_grp = np.array([int(cnt[m].sum()) for m in members], dtype=np.int64) if not one.all() else cnt[first]
-        qlo = _merged_parts(2 * ab, two, k_grp)
+        qlo = _merged_parts(2 * ab, np.stack((small, 1 - small), axis=1), k_grp)
         pts = np.stack((2 * ab[:, 0] + 1, 2 * ab[:, 0], 2 * ab[:, 1] + 1, 2 * ab[:, 1]), axis=1)
-        st = first[one]
-        idx, w, ks = [pts[one]], [_four(small[one], _single_weights(q[st], cnt[st], False))], [cnt[st]]
-        tol = MERGE_SHARE * accuracy
-        for j in np.flatnonzero(~one):
-            sel = members[j]
-            for p, k in _merge(q[sel], cnt[sel], tol, False):
-                idx.append(pts[j][None, :])
-                w.append(_four(small[j:j + 1], np.array([p])))
-                ks.append(np.array([k]))
-        return _merged_parts(np.concatenate(idx), np.concatenate(w), np.concatenate(ks)), qlo
+        grp, p, k = _merge_all(gid, q, cnt, np.full(uk.shape[0], MERGE_SHARE * accuracy), False)
+        return _merged_parts(pts[grp], _four(small[grp], p), k), qlo
 
 
 class ProductEngine(RateEngine):
@@ -283,6 +265,7 @@ class ProductEngine(RateEngine):
         super().__init__(schedule, accuracy, budget, grid_step)
         # (most lattice points and upper parts: COARSE_* at an accuracy coarser than the one asked for)
         self.points_cap, self.parts_cap = (COARSE_POINTS, COARSE_PARTS) if coarse else (PRODUCT_POINTS, PRODUCT_PARTS)
+        self._ups: dict = {}  # (each layout's upper parts: they do not depend on the failure mass)
         arr = np.array(self.schedule, dtype=np.float64).reshape(-1, 3)
         self.sig, self.q, self.cnt = arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].astype(np.int64)
 
@@ -307,8 +290,9 @@ class ProductEngine(RateEngine):
 
     def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> ProductPlan:
         # (the upper parts are the layout's whatever the failure mass: made once a layout)
-        up = next((pl.up for pl in self._plans.values() if pl._args[0] is lay), None)
-        return ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est, up)
+        pl = ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est, self._ups.get(lay))
+        self._ups[lay] = pl.up
+        return pl
 
     def fits(self) -> bool:
         """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
@@ -321,5 +305,12 @@ class ProductEngine(RateEngine):
         lam_s, tol_s = noise_bins(lay, self.sig, self.cnt, self.accuracy, d_eps, max(est, 1e-3))
         if _groups(lay.c, lay.d, _bins(lam_s, tol_s))[0].shape[0] > self.parts_cap:  # (each at least a part)
             return False
-        return self.plan(1.0).up[0].shape[0] <= self.parts_cap and self.planned() <= PRODUCT_PLAN
+        if self.planned() > PRODUCT_PLAN:
+            return False
+        if lay not in self._ups:  # (made here, kept for the plans: stopped past the cap)
+            up = ProductPlan._upper(lay, self.q, self.cnt, lay.c, lay.d, lam_s, tol_s, self.accuracy, self.parts_cap)
+            if up is None:
+                return False
+            self._ups[lay] = up
+        return self._ups[lay][0].shape[0] <= self.parts_cap
 

@@ -249,3 +249,54 @@ def lower_weights_min(y, span, slopes, allow, out):
             if v < best:
                 best = v
         out[i] = best
+
+
+@jit
+def merge_groups(lam, cnt, starts, tols, upper, out_grp, out_p, out_k):
+    """``schedule_mix._merge`` of every group of steps at once: group g is the steps [starts[g],
+    starts[g + 1]), sorted by weight (upper: increasing; lower: decreasing), its share of weight
+    to move ``tols[g]``.  Fills, for each merged part, its group, weight p and count k (upper:
+    1 - geomean(1 - lam) rounded up; lower: geomean(lam) rounded down, as ``_group_weight``: a
+    sum of same-signed logs errs by at most (k + 2) u relative in any order) and returns how many.
+    The cuts are ``merge_cuts``' for the largest cap, halved until the moved weight fits."""
+    u = 0.5 * EPS64
+    m = 0
+    for g in range(starts.shape[0] - 1):
+        a, b = starts[g], starts[g + 1]
+        n = b - a
+        c_k, c_lam, c_log = np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1)
+        logs = np.empty(n)
+        for i in range(n):
+            x, c = lam[a + i], cnt[a + i]
+            if upper:
+                logs[i] = math.log1p(-x) if x < 1.0 else -math.inf
+            else:
+                logs[i] = math.log(x) if x > 0.0 else -math.inf
+            c_k[i + 1] = c_k[i] + c
+            c_lam[i + 1] = c_lam[i] + c * x
+            c_log[i + 1] = c_log[i] + c * logs[i]
+        budget = tols[g] * (c_k[n] - c_lam[n] if upper else c_lam[n])
+        cuts = np.empty(n + 1, dtype=np.int64)
+        cap = budget
+        parts = 0
+        for _ in range(40):
+            parts, total = merge_cuts(c_k, c_lam, c_log, cap, upper, cuts)
+            if total <= budget or cap < 1e-12 * budget:
+                break
+            cap *= 0.5
+        for j in range(parts):
+            k = 0.0
+            lg = 0.0
+            for i in range(cuts[j], cuts[j + 1]):
+                k += cnt[a + i]
+                lg += cnt[a + i] * logs[i]
+            r = (2.0 * (cuts[j + 1] - cuts[j]) + 8.0) * u
+            if not lg > -math.inf:
+                p = 1.0 if upper else 0.0
+            elif upper:
+                p = min(1.0, -math.expm1(lg / k * (1.0 + r)) * (1.0 + 4.0 * u))
+            else:
+                p = max(0.0, math.exp(lg / k * (1.0 + r)) * (1.0 - 4.0 * u))
+            out_grp[m], out_p[m], out_k[m] = g, p, round(k)
+            m += 1
+    return m
