@@ -57,7 +57,7 @@ PRODUCT_PLAN = 0.5
 PRODUCT_PARTS = 4000
 #: the same caps at a coarser accuracy than the one asked for (``schedules._product``): there the
 #: parts' product costs less than the points' grids, and more points narrow the answer most (10^4
-#: random (sigma, q) at twice the accuracy: 9,095 parts on 240 points, 0.37 % in 2.9 s, where at
+#: random (sigma, q) at twice the accuracy: 9,190 parts on 315 points, 0.30 % in 2.9 s, where at
 #: most 160 points and 4,000 parts took sixteen times the accuracy and left 1.4 % in 2.3 s; 10^5
 #: of them: 30,000 parts at four times the accuracy, 0.59 % in 9.9 s, where 12,000 left 1.5 %)
 COARSE_POINTS = 320
@@ -77,7 +77,8 @@ BIN_SHARE = 0.15
 class ProductLayout:
     """The product lattice of one schedule: noise levels ``slat`` (``_cells``, 2^level times the
     cells its error model asks for) times rates ``qlat`` (geometric, spacing as ``schedule_rates``),
-    both axes thinned by a common factor until at most ``points`` are used; point
+    both axes thinned by a common factor (steps of 0.9: 0.8 left 240 of 320 points to 10^4 random
+    (sigma, q), 0.37 % wide where 315 give 0.30 %) until at most ``points`` are used; point
     (i, j) is i * nq + j, ``sigmas``/``qs`` list the points.  Heuristics: tightness and cost only."""
 
     def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0, points: int = PRODUCT_POINTS):
@@ -87,7 +88,7 @@ class ProductLayout:
         s_cells = np.unique(sig).size - 1 if edges is None else edges.size - 1
         uq = np.unique(q)
         q_cells = rate_cells(uq, accuracy, level, RATE_CELLS)
-        for f in 0.8 ** np.arange(40):
+        for f in 0.9 ** np.arange(80):
             cs, cq = max(1, round(f * s_cells)), max(1, round(f * q_cells))
             e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs) if edges is not None or cs < s_cells \
                 else None

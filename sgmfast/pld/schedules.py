@@ -35,7 +35,7 @@ steps are composed exactly (``engine.Engine``).  Beyond:
   over both axes need a part each, and 1,000-3,000 of them end 0.6-0.7 % wide in about 2 s); where
   the parts are more, the product lattice of twice, four times, ... the accuracy, up to
   ``COARSE_PRODUCT``, with more points and parts (``schedule_product.COARSE_POINTS``, ``COARSE_PARTS``;
-  10^4 such steps: 0.37 % wide in about 3 s, where the groups alone were 23 % wide).  Where
+  10^4 such steps: 0.30 % wide in about 3 s, where the groups alone were 23 % wide).  Where
   either ends wider than the accuracy, the groups' sandwich (below) also runs and the two are
   intersected (past a quarter of the interval for the coarser lattice).
 * **Sandwich** (replace-one, full batches among the steps, or more distinct steps than the
@@ -99,7 +99,7 @@ MAX_RATES = 32
 #: where the product lattice does not fit at the accuracy asked for (steps spread over both axes
 #: need a part each), it is tried at twice the accuracy, four times, ... up to this one: 10^4
 #: steps of random (sigma, q) were [1.99377, 2.58118] (23 %) as the groups' sandwich alone, and
-#: are [2.266480, 2.274788] (0.37 %) on the lattice of accuracy 0.002 with up to
+#: are [2.267400, 2.274175] (0.30 %) on the lattice of accuracy 0.002 with up to
 #: ``schedule_product.COARSE_POINTS`` points (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
 #: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
