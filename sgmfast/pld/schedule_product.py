@@ -141,13 +141,6 @@ def noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est):
     return lam_s, tol_s
 
 
-def _karrays(parts):
-    """Parts [(points, weights, k)] with equal points and weights merged, as (idx, w, k)."""
-    idx = np.array([pts for pts, _, _ in parts], dtype=np.int64)
-    w = np.array([ws for _, ws, _ in parts], dtype=np.float64)
-    return _merged_parts(idx, w, np.array([k for _, _, k in parts], dtype=np.int64))
-
-
 def _merged_parts(idx, w, k):
     """(idx, w, k) with equal rows of points and weights merged (their k summed), in the order of
     the rows (points, then weights)."""
