@@ -6,7 +6,8 @@ tables.
 KIND: ramp (σ 1.0, q linear 0.002 -> 0.006), rand (σ 1.1, q uniform in [0.003, 0.006]), two (σ 0.9
 then 1.3), four (4 noise levels in [0.9, 1.3]), tiny (σ 1.0, q linear 1e-4 -> 2e-4), both (σ
 uniform in [0.9, 1.3] and q uniform in [0.003, 0.006]), path (σ linear 1.3 -> 0.9 and q linear
-0.003 -> 0.006), smooth (σ linear 1.3 -> 0.9, q uniform in [0.003, 0.006]); N steps, one ``step``
+0.003 -> 0.006), smooth (σ linear 1.3 -> 0.9, q uniform in [0.003, 0.006]), decay (σ linear 1.5 ->
+0.8 and q linear 0.002 -> 0.006); N steps, one ``step``
 call each.  ``off`` sets ``schedule_rates.MAX_SIGMAS = 0`` and turns the product engine and the
 exact engine of mixed schedules off (the groups' sandwich, as before the rate engine).  Prints
 the interval, its width, the query's time, work units and the process's peak memory.
@@ -37,6 +38,8 @@ elif kind == 'path':
     sig = np.linspace(1.3, 0.9, n); q = np.linspace(0.003, 0.006, n)
 elif kind == 'smooth':
     sig = np.linspace(1.3, 0.9, n); q = rng.uniform(0.003, 0.006, n)
+elif kind == 'decay':
+    sig = np.linspace(1.5, 0.8, n); q = np.linspace(0.002, 0.006, n)
 acc = PLDAccountant()
 for s, qq in zip(sig, q): acc.step(float(s), float(qq))
 t = time.time()
