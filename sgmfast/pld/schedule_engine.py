@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from functools import cached_property
 
 import numpy as np
 
@@ -179,8 +180,7 @@ class MixEngine(_MixDelta):
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None):
         self.schedule = tuple(schedule)
-        self.families = families_of(self.schedule)
-        if not self.families:
+        if not self.schedule or any(q >= 1.0 for _, q, _ in self.schedule):
             raise ValueError("MixEngine needs noisy steps with q < 1")
         self.accuracy = accuracy
         self.grid_step = grid_step  # (an expert's fixed grid step: no refinement)
@@ -190,6 +190,12 @@ class MixEngine(_MixDelta):
         self.total = int(sum(c for _, _, c in self.schedule))
         self._plans, self._est, self._lat, self._layouts = {}, {}, {}, {}
         self.last_step = None
+
+    @cached_property
+    def families(self):
+        """``families_of`` the schedule, derived on first use (the product engine, whose lattice is
+        its own, never asks: 10^5 distinct rates made 10^5 families an engine)."""
+        return families_of(self.schedule)
 
     def release(self) -> None:
         """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""

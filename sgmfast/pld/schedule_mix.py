@@ -289,17 +289,18 @@ def _arrays(parts):
             np.array([k[2] for k in keys], dtype=np.float64), np.array([merged[k] for k in keys], dtype=np.int64))
 
 
-def _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, scale=1, cap=MAX_CELLS):
+def _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, scale=1, cap=MAX_CELLS, distinct=None):
     """Lattice edges in mu (increasing) for one family: cells narrow where steps are dense and the
     lower weights' slope S is large, their number chosen so that the predicted lower-bound loss
     is about LATTICE_SHARE * accuracy * eps, times ``scale``, at most ``cap``; None where that is
     about as many as distinct sigmas (all become lattice points).  A heuristic: it decides
-    tightness and cost only."""
+    tightness and cost only.  ``distinct``: how many distinct mu, where the caller knows."""
     lo_m, hi_m = float(mu.min()), float(mu.max())
     if not hi_m > lo_m * (1 + 1e-12):
         return np.array([lo_m, hi_m])
     # (a smooth density: about 8 distinct steps a bin; a sparse histogram would understate it)
-    bins = int(min(2048, max(8, np.unique(mu).size // 8)))
+    distinct = np.unique(mu).size if distinct is None else distinct
+    bins = int(min(2048, max(8, distinct // 8)))
     edges = np.linspace(lo_m, hi_m, bins + 1)
     rho, _ = np.histogram(mu, bins=edges, weights=cnt)
     rho = rho / (edges[1] - edges[0])
@@ -314,7 +315,6 @@ def _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, scale=1, cap=MAX_CELLS):
     k_coef = d_eps / (12.0 * n_total)
     target = LATTICE_SHARE * accuracy * max(eps_est, 1e-12)
     g = scale * int(math.ceil(math.sqrt(max(k_coef * big_z ** 3 / target, 1.0))))
-    distinct = np.unique(mu).size
     if 2 * g >= distinct - 1 and distinct <= cap:
         return None  # (about one cell per distinct sigma: they all become lattice points)
     g = max(1, min(g, cap))

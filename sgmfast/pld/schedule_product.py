@@ -84,14 +84,15 @@ class ProductLayout:
     def __init__(self, sig, q, cnt, accuracy, d_eps, eps_est, level: int = 0, points: int = PRODUCT_POINTS):
         mu = 1.0 / sig
         n_total = int(cnt.sum())
-        edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS)
+        nd = np.unique(mu).size
+        edges = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, SIGMA_CELLS, nd)
         s_cells = np.unique(sig).size - 1 if edges is None else edges.size - 1
         uq = np.unique(q)
         q_cells = rate_cells(uq, accuracy, level, RATE_CELLS)
         for f in 0.9 ** np.arange(80):
             cs, cq = max(1, round(f * s_cells)), max(1, round(f * q_cells))
-            e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs) if edges is not None or cs < s_cells \
-                else None
+            e = _cells(mu, cnt, accuracy, n_total, d_eps, eps_est, 2 ** level, cs, nd) \
+                if edges is not None or cs < s_cells else None
             self._axes(sig, q, sigma_lattice(sig, e), rate_lattice(uq, cq))
             if self.used().size <= points or (cs == 1 and cq == 1):
                 break
@@ -109,9 +110,16 @@ class ProductLayout:
         return np.minimum(i, self.slat.size - 1) * self.qlat.size + np.minimum(j, self.qlat.size - 1)
 
     def used(self):
-        """Indices of the points some cell's corners use."""
-        c, d = self.c, self.d
-        return np.unique(np.concatenate([self.point(c + a, d + b) for a in (0, 1) for b in (0, 1)]))
+        """Indices of the points some cell's corners use, increasing (a mask over the points: the
+        layout's thinning asks at every trial)."""
+        cells = np.zeros((max(self.slat.size - 1, 1), max(self.qlat.size - 1, 1)), dtype=bool)
+        cells[self.c, self.d] = True
+        ci, di = np.nonzero(cells)
+        mask = np.zeros(self.slat.size * self.qlat.size, dtype=bool)
+        for a in (0, 1):
+            for b in (0, 1):
+                mask[self.point(ci + a, di + b)] = True
+        return np.flatnonzero(mask)
 
 
 def _bins(lam, tol):
@@ -120,9 +128,13 @@ def _bins(lam, tol):
 
 
 def _groups(*cols):
-    """(distinct rows of the integer columns, the row of each step)."""
-    uk, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-    return uk, inv.reshape(-1)
+    """(distinct rows of the non-negative integer columns, in lexicographic order, the row of each
+    step): one int64 key a row (``np.unique`` of rows sorts a structured view, 0.1 s at 10^5)."""
+    cols = [np.asarray(x, dtype=np.int64) for x in cols]
+    dims = tuple(int(x.max()) + 1 for x in cols)
+    key = np.ravel_multi_index(cols, dims)
+    uk, inv = np.unique(key, return_inverse=True)
+    return np.stack(np.unravel_index(uk, dims), axis=1), inv.reshape(-1)
 
 
 def noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est):
