@@ -256,3 +256,39 @@ def test_single_step_weights_are_rounded_the_safe_way(lam, k):
         r = 16 * 2.0 ** -53 * (abs(math.log(x)) + 1) if x > 0 else 0.0
         assert u <= x + r * max(x, 1 - x) + 1e-300 or u == 1.0
         assert v >= x * (1 - r) or x < 1e-300
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), cols=st.integers(1, 3), n=st.integers(1, 200))
+def test_groups_by_one_key_are_the_rows_of_np_unique(seed, cols, n):
+    """``_groups`` (one int64 key a row) against ``np.unique(..., axis=0)``: the same rows in the same
+    order, the same row of each step."""
+    from sgmfast.pld.schedule_product import _groups
+
+    rng = np.random.default_rng(seed)
+    data = [rng.integers(0, rng.integers(1, 50), n) for _ in range(cols)]
+    uk, inv = _groups(*data)
+    want, want_inv = np.unique(np.stack(data, axis=1), axis=0, return_inverse=True)
+    assert np.array_equal(uk, want) and np.array_equal(inv, want_inv.reshape(-1))
+
+
+def test_layout_used_points_are_the_cells_corners():
+    """``ProductLayout.used`` (a mask over the points) against the corners of every step's cell."""
+    rng = np.random.default_rng(3)
+    for n, acc in ((2000, 2e-3), (500, 1e-2)):
+        sig, q = rng.uniform(0.7, 2.0, n), np.exp(rng.uniform(np.log(1e-3), np.log(0.1), n))
+        lay = ProductLayout(sig, q, np.ones(n, dtype=np.int64), acc, 0.5, 1.0)
+        corners = [lay.point(lay.c + a, lay.d + b) for a in (0, 1) for b in (0, 1)]
+        assert np.array_equal(lay.used(), np.unique(np.concatenate(corners)))
+
+
+def test_the_product_engine_never_builds_the_noise_families():
+    """A coarse retry builds a ``ProductEngine`` a time; ``MixEngine.families`` (one family a distinct
+    rate: 10^5 of them at 10^5 random rates, 0.23 s an engine) is made only where read."""
+    n = 3000
+    rng = np.random.default_rng(1)
+    sched = [(float(s), float(qq), 1) for s, qq in zip(rng.uniform(0.9, 1.3, n), rng.uniform(0.003, 0.006, n))]
+    e = ProductEngine(sched, 2e-3, 1.0, coarse=True)
+    assert e.fits()
+    e.epsilon(1e-5)
+    assert "families" not in e.__dict__

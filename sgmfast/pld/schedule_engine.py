@@ -184,18 +184,13 @@ class MixEngine(_MixDelta):
             raise ValueError("MixEngine needs noisy steps with q < 1")
         self.accuracy = accuracy
         self.grid_step = grid_step  # (an expert's fixed grid step: no refinement)
-        # (a schedule of many distinct steps may spend in proportion: 10^5 of them ten times the
-        # budget of 10^4 or fewer)
+        # (many distinct steps may spend in proportion: 10^5 ten times the budget of 10^4 or fewer)
         self.budget = budget * min(10.0, max(1.0, len(self.schedule) / 1e4))
         self.total = int(sum(c for _, _, c in self.schedule))
         self._plans, self._est, self._lat, self._layouts = {}, {}, {}, {}
         self.last_step = None
 
-    @cached_property
-    def families(self):
-        """``families_of`` the schedule, derived on first use (the product engine, whose lattice is
-        its own, never asks: 10^5 distinct rates made 10^5 families an engine)."""
-        return families_of(self.schedule)
+    families = cached_property(lambda self: families_of(self.schedule))  # (made where read: not by the product)
 
     def release(self) -> None:
         """Let go of the lattices' grids (before the groups' sandwich runs beside a wide answer)."""
