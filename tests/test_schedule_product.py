@@ -212,27 +212,41 @@ def test_a_layouts_upper_parts_are_made_once_and_lower_parts_on_first_use(monkey
 
 
 @settings(max_examples=40, deadline=None)
-@given(lam=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30), seed=st.integers(0, 10 ** 6),
+@given(lam=st.lists(st.floats(1e-6, 1.0 - 1e-6), min_size=1, max_size=30), seed=st.integers(0, 10 ** 6),
        upper=st.booleans(), tol=st.sampled_from([1e-4, 1e-2, 0.25]))
-def test_all_groups_merged_at_once_as_one_by_one(lam, seed, upper, tol):
-    """The groups' merged weights in one kernel call (``_merge_all``) against ``schedule_mix._merge``
-    group by group: the same parts and counts, weights within a few ulps (summation order)."""
-    from sgmfast.pld.schedule_mix import _merge
-    from sgmfast.pld.schedule_product import _merge_all
+def test_all_groups_merged_at_once_round_the_safe_way(lam, seed, upper, tol):
+    """The groups' merged weights in one kernel call (``_merge_all``), against mpmath: each group's
+    parts are runs of its steps in order of weight, each part's weight on the safe side of its
+    run's geometric mean (upper: 1 - geomean(1 - lam) rounded up; lower: geomean(lam) rounded down)
+    and within 1e-12 of it, and the runs move at most ``tol`` of the group's weight."""
+    import mpmath
+
+    from sgmfast.pld.schedule_mix import _merge_all
 
     rng = np.random.default_rng(seed)
     lam = np.array(lam)
-    cnt = rng.integers(1, 50, lam.size)
-    gid = rng.integers(0, 3, lam.size)
-    gid = np.unique(gid, return_inverse=True)[1].reshape(-1)  # (groups 0..G-1, all present)
+    gid = np.unique(rng.integers(0, 3, lam.size), return_inverse=True)[1].reshape(-1)
     tols = np.full(gid.max() + 1, tol)
-    grp, p, k = _merge_all(gid, lam, cnt, tols, upper)
+    grp, p, k = _merge_all(gid, lam, np.ones(lam.size, dtype=np.int64), tols, upper)
+    mpmath.mp.dps = 40
     for g in range(tols.size):
-        want = _merge(lam[gid == g], cnt[gid == g], tol, upper)
-        got = list(zip(p[grp == g], k[grp == g]))
-        assert [kk for _, kk in got] == [kk for _, kk in want]
-        for (pg, _), (pw, _) in zip(got, want):
-            assert abs(pg - pw) <= 1e-13 * max(pw, 1e-300) + 1e-300
+        steps = np.sort(lam[gid == g])[:: 1 if upper else -1]
+        assert k[grp == g].sum() == steps.size
+        moved, at = mpmath.mpf(0), 0
+        for pg, kg in zip(p[grp == g], k[grp == g]):
+            run = [mpmath.mpf(float(x)) for x in steps[at: at + kg]]
+            at += kg
+            if upper:
+                exact = 1 - mpmath.exp(mpmath.fsum(mpmath.log(1 - x) for x in run) / kg)
+                assert pg >= exact and pg - exact <= 1e-12 * max(exact, 1e-300) + 1e-300
+                moved += kg * exact - mpmath.fsum(run)
+            else:
+                exact = mpmath.exp(mpmath.fsum(mpmath.log(x) for x in run) / kg)
+                assert pg <= exact and exact - pg <= 1e-12 * exact
+                moved += mpmath.fsum(run) - kg * exact
+        total = mpmath.fsum(1 - mpmath.mpf(float(x)) for x in steps) if upper else mpmath.fsum(
+            mpmath.mpf(float(x)) for x in steps)
+        assert moved <= tol * total * (1 + 1e-9) + 1e-15
 
 
 @settings(max_examples=40, deadline=None)

@@ -20,7 +20,8 @@ import pytest
 from sgmfast import pld
 from sgmfast.pld.engine import Engine
 from sgmfast.pld.schedule_engine import MixEngine
-from sgmfast.pld.schedule_mix import _group_weight, lower_weights, upper_weights
+from sgmfast._kernels.pld.schedule_parts import group_weight
+from sgmfast.pld.schedule_mix import lower_weights, upper_weights
 from sgmfast.pld.schedules import Sandwich, brackets, make_engine
 
 mp.mp.dps = 30
@@ -121,10 +122,11 @@ def test_poisson_binomial_between_the_binomials():
     for _ in range(40):
         k = int(rng.integers(2, 9))
         lams = rng.uniform(0, 1, k) ** float(rng.choice([0.3, 1.0, 3.0]))
-        cnt = np.ones(k, dtype=np.int64)
         with np.errstate(divide="ignore"):
-            p_up, _ = _group_weight(np.log1p(-lams), cnt, True)
-            p_lo, _ = _group_weight(np.log(lams), cnt, False)
+            up, lo = np.log1p(-lams), np.log(lams)
+        # (the summed logs in any order: fsum, exactly rounded)
+        p_up = group_weight(math.fsum(up) if np.isfinite(up).all() else -math.inf, float(k), k, True)
+        p_lo = group_weight(math.fsum(lo) if np.isfinite(lo).all() else -math.inf, float(k), k, False)
         t_pb = _tail(_pb(lams))
         t_up = _tail(_pb([p_up] * k))
         t_lo = _tail(_pb([p_lo] * k))

@@ -65,7 +65,6 @@ from scipy.special import ndtr
 
 from .._kernels.pld import exact as kx
 from .._kernels.pld import schedule_parts as ks
-from .common import dot
 
 U = 2.0 ** -53  # unit round-off
 #: work units charged per product and frequency of the mixture kernel (a part's mixture formed and
@@ -155,41 +154,22 @@ def _merge(lam, cnt, tol, upper: bool):
     geomean(lam), rounded down).  The groups together move at most ``tol`` of the cell's weight
     (upper: of sum cnt (1 - lam); lower: of sum cnt lam): each group grows while its own move
     stays below a cap, halved until the total fits (moves near lam = 1 (upper) or 0 (lower) are
-    small in absolute terms, so the groups there are wide)."""
-    order = np.argsort(lam, kind="stable")
-    lam, cnt = lam[order], cnt[order].astype(np.float64)
-    if not upper:
-        lam, cnt = lam[::-1], cnt[::-1]
-    with np.errstate(divide="ignore"):
-        logs = np.log1p(-lam) if upper else np.log(lam)
-    c_log = np.concatenate(([0.0], np.cumsum(cnt * logs)))
-    c_k = np.concatenate(([0.0], np.cumsum(cnt)))
-    c_lam = np.concatenate(([0.0], np.cumsum(cnt * lam)))
-    budget = tol * float(c_k[-1] - c_lam[-1] if upper else c_lam[-1])
-    cuts = np.empty(lam.size + 1, dtype=np.int64)
-    cap = budget
-    for _ in range(40):
-        m, total = ks.merge_cuts(c_k, c_lam, c_log, cap, upper, cuts)
-        if total <= budget or cap < 1e-12 * budget:
-            break
-        cap *= 0.5
-    cuts = cuts[: m + 1]
-    return [_group_weight(logs[a:b], cnt[a:b], upper) for a, b in zip(cuts[:-1], cuts[1:])]
+    small in absolute terms, so the groups there are wide).  One group of ``_merge_all``."""
+    _, p, k = _merge_all(np.zeros(np.size(lam), dtype=np.int64), np.asarray(lam, dtype=np.float64), cnt,
+                         np.array([tol], dtype=np.float64), upper)
+    return [(float(x), int(y)) for x, y in zip(p, k)]
 
 
-def _group_weight(logs, cnt, upper):
-    """(p, k) of one group, p rounded the safe way: the sum of same-signed logs errs by at most
-    (k + 2) u relative (each log1p / log within u)."""
-    k = float(cnt.sum())
-    lg = dot(cnt, logs)
-    if not lg > -math.inf:
-        return (1.0 if upper else 0.0), int(round(k))
-    r = (2.0 * len(logs) + 8.0) * U
-    if upper:
-        p = min(1.0, -math.expm1(lg / k * (1 + r)) * (1 + 4 * U))
-    else:
-        p = max(0.0, math.exp(lg / k * (1 + r)) * (1 - 4 * U))
-    return p, int(round(k))
+def _merge_all(gid, lam, cnt, tols, upper: bool):
+    """(group, p, k) of every part: ``_merge`` of each group's steps (``gid``: the group of each
+    step, groups 0..G-1 all present; ``tols[g]``: group g's share), in one kernel call
+    (``_kernels.pld.schedule_parts.merge_groups``)."""
+    order = np.lexsort((lam if upper else -lam, gid))  # (by group; weights increasing, or decreasing)
+    starts = np.concatenate(([0], np.cumsum(np.bincount(gid, minlength=tols.size)))).astype(np.int64)
+    out_g, out_p, out_k = np.empty(lam.size, dtype=np.int64), np.empty(lam.size), np.empty(lam.size, dtype=np.int64)
+    m = ks.merge_groups(np.ascontiguousarray(lam[order]), np.asarray(cnt)[order].astype(np.float64), starts,
+                        np.ascontiguousarray(tols, dtype=np.float64), upper, out_g, out_p, out_k)
+    return out_g[:m], out_p[:m], out_k[:m]
 
 
 # --- the plan: lattice, cells, groups --------------------------------------------------------------------

@@ -42,10 +42,9 @@ import math
 
 import numpy as np
 
-from .._kernels.pld import schedule_parts as kp
 from .common import dot
 from .schedule_engine import MixEngine, quantile_groups
-from .schedule_mix import MERGE_SHARE, _cells, lower_weights, sigma_lattice, upper_weights
+from .schedule_mix import MERGE_SHARE, _cells, _merge_all, lower_weights, sigma_lattice, upper_weights
 from .schedule_rates import RateEngine, chord_weights, rate_cells, rate_lattice
 
 #: most lattice points (sigma x q) the engine uses, seconds of planned discretisation at δ = 1e-5
@@ -161,18 +160,6 @@ def _merged_parts(idx, w, k):
     kk = np.zeros(rows.shape[0], dtype=np.int64)
     np.add.at(kk, inv.reshape(-1), k)
     return rows[:, :width].astype(np.int64), np.ascontiguousarray(rows[:, width:]), kk
-
-
-def _merge_all(gid, lam, cnt, tols, upper: bool):
-    """(group, p, k) of every part: ``schedule_mix._merge`` of each group's steps (``gid``: the
-    group of each step, groups 0..G-1 all present; ``tols[g]``: group g's share), in one kernel
-    call (``_kernels.pld.schedule_parts.merge_groups``)."""
-    order = np.lexsort((lam if upper else -lam, gid))  # (by group; weights increasing, or decreasing)
-    starts = np.concatenate(([0], np.cumsum(np.bincount(gid, minlength=tols.size)))).astype(np.int64)
-    out_g, out_p, out_k = np.empty(lam.size, dtype=np.int64), np.empty(lam.size), np.empty(lam.size, dtype=np.int64)
-    m = kp.merge_groups(np.ascontiguousarray(lam[order]), cnt[order].astype(np.float64), starts,
-                        np.ascontiguousarray(tols, dtype=np.float64), upper, out_g, out_p, out_k)
-    return out_g[:m], out_p[:m], out_k[:m]
 
 
 def _four(big, p):

@@ -256,10 +256,9 @@ def merge_groups(lam, cnt, starts, tols, upper, out_grp, out_p, out_k):
     """``schedule_mix._merge`` of every group of steps at once: group g is the steps [starts[g],
     starts[g + 1]), sorted by weight (upper: increasing; lower: decreasing), its share of weight
     to move ``tols[g]``.  Fills, for each merged part, its group, weight p and count k (upper:
-    1 - geomean(1 - lam) rounded up; lower: geomean(lam) rounded down, as ``_group_weight``: a
-    sum of same-signed logs errs by at most (k + 2) u relative in any order) and returns how many.
-    The cuts are ``merge_cuts``' for the largest cap, halved until the moved weight fits."""
-    u = 0.5 * EPS64
+    1 - geomean(1 - lam) rounded up; lower: geomean(lam) rounded down: ``group_weight``) and
+    returns how many.  The cuts are ``merge_cuts``' for the largest cap, halved until the moved
+    weight fits (``schedule_mix`` notes: a Poisson-binomial count between two binomials)."""
     m = 0
     for g in range(starts.shape[0] - 1):
         a, b = starts[g], starts[g + 1]
@@ -290,13 +289,21 @@ def merge_groups(lam, cnt, starts, tols, upper, out_grp, out_p, out_k):
             for i in range(cuts[j], cuts[j + 1]):
                 k += cnt[a + i]
                 lg += cnt[a + i] * logs[i]
-            r = (2.0 * (cuts[j + 1] - cuts[j]) + 8.0) * u
-            if not lg > -math.inf:
-                p = 1.0 if upper else 0.0
-            elif upper:
-                p = min(1.0, -math.expm1(lg / k * (1.0 + r)) * (1.0 + 4.0 * u))
-            else:
-                p = max(0.0, math.exp(lg / k * (1.0 + r)) * (1.0 - 4.0 * u))
-            out_grp[m], out_p[m], out_k[m] = g, p, round(k)
+            out_grp[m], out_p[m], out_k[m] = g, group_weight(lg, k, cuts[j + 1] - cuts[j], upper), round(k)
             m += 1
     return m
+
+
+@jit
+def group_weight(lg, k, terms, upper):
+    """The weight of a group of ``terms`` steps, k copies in all, whose summed log weights (upper:
+    sum cnt log(1 - lam); lower: sum cnt log lam) are ``lg``: 1 - exp(lg / k) rounded up, or
+    exp(lg / k) rounded down.  A sum of same-signed logs errs by at most (terms + 2) u relative in
+    any order (each log1p / log within u); 2 terms + 8 covers it and the division."""
+    u = 0.5 * EPS64
+    if not lg > -math.inf:
+        return 1.0 if upper else 0.0
+    r = (2.0 * terms + 8.0) * u
+    if upper:
+        return min(1.0, -math.expm1(lg / k * (1.0 + r)) * (1.0 + 4.0 * u))
+    return max(0.0, math.exp(lg / k * (1.0 + r)) * (1.0 - 4.0 * u))
