@@ -106,8 +106,9 @@ COARSE_PRODUCT = 0.05
 #: at most this many budgets for a coarser lattice, however many steps (10^5 get ten budgets at the
 #: accuracy asked for): past its first round a coarse answer narrows little -- 10^5 steps of random
 #: (sigma, q) in [0.52, 1.84] x [1e-3, 0.1]: [261.4, 286.2] in 3.4 s, [261.4, 282.5] after three
-#: more rounds, 10.8 s
-COARSE_BUDGETS = 3.0
+#: more rounds, 10.8 s; 5.6 s and two rounds now.  (Three budgets left the first round 22 units,
+#: where 10^5 random steps in [0.9, 1.3] x [0.003, 0.006] spend 21.6.)
+COARSE_BUDGETS = 5.0
 #: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
 #: give the groups' engines a first round at a share of the groups' spread, at most this
 #: (``Sandwich._rounds``)
