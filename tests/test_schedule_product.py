@@ -314,7 +314,7 @@ def test_a_coarse_product_keeps_to_a_few_budgets():
     10^5 steps of random (sigma, q) in [0.52, 1.84] x [1e-3, 0.1] spent 10.8 s for 7.5 % where
     the first round gives 9.0 % in 3.4 s)."""
     from sgmfast.pld.engine import BUDGET
-    from sgmfast.pld.schedules import COARSE_BUDGETS
+    from sgmfast.pld.schedule_product import COARSE_BUDGETS
 
     n = 60_000
     rng = np.random.default_rng(5)

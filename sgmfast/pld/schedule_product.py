@@ -61,6 +61,12 @@ PRODUCT_PARTS = 4000
 #: of them: 30,000 parts at four times the accuracy, 0.59 % in 9.9 s, where 12,000 left 1.5 %)
 COARSE_POINTS = 320
 COARSE_PARTS = 30000
+#: at most this many budgets for a coarser lattice, however many steps (10^5 get ten budgets at the
+#: accuracy asked for): past its first round a coarse answer narrows little -- 10^5 steps of random
+#: (sigma, q) in [0.52, 1.84] x [1e-3, 0.1]: [261.4, 286.2] in 3.4 s, [261.4, 282.5] after three
+#: more rounds, 10.8 s; 5.6 s and two rounds now.  (Three budgets left the first round 22 units,
+#: where 10^5 random steps in [0.9, 1.3] x [0.003, 0.006] spend 21.6.)
+COARSE_BUDGETS = 5.0
 #: most memory for one composition's table of lattice spectra (the statistic's chains have two laws
 #: a point: 190 laws of 118,099 frequencies, 359 MB, took a 10^5-step run to 1.1 GB)
 PRODUCT_TABLE = 192 << 20
@@ -174,9 +180,9 @@ class ProductPlan:
     parts do not depend on ``h_target`` (``up``: a plan of the same layout may pass its own); the
     lower ones are made on first use (a plan asked only for its upper parts never makes them)."""
 
-    def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est, up=None):
+    def __init__(self, lay: ProductLayout, sig, q, cnt, accuracy, h_target, d_eps, eps_est, up=None, bins=None):
         self._args = (lay, sig, q, cnt, accuracy, h_target)
-        self._lam_s, self._tol_s = noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est)
+        self._lam_s, self._tol_s = bins if bins is not None else noise_bins(lay, sig, cnt, accuracy, d_eps, eps_est)
         self.up = up if up is not None else self._upper(lay, q, cnt, lay.c, lay.d, self._lam_s, self._tol_s, accuracy)
         self._lo = None
 
@@ -256,9 +262,14 @@ class ProductEngine(RateEngine):
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None, coarse: bool = False):
         super().__init__(schedule, accuracy, budget, grid_step)
-        # (most lattice points and upper parts: COARSE_* at an accuracy coarser than the one asked for)
+        # (at an accuracy coarser than the one asked for: more lattice points and upper parts, at most
+        # COARSE_BUDGETS budgets, and the groups' sandwich beside it only past MixEngine's threshold)
         self.points_cap, self.parts_cap = (COARSE_POINTS, COARSE_PARTS) if coarse else (PRODUCT_POINTS, PRODUCT_PARTS)
+        if coarse:
+            self.budget = min(self.budget, COARSE_BUDGETS * budget)
+            self.sandwich_if_wider = MixEngine.sandwich_if_wider
         self._ups: dict = {}  # (each layout's upper parts: they do not depend on the failure mass)
+        self._bins: dict = {}  # (each layout's upper noise weights and bin width, ``noise_bins``)
         arr = np.array(self.schedule, dtype=np.float64).reshape(-1, 3)
         self.sig, self.q, self.cnt = arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].astype(np.int64)
 
@@ -283,9 +294,17 @@ class ProductEngine(RateEngine):
 
     def _new_plan(self, lay, h_target: float, d_eps: float, eps_est: float) -> ProductPlan:
         # (the upper parts are the layout's whatever the failure mass: made once a layout)
-        pl = ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est, self._ups.get(lay))
+        pl = ProductPlan(lay, self.sig, self.q, self.cnt, self.accuracy, h_target, d_eps, eps_est, self._ups.get(lay),
+                         self.noise_bins(lay))
         self._ups[lay] = pl.up
         return pl
+
+    def noise_bins(self, lay):
+        """``noise_bins`` of a layout, made once (``fits`` and every plan of the layout read them)."""
+        if lay not in self._bins:
+            est, d_eps = self.estimate(1e-5)
+            self._bins[lay] = noise_bins(lay, self.sig, self.cnt, self.accuracy, d_eps, max(est, 1e-3))
+        return self._bins[lay]
 
     def fits(self) -> bool:
         """Whether the engine takes the schedule: RATE_SAMPLED expected sampled steps in a long
@@ -294,13 +313,10 @@ class ProductEngine(RateEngine):
         if not self.sampled_enough():
             return False
         lay = self.layout(0)
-        est, d_eps = self.estimate(1e-5)
-        lam_s, tol_s = noise_bins(lay, self.sig, self.cnt, self.accuracy, d_eps, max(est, 1e-3))
-        if _groups(lay.c, lay.d, _bins(lam_s, tol_s))[0].shape[0] > self.parts_cap:  # (each at least a part)
-            return False
         if self.planned() > PRODUCT_PLAN:
             return False
-        if lay not in self._ups:  # (made here, kept for the plans: stopped past the cap)
+        if lay not in self._ups:  # (made here, kept for the plans; None past the cap)
+            lam_s, tol_s = self.noise_bins(lay)
             up = ProductPlan._upper(lay, self.q, self.cnt, lay.c, lay.d, lam_s, tol_s, self.accuracy, self.parts_cap)
             if up is None:
                 return False

@@ -103,12 +103,6 @@ MAX_RATES = 32
 #: are [2.267400, 2.274175] (0.30 %) on the lattice of accuracy 0.002 with up to
 #: ``schedule_product.COARSE_POINTS`` points (bench/schedules_coarse_product.out)
 COARSE_PRODUCT = 0.05
-#: at most this many budgets for a coarser lattice, however many steps (10^5 get ten budgets at the
-#: accuracy asked for): past its first round a coarse answer narrows little -- 10^5 steps of random
-#: (sigma, q) in [0.52, 1.84] x [1e-3, 0.1]: [261.4, 286.2] in 3.4 s, [261.4, 282.5] after three
-#: more rounds, 10.8 s; 5.6 s and two rounds now.  (Three budgets left the first round 22 units,
-#: where 10^5 random steps in [0.9, 1.3] x [0.003, 0.006] spend 21.6.)
-COARSE_BUDGETS = 5.0
 #: schedules sampling fewer than ``schedule_rates.RATE_SAMPLED`` steps in expectation (sum of q)
 #: give the groups' engines a first round at a share of the groups' spread, at most this
 #: (``Sandwich._rounds``)
@@ -241,18 +235,14 @@ class _ExactMix(Engine):
 def _product(noisy, accuracy, budget, grid_step):
     """The product lattice's engine at the accuracy asked for where it fits, else at the least
     of twice, four times, ... that accuracy (at most COARSE_PRODUCT) where it does: a wider
-    certified answer, which the groups' sandwich joins only past ``MixEngine.sandwich_if_wider``
-    (no gain at a few per cent); None where none fits."""
-    from .schedule_engine import MixEngine
+    certified answer (``ProductEngine(coarse=True)``: its caps, budgets and sandwich threshold);
+    None where none fits."""
     from .schedule_product import ProductEngine
 
     acc = accuracy
     while True:
         both = ProductEngine(noisy, acc, budget, grid_step, coarse=acc > accuracy)
         if both.fits():
-            if acc > accuracy:
-                both.sandwich_if_wider = MixEngine.sandwich_if_wider
-                both.budget = min(both.budget, COARSE_BUDGETS * budget)
             return both
         acc *= 2.0
         if acc > COARSE_PRODUCT or grid_step is not None:

@@ -260,11 +260,16 @@ def merge_groups(lam, cnt, starts, tols, upper, out_grp, out_p, out_k):
     returns how many.  The cuts are ``merge_cuts``' for the largest cap, halved until the moved
     weight fits (``schedule_mix`` notes: a Poisson-binomial count between two binomials)."""
     m = 0
+    n_max = 0
+    for g in range(starts.shape[0] - 1):
+        n_max = max(n_max, starts[g + 1] - starts[g])
+    # (one set of scratch arrays for every group: 10^5 groups of one step made 10^5 sets)
+    c_k_all, c_lam_all, c_log_all = np.zeros(n_max + 1), np.zeros(n_max + 1), np.zeros(n_max + 1)
+    logs, cuts_all = np.empty(n_max), np.empty(n_max + 1, dtype=np.int64)
     for g in range(starts.shape[0] - 1):
         a, b = starts[g], starts[g + 1]
         n = b - a
-        c_k, c_lam, c_log = np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1)
-        logs = np.empty(n)
+        c_k, c_lam, c_log, cuts = c_k_all[: n + 1], c_lam_all[: n + 1], c_log_all[: n + 1], cuts_all[: n + 1]
         for i in range(n):
             x, c = lam[a + i], cnt[a + i]
             if upper:
@@ -275,7 +280,6 @@ def merge_groups(lam, cnt, starts, tols, upper, out_grp, out_p, out_k):
             c_lam[i + 1] = c_lam[i] + c * x
             c_log[i + 1] = c_log[i] + c * logs[i]
         budget = tols[g] * (c_k[n] - c_lam[n] if upper else c_lam[n])
-        cuts = np.empty(n + 1, dtype=np.int64)
         cap = budget
         parts = 0
         for _ in range(40):
