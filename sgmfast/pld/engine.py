@@ -19,7 +19,7 @@ from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
                      delta_groups, metered, resolved, within)
 from .grid.estimates import eps_estimate, initial_step, refine
-from .grid.onestep import coarse_tail
+from .grid.onestep import affordable_step, coarse_tail
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import MIN_STEPS, SMALL_TAU
 
@@ -38,6 +38,11 @@ HARD_LIMIT = 1.5
 #: a δ query over many eps gets the budget of up to this many single queries (groups of nearby
 #: eps; the far ones, δ below ~1e-16, cannot be narrowed and would only spend it)
 DELTA_GROUPS_PAID = 8
+#: a coarsened first eps(δ) grid (``onestep.affordable_step``) whose interval comes within this many
+#: times the accuracy is followed by the variance rule's own step, not a refinement of it: there it
+#: served to centre the tilt (σ 0.4, q 1e-5, 1,000 steps, δ 1e-12: halving from the coarse step
+#: spent the budget at [7.0093, 7.0205]; the fine step, tilted at 7.007, meets 1e-3)
+SCOUTED = 10.0
 #: the accuracy the public functions default to.  A query asking for a finer one first answers at
 #: this one and refines from there, keeping the intersection: a finer accuracy never returns a
 #: wider interval (a finer first grid can outgrow memory or the budget before it certifies much)
@@ -297,7 +302,9 @@ class Engine(_DeltaPlan):
             return self._eps_loop(target, step0, meter)
 
     def _start(self, target):
-        """(Gaussian estimate, RDP cap, first grid step) of an eps(target) query."""
+        """(Gaussian estimate, RDP cap, first grid step, the variance rule's step) of an eps(target)
+        query: the first step is the variance rule's (``initial_step``), coarsened where its one-step
+        grids would be long (``onestep.affordable_step``)."""
         est = eps_estimate(self.schedule, target, self.main)
         # with few steps the Gaussian estimate misses heavy one-step tails (small q, T = 10: 0.02
         # where eps is 0.125, and a first grid 30x finer than the accuracy needs): half RDP's
@@ -308,7 +315,8 @@ class Engine(_DeltaPlan):
         short = sum(c for _, _, c in self.schedule) < MIN_STEPS
         cap = self.rdp.epsilon(target) if short else math.inf
         est_step = max(est, 0.5 * cap) if short and math.isfinite(cap) else est
-        return est, cap, initial_step(self.schedule, self.accuracy, est_step, self.main)
+        fine = initial_step(self.schedule, self.accuracy, est_step, self.main)
+        return est, cap, affordable_step(self.schedule, fine, self.job(target).tau, self.main), fine
 
     def first_step(self, target: float) -> float:
         """The grid step an eps(target) query starts from (where the first grid meets the
@@ -317,8 +325,9 @@ class Engine(_DeltaPlan):
 
     def _eps_loop(self, target, step0, meter):
         job = self.job(target)
-        est, cap, first = self._start(target)
+        est, cap, first, fine = self._start(target)
         step = self.grid_step or step0 or first
+        fine = fine if step == first else math.inf
         found = Certified(job.directions, 0.0, math.inf)
         last_gap = None
         coarser, good_step = 0, step
@@ -333,7 +342,7 @@ class Engine(_DeltaPlan):
                     return found.lower, found.upper, good_step  # what is certified so far
                 if self.grid_step is not None or coarser >= 6:
                     return 0.0, self.rdp.epsilon(target), step  # no grid fits: RDP (the caller adds the floor)
-                step, coarser = 4.0 * step, coarser + 1  # an accuracy that fits: wider, still certified
+                step, coarser, fine = 4.0 * step, coarser + 1, math.inf  # an accuracy that fits: wider, still certified
                 continue
             if not math.isfinite(found.upper) and not math.isfinite(cap):
                 cap = self.rdp.epsilon(target)  # (a long run's grids found no upper bound: RDP's)
@@ -342,13 +351,20 @@ class Engine(_DeltaPlan):
             gap = up - lo
             if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:
                 return lo, up, step
-            # a finer grid costs 2-4 times this one: stop where it would not end within the budget
-            if last_gap is not None and gap > 0.8 * last_gap or _over_budget(meter, before, self.budget):
+            # a finer grid costs 2-4 times this one: stop where it would not end within the budget,
+            # or where the last one narrowed little -- unless the lower bound is still below half
+            # the upper (a grid too coarse for the optimistic side, not a floor of the method)
+            stalled = last_gap is not None and gap > 0.8 * last_gap and lo >= 0.5 * up
+            if stalled or _over_budget(meter, before, self.budget):
                 return lo, up, step  # refining no longer helps (or no time left); still sound
             last_gap, good_step = gap, step
             est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
             try:
-                step = refine(step, gap, self.accuracy * up)
+                if fine < step and gap <= SCOUTED * self.accuracy * up:
+                    step = fine  # (a coarsened first grid came close: on to the variance rule's own)
+                else:
+                    step = refine(step, gap, self.accuracy * up)
+                fine = math.inf
             except StepUnderflow:
                 return lo, up, step  # the grid step would underflow: keep the certified interval
 

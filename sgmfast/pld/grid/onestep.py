@@ -38,8 +38,8 @@ from ..._kernels.pld import bins as kb
 from ..._kernels.pld import discretise as kd
 from ..._kernels.pld import losses as kl
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import (ADD, REPLACE, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put, two_cores,
-                     split_pool, too_many_bins)
+from ..common import (ADD, REPLACE, GridTooLarge, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put,
+                     two_cores, split_pool, too_many_bins)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
 #: the far tail beyond the point leaving this multiple of tau of P-mass (at most
@@ -77,6 +77,29 @@ def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) 
     if j_hi - j_lo + 1 > bins_cap():
         raise too_many_bins(j_hi - j_lo + 1)
     return j_lo, max(j_hi, j_lo + 1)
+
+
+#: most points of a first eps(δ) grid's one-step PLD (``affordable_step``)
+FIRST_ONE_STEP_BINS = 1 << 17
+
+
+def affordable_step(schedule, step: float, tau: float, add) -> float:
+    """``step``, or 4, 16, ... (at most 256) times it, until every entry's one-step grid
+    (``grid_range``) has at most FIRST_ONE_STEP_BINS points.  The variance rule of
+    ``estimates.initial_step`` asks for grids far finer than eps needs where few steps are
+    sampled (q ~ 1e-5, sigma ~ 0.6, δ ~ 1e-13: 1.5 million points a step, and the query's whole
+    work budget went on one round, [0.28, 0.80] for 14 steps); a coarse first round is cheap, and
+    its interval re-centres the tilt of the finer rounds that follow ([0.516650, 0.516715] in
+    0.5 s).  A heuristic: the step decides cost and tightness, never soundness."""
+    for _ in range(4):
+        try:
+            n = max(j_hi - j_lo + 1 for j_lo, j_hi in (grid_range(s, q, add, step, tau) for s, q, _ in schedule))
+        except GridTooLarge:
+            n = math.inf
+        if n <= FIRST_ONE_STEP_BINS:
+            break
+        step *= 4.0
+    return step
 
 
 class OneStep:
