@@ -114,14 +114,15 @@ def test_rarely_sampled_schedule_gets_its_groups_answer():
     assert d_lo.lower <= d.lower <= d.upper <= d_up.upper
 
 
-def test_mixtures_skip_a_first_round_that_could_not_end():
+def test_mixtures_coarsen_a_first_round_that_could_not_end():
     """A 1,047-step σ ramp 2.37 -> 0.60 at q 0.00168, ε at δ 0.107 (near the total variation: ε ~ 0,
     so a first grid step of ~2e-6) with accuracy 4.6e-4: the mixtures discretised ~280 lattice
     points, 178 million bins with the default accuracy's engines beside them (38.6 work units, 31 s;
-    domain sweep seed 71).  Where the first round's planned discretisation passes its own work
-    limit, the engine now returns at once and the groups answer."""
+    domain sweep seed 71).  Then the engine returned at once ([0, inf]) and the groups answered;
+    now its first grid step is coarsened until the lattice's grids plan at most ``FIRST_PLAN``
+    seconds (``_MixEps._affordable``), and it answers itself within its work limit."""
     from sgmfast._work import UNITS_PER_SECOND, Meter, metered
-    from sgmfast.pld.schedule_engine import MixEngine
+    from sgmfast.pld.schedule_engine import FIRST_EXTRA, HARD_LIMIT, MixEngine
 
     sched = [(2.3671484978633224 + (0.5978857305442746 - 2.3671484978633224) * i / 1046, 0.0016841311591668955, 1)
              for i in range(1047)]
@@ -129,4 +130,19 @@ def test_mixtures_skip_a_first_round_that_could_not_end():
     meter = Meter()
     with metered(meter):
         lo, up, _ = eng.epsilon(0.10671330255506431)
-    assert (lo, up) == (0.0, math.inf) and meter.units < 0.05 * UNITS_PER_SECOND
+    assert lo == up == 0.0
+    assert meter.units <= (HARD_LIMIT * 4.0 + FIRST_EXTRA) * UNITS_PER_SECOND
+
+
+def test_noise_decay_at_small_delta_meets_a_few_tenths_of_a_per_cent():
+    """3,000 steps of σ 1.5 -> 0.8 at q 1e-3, δ 1e-10: the mixtures' first grid (the variance rule's
+    step) ran out of work, and the groups answered [1.25935, 1.34052] (6.1 %); the first grid is now
+    coarsened until its lattice plans at most ``FIRST_PLAN`` of discretising.  Between the runs of
+    every step at the extreme σ (post-processing orders them)."""
+    n = 3000
+    acc = pld.PLDAccountant()
+    for i in range(n):
+        acc.step(1.5 + (0.8 - 1.5) * i / (n - 1), 1e-3)
+    b = acc.epsilon(1e-10)
+    assert pld.epsilon(1.5, 1e-3, n, 1e-10).lower <= b.lower <= b.upper <= pld.epsilon(0.8, 1e-3, n, 1e-10).upper
+    assert b.upper - b.lower <= 3e-3 * b.upper, b

@@ -55,9 +55,25 @@ def _over_budget(meter, before: float, budget: float) -> bool:
     return meter.units + 2.0 * (meter.units - before) > HARD_LIMIT * budget * UNITS_PER_SECOND
 
 
+def _next_step(step: float, fine: float, gap: float, goal: float) -> float:
+    """The eps(δ) loop's next grid step: a refinement (``refine``), or -- after a coarsened first
+    grid whose interval came within SCOUTED goals -- the variance rule's own step ``fine``."""
+    return fine if fine < step and gap <= SCOUTED * goal else refine(step, gap, goal)
+
+
 class _DeltaPlan:
     """The δ(eps) half of the ``Engine``'s plan (the same certifiers and budget as eps(δ), over an
-    array of eps: nearby eps share a grid; each group refines its own grid step)."""
+    array of eps: nearby eps share a grid; each group refines its own grid step), and the single
+    steps' floors of both."""
+
+    # --- the single steps' floors, for answers the grids leave wide (extreme parameters) -------
+    def _one_step_forms(self):
+        return [exact.closed_form([(sigma, q, 1)], self.relation) for sigma, q, _ in self.schedule]
+
+    def _eps_floor(self, target: float) -> float:
+        """eps of the most revealing single step: a composition is at least as revealing as any
+        one of its steps (post-processing)."""
+        return max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
 
     def _delta_floor(self, eps: np.ndarray) -> np.ndarray:
         lo = np.zeros(eps.size)
@@ -285,15 +301,6 @@ class Engine(_DeltaPlan):
             lo = max(lo, self._eps_floor(target))
         return lo, up, step
 
-    # --- the single steps' floor, for answers the grids leave wide (extreme parameters) --------
-    def _one_step_forms(self):
-        return [exact.closed_form([(sigma, q, 1)], self.relation) for sigma, q, _ in self.schedule]
-
-    def _eps_floor(self, target: float) -> float:
-        """eps of the most revealing single step: a composition is at least as revealing as any
-        one of its steps (post-processing)."""
-        return max(exact.eps_bounds(f, target)[0] for f in self._one_step_forms())
-
     # --- eps(δ) ----------------------------------------------------------------------------
     def _eps_grid(self, target: float, step0: float | None = None) -> tuple[float, float, float]:
         """(lower, upper, last grid step) of eps(target) by the grid certifiers, refining the grid
@@ -360,11 +367,7 @@ class Engine(_DeltaPlan):
             last_gap, good_step = gap, step
             est = 0.5 * (lo + up) if math.isfinite(up) else max(2.0 * lo, est)
             try:
-                if fine < step and gap <= SCOUTED * self.accuracy * up:
-                    step = fine  # (a coarsened first grid came close: on to the variance rule's own)
-                else:
-                    step = refine(step, gap, self.accuracy * up)
-                fine = math.inf
+                step, fine = _next_step(step, fine, gap, self.accuracy * up), math.inf
             except StepUnderflow:
                 return lo, up, step  # the grid step would underflow: keep the certified interval
 

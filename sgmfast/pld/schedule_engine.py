@@ -30,6 +30,16 @@ HARD_LIMIT = 1.5
 FIRST_EXTRA = 4.0
 #: a tilt farther than this from the interval's midpoint is re-centred once more
 RECENTRE = 0.25
+#: most budgets a schedule of many distinct steps gets (one per 10^4 of them): with ten, 10^5
+#: noise levels at q 1.9e-4, δ 2.3e-15 ran 11 s for a 22 % wide answer
+MANY_BUDGETS = 5.0
+#: a first grid step whose lattice's one-step grids plan more than this many seconds of
+#: discretising is coarsened fourfold (``_MixEps._affordable``): those grids stay in memory through
+#: the round, and at small q and δ the variance rule's step made them long (σ 1.2 -> 0.7 at q 3e-4
+#: over 3 x 10^4 steps, δ 1e-9: 3.4 s planned, 1.9 GB and 9.5 s for [1.154, 1.196]; fourfold
+#: coarser, [1.1922, 1.1948] in 3.6 s and 0.8 GB; σ 1.5 -> 0.8 at q 1e-3, δ 1e-10: the fine
+#: round ran out of work, the groups' [1.470, 1.561]; coarser, [1.5159, 1.5183])
+FIRST_PLAN = 1.0
 
 
 def families_of(schedule):
@@ -161,7 +171,115 @@ class _MixDelta:
         return lo, up, up_shift
 
 
-class MixEngine(_MixDelta):
+class _MixEps:
+    """``MixEngine``'s eps(δ) queries (a mixin, as ``_MixDelta``: the engine's lattice, plan and
+    budget)."""
+
+    def epsilon(self, target: float, step0=None):
+        """(lower, upper, None) of eps(target) of the noisy steps."""
+        est, _ = self.estimate(target)
+        step = self.grid_step or step0 or initial_step(self.proxy(), self.accuracy, est)
+        tau = self.tau(target)
+        h_target, first_limit = H_SHARE * self.accuracy * target, self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
+        lo, up = 0.0, math.inf
+        if self.grid_step is None and step0 is None:
+            step = self._affordable(step, h_target, tau)
+        if self.grid_step is None and planned_first(self.layout(0), self.plan(h_target, 0), step, tau) > first_limit:
+            return lo, up, None  # (the first round could not end: the caller's groups answer instead)
+        last_gap, level, refined_step = None, 0, False
+        centre = max(est, 1e-6)
+        with metered(Meter(first_limit)) as meter:
+            first = True
+            while True:
+                before = meter.units
+                pl = self.plan(h_target, level)
+                lo_target = math.nextafter(target + pl.H * (1 + 4 * U), math.inf)  # (>= target + H)
+                try:
+                    with bins_limit(FIRST_BINS if first else MAX_BINS):
+                        for _ in range(3):
+                            at = meter.units
+                            l, u = self._eps_at(pl, step, tau, target, lo_target, centre, level, meter)
+                            lo, up = max(lo, l), min(up, u)
+                            mid = 0.5 * (l + u)
+                            if not (math.isfinite(mid) and mid > 0) or abs(mid - centre) <= RECENTRE * mid:
+                                break
+                            if 2.0 * meter.units - at > meter.limit:  # (another as costly would not end)
+                                break
+                            centre = mid
+                            if up - lo <= self.accuracy * up:  # (narrow already: a better tilt is not needed)
+                                break
+                except (GridFailure, ArithmeticError, MemoryError):
+                    break
+                self.last_step = step
+                first, meter.limit = False, self._limit()
+                gap = u - l  # (this round's own width decides what to refine next)
+                if self.grid_step is not None or within(lo, up, self.accuracy):
+                    break
+                if meter.units + 2.0 * (meter.units - before) > self._limit():
+                    break
+                if level >= 6 and refined_step and last_gap is not None and gap > 0.8 * last_gap:
+                    break  # (neither refinement helps any more)
+                new_step, level, refined_step = self._next(step, level, gap, last_gap, refined_step)
+                last_gap = gap
+                if new_step < 1e-12:
+                    break
+                step = new_step
+        return lo, up, None
+
+    def _affordable(self, step: float, h_target: float, tau: float) -> float:
+        """The first grid step, or 4, 16, ... (at most 256) times it, until its lattice's one-step
+        grids plan at most FIRST_PLAN seconds of discretising (``planned_first``)."""
+        for _ in range(4):
+            if planned_first(self.layout(0), self.plan(h_target, 0), step, tau) <= FIRST_PLAN * UNITS_PER_SECOND:
+                break
+            step *= 4.0
+        return step
+
+    def _eps_at(self, pl: Plan, step, tau, target, lo_target, est, level, meter):
+        """(lower, upper) of eps(target) on one grid step, tilted towards ``est`` (both
+        directions; the add direction first on a 4x coarser pessimistic grid, as ``TiltedFFT``'s second);
+        while the interval is wide and δ small, also with the engine's extra tilts (a bracket
+        search, then a long window: ``engine.Engine._eps_at``), each only where one as costly as
+        the last would end within ``meter``'s limit (10^5 steps at q 1.9e-4, δ 2.3e-15 spent 20
+        units a tilt, and the third ran into the limit, its work lost)."""
+        at = meter.units
+        lo, up = self._eps_tilt(pl, step, tau, target, lo_target, est, level, VAR_GROWTH, False)
+        if tau * self.total <= SMALL_TAU:
+            for growth in (VAR_GROWTH, VAR_GROWTH_SMALL):
+                if within(lo, up, self.accuracy) or 2.0 * meter.units - at > meter.limit:
+                    break
+                at = meter.units
+                try:
+                    l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
+                except (GridFailure, ArithmeticError, MemoryError):
+                    break  # (the extra tilts only narrow: the first one's bounds stand)
+                lo, up = max(lo, l), min(up, u)
+        return lo, up
+
+    def _eps_tilt(self, pl: Plan, step, tau, target, lo_target, est, level, growth, bracket):
+        eps_lo = 0.5 * est
+        lat = self.lattice(REMOVE, step, tau, level)
+        theta = saddle(lat, pl.up, est, growth, bracket)
+        up_r = eps_bound(compose_mix(lat, pl.up, theta, True, eps_lo), target)
+        lo_r = 0.0
+        if lo_target < 1.0:
+            with _upper_kept():
+                lo_r = self._lo_eps(lat, pl, theta, lo_target, eps_lo)
+        lat_c = self.lattice(ADD, 4 * step, tau, level)
+        up_a = eps_bound(compose_mix(lat_c, pl.up, saddle(lat_c, pl.up, est, growth, bracket), True, eps_lo), target)
+        lo_a = 0.0
+        if up_a > lo_r:  # (the add direction matters to the upper bound, or may to the lower)
+            lat_a = self.lattice(ADD, step, tau, level)
+            th_a = saddle(lat_a, pl.up, est, growth, bracket)
+            fine = eps_bound(compose_mix(lat_a, pl.up, th_a, True, eps_lo), target)
+            if fine > lo_r and lo_target < 1.0:
+                with _upper_kept():
+                    lo_a = self._lo_eps(lat_a, pl, th_a, lo_target, eps_lo)
+            up_a = min(up_a, fine)
+        return max(lo_r, lo_a), max(up_r, up_a)
+
+
+class MixEngine(_MixEps, _MixDelta):
     """eps(δ) and δ(eps) of an add/remove schedule [(sigma, q, count)] of noisy steps with q < 1,
     from the lattice mixtures (module notes); the interface of ``engine.Engine`` that
     ``schedules.Sandwich`` uses.
@@ -172,9 +290,11 @@ class MixEngine(_MixDelta):
     (``_work``), never timed; the lattice depends only on the schedule, the accuracy and the
     refinement level, so an answer does not depend on earlier queries."""
 
-    #: past this relative width ``schedules.Sandwich`` runs its groups beside it (a collapsed lower
-    #: bound, bench/README stop 59; not a few per cent: no gain, more work).  ``RateEngine``: 0
-    sandwich_if_wider = 0.25
+    #: past this relative width ``schedules.Sandwich`` runs its groups beside it, the two intersected
+    #: (bench/README stop 59: a collapsed lower bound; 3,419 steps of σ 1.32 -> 0.3 at q 2.5e-4, δ
+    #: 4.5e-7, read off a coarsened first grid: [9.469, 9.672], the groups [9.594, 9.732]).
+    #: ``RateEngine``: 0; the coarse product lattice: ``schedule_product.COARSE_SANDWICH_IF_WIDER``
+    sandwich_if_wider = 0.01
     #: most memory for one composition's table of lattice spectra (``schedule_compose``)
     table_bytes = TABLE_BYTES
 
@@ -184,8 +304,8 @@ class MixEngine(_MixDelta):
             raise ValueError("MixEngine needs noisy steps with q < 1")
         self.accuracy = accuracy
         self.grid_step = grid_step  # (an expert's fixed grid step: no refinement)
-        # (many distinct steps may spend in proportion: 10^5 ten times the budget of 10^4 or fewer)
-        self.budget = budget * min(10.0, max(1.0, len(self.schedule) / 1e4))
+        # (many distinct steps may spend in proportion, up to MANY_BUDGETS budgets)
+        self.budget = budget * min(MANY_BUDGETS, max(1.0, len(self.schedule) / 1e4))
         self.total = int(sum(c for _, _, c in self.schedule))
         self._plans, self._est, self._lat, self._layouts = {}, {}, {}, {}
         self.last_step = None
@@ -265,92 +385,6 @@ class MixEngine(_MixDelta):
         if refined_step and last_gap is not None and gap > 0.67 * last_gap:
             return step, level + 1, False
         return 0.5 * step, level, True
-
-    # --- eps(δ) ----------------------------------------------------------------------------------
-    def epsilon(self, target: float, step0=None):
-        """(lower, upper, None) of eps(target) of the noisy steps."""
-        est, _ = self.estimate(target)
-        step = self.grid_step or step0 or initial_step(self.proxy(), self.accuracy, est)
-        tau = self.tau(target)
-        h_target, first_limit = H_SHARE * self.accuracy * target, self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
-        lo, up = 0.0, math.inf
-        if self.grid_step is None and planned_first(self.layout(0), self.plan(h_target, 0), step, tau) > first_limit:
-            return lo, up, None  # (the first round could not end: the caller's groups answer instead)
-        last_gap, level, refined_step = None, 0, False
-        centre = max(est, 1e-6)
-        with metered(Meter(first_limit)) as meter:
-            first = True
-            while True:
-                before = meter.units
-                pl = self.plan(h_target, level)
-                lo_target = math.nextafter(target + pl.H * (1 + 4 * U), math.inf)  # (>= target + H)
-                try:
-                    with bins_limit(FIRST_BINS if first else MAX_BINS):
-                        for _ in range(3):
-                            l, u = self._eps_at(pl, step, tau, target, lo_target, centre, level)
-                            lo, up = max(lo, l), min(up, u)
-                            mid = 0.5 * (l + u)
-                            if not (math.isfinite(mid) and mid > 0) or abs(mid - centre) <= RECENTRE * mid:
-                                break
-                            centre = mid
-                            if up - lo <= self.accuracy * up:  # (narrow already: a better tilt is not needed)
-                                break
-                except (GridFailure, ArithmeticError, MemoryError):
-                    break
-                self.last_step = step
-                first, meter.limit = False, self._limit()
-                gap = u - l  # (this round's own width decides what to refine next)
-                if self.grid_step is not None or within(lo, up, self.accuracy):
-                    break
-                if meter.units + 2.0 * (meter.units - before) > self._limit():
-                    break
-                if level >= 6 and refined_step and last_gap is not None and gap > 0.8 * last_gap:
-                    break  # (neither refinement helps any more)
-                new_step, level, refined_step = self._next(step, level, gap, last_gap, refined_step)
-                last_gap = gap
-                if new_step < 1e-12:
-                    break
-                step = new_step
-        return lo, up, None
-
-    def _eps_at(self, pl: Plan, step, tau, target, lo_target, est, level):
-        """(lower, upper) of eps(target) on one grid step, tilted towards ``est`` (both
-        directions; the add direction first on a 4x coarser pessimistic grid, as ``TiltedFFT``'s second);
-        while the interval is wide and δ small, also with the engine's extra tilts (a bracket
-        search, then a long window: ``engine.Engine._eps_at``)."""
-        lo, up = self._eps_tilt(pl, step, tau, target, lo_target, est, level, VAR_GROWTH, False)
-        if tau * self.total <= SMALL_TAU:
-            for growth in (VAR_GROWTH, VAR_GROWTH_SMALL):
-                if within(lo, up, self.accuracy):
-                    break
-                try:
-                    l, u = self._eps_tilt(pl, step, tau, target, lo_target, est, level, growth, True)
-                except (GridFailure, ArithmeticError, MemoryError):
-                    break  # (the extra tilts only narrow: the first one's bounds stand)
-                lo, up = max(lo, l), min(up, u)
-        return lo, up
-
-    def _eps_tilt(self, pl: Plan, step, tau, target, lo_target, est, level, growth, bracket):
-        eps_lo = 0.5 * est
-        lat = self.lattice(REMOVE, step, tau, level)
-        theta = saddle(lat, pl.up, est, growth, bracket)
-        up_r = eps_bound(compose_mix(lat, pl.up, theta, True, eps_lo), target)
-        lo_r = 0.0
-        if lo_target < 1.0:
-            with _upper_kept():
-                lo_r = self._lo_eps(lat, pl, theta, lo_target, eps_lo)
-        lat_c = self.lattice(ADD, 4 * step, tau, level)
-        up_a = eps_bound(compose_mix(lat_c, pl.up, saddle(lat_c, pl.up, est, growth, bracket), True, eps_lo), target)
-        lo_a = 0.0
-        if up_a > lo_r:  # (the add direction matters to the upper bound, or may to the lower)
-            lat_a = self.lattice(ADD, step, tau, level)
-            th_a = saddle(lat_a, pl.up, est, growth, bracket)
-            fine = eps_bound(compose_mix(lat_a, pl.up, th_a, True, eps_lo), target)
-            if fine > lo_r and lo_target < 1.0:
-                with _upper_kept():
-                    lo_a = self._lo_eps(lat_a, pl, th_a, lo_target, eps_lo)
-            up_a = min(up_a, fine)
-        return max(lo_r, lo_a), max(up_r, up_a)
 
     # --- the lower bounds of one direction (``schedule_rates.RateEngine`` has its own) -----------
     def _lo_eps(self, lat, pl, theta, lo_target, eps_lo) -> float:

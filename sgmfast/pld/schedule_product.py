@@ -61,12 +61,9 @@ PRODUCT_PARTS = 4000
 #: of them: 30,000 parts at four times the accuracy, 0.59 % in 9.9 s, where 12,000 left 1.5 %)
 COARSE_POINTS = 320
 COARSE_PARTS = 30000
-#: at most this many budgets for a coarser lattice, however many steps (10^5 get ten budgets at the
-#: accuracy asked for): past its first round a coarse answer narrows little -- 10^5 steps of random
-#: (sigma, q) in [0.52, 1.84] x [1e-3, 0.1]: [261.4, 286.2] in 3.4 s, [261.4, 282.5] after three
-#: more rounds, 10.8 s; 5.6 s and two rounds now.  (Three budgets left the first round 22 units,
-#: where 10^5 random steps in [0.9, 1.3] x [0.003, 0.006] spend 21.6.)
-COARSE_BUDGETS = 5.0
+#: a coarse lattice's answer gets the groups' sandwich beside it only past this relative width (a
+#: collapsed lower bound: 10^4 random (σ, q) are 0.3 % wide on it, the groups alone 23 %)
+COARSE_SANDWICH_IF_WIDER = 0.25
 #: most memory for one composition's table of lattice spectra (the statistic's chains have two laws
 #: a point: 190 laws of 118,099 frequencies, 359 MB, took a 10^5-step run to 1.1 GB)
 PRODUCT_TABLE = 192 << 20
@@ -262,12 +259,11 @@ class ProductEngine(RateEngine):
 
     def __init__(self, schedule, accuracy: float, budget: float, grid_step: float | None = None, coarse: bool = False):
         super().__init__(schedule, accuracy, budget, grid_step)
-        # (at an accuracy coarser than the one asked for: more lattice points and upper parts, at most
-        # COARSE_BUDGETS budgets, and the groups' sandwich beside it only past MixEngine's threshold)
+        # (at an accuracy coarser than the one asked for: more lattice points and upper parts, and the
+        # groups' sandwich beside it only past COARSE_SANDWICH_IF_WIDER)
         self.points_cap, self.parts_cap = (COARSE_POINTS, COARSE_PARTS) if coarse else (PRODUCT_POINTS, PRODUCT_PARTS)
         if coarse:
-            self.budget = min(self.budget, COARSE_BUDGETS * budget)
-            self.sandwich_if_wider = MixEngine.sandwich_if_wider
+            self.sandwich_if_wider = COARSE_SANDWICH_IF_WIDER
         self._ups: dict = {}  # (each layout's upper parts: they do not depend on the failure mass)
         self._bins: dict = {}  # (each layout's upper noise weights and bin width, ``noise_bins``)
         arr = np.array(self.schedule, dtype=np.float64).reshape(-1, 3)

@@ -235,7 +235,7 @@ class _ExactMix(Engine):
 def _product(noisy, accuracy, budget, grid_step):
     """The product lattice's engine at the accuracy asked for where it fits, else at the least
     of twice, four times, ... that accuracy (at most COARSE_PRODUCT) where it does: a wider
-    certified answer (``ProductEngine(coarse=True)``: its caps, budgets and sandwich threshold);
+    certified answer (``ProductEngine(coarse=True)``: its caps and sandwich threshold);
     None where none fits."""
     from .schedule_product import ProductEngine
 

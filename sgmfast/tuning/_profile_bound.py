@@ -307,7 +307,7 @@ def _tilted_grids(sigma, q, steps, relation, accuracy, t0, e):
     if not engine.schedule or engine.p_hi > 0.0 or engine.form is not None:
         return None
     job = engine.job(t0)
-    est, _, first = engine._start(t0)  # (the Gaussian estimate and the first grid step of a query at t0)
+    est, _, first, _ = engine._start(t0)  # (the Gaussian estimate and the first grid step of a query at t0)
     step = engine.grid_step or first
     with bins_limit(FIRST_BINS):
         if engine.replace:
