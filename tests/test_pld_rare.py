@@ -9,7 +9,6 @@ Carr-Madan inversion of the T-fold moment function, cross-checked by direct quad
 """
 
 import csv
-import math
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +29,15 @@ def _eps_rows():
 ROWS = _eps_rows()
 
 
+FEW = [r for r in ROWS if int(r["steps"]) <= 20]  # (q ~ 1e-5, sigma ~ 0.5-0.6, δ ~ 1e-13)
+(LONG,) = [r for r in ROWS if int(r["steps"]) == 100000]  # (sigma 1.03, q 1.87e-4, δ 2.3e-15)
+
+
 def test_reference_has_the_points():
-    assert {int(r["steps"]) for r in ROWS} >= {2, 3, 7, 14, 20}
+    assert {int(r["steps"]) for r in FEW} == {2, 3, 7, 14, 20}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"T{r['steps']}")
+@pytest.mark.parametrize("row", FEW, ids=lambda r: f"T{r['steps']}")
 def test_rare_sampling_meets_accuracy_and_brackets_reference(row):
     sigma, q, steps, delta = float(row["sigma"]), float(row["q"]), int(row["steps"]), float(row["delta_ref"])
     eps_ref, err = float(row["eps"]), float(row["eps_err_bound"])
@@ -65,7 +68,10 @@ def test_window_goal_scales_with_delta():
 
 
 def test_tail_goal_at_femto_delta():
-    """10^5 steps at sigma 1.03, q 1.87e-4, δ 2.3e-15: [0.5710, 0.5856] (2.5 %) before the goal scaled."""
-    b = pld.epsilon(1.03, 0.00018660007477106172, 100000, 2.3025182920057886e-15)
-    assert b.upper - b.lower <= 5e-3 * b.upper, b  # (0.37 %: the tail-event sum sets both ends)
-    assert math.isfinite(b.upper)
+    """10^5 steps at sigma 1.03, q 1.87e-4, δ 2.3e-15: [0.5710, 0.5856] (2.5 %) before the goal
+    scaled; now 0.37 % (the tail-event sum sets both ends, the upper within 2e-5 of the truth)."""
+    sigma, q, steps, delta = float(LONG["sigma"]), float(LONG["q"]), int(LONG["steps"]), float(LONG["delta_ref"])
+    eps_ref, err = float(LONG["eps"]), float(LONG["eps_err_bound"])
+    b = pld.epsilon(sigma, q, steps, delta)
+    assert b.lower <= eps_ref + err and b.upper >= eps_ref - err, (b, eps_ref, err)
+    assert b.upper - b.lower <= 5e-3 * b.upper, b

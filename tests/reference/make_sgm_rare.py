@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Grid-free reference for delta(eps) and eps(delta) of the Poisson-subsampled Gaussian mechanism
 composed T times at five "rare-event" points: tiny sampling rate q ~ 1e-5, small sigma ~ 0.5,
-few steps (T = 2 .. 20) and delta ~ 1e-13, add/remove relation.
+few steps (T = 2 .. 20) and delta ~ 1e-13, add/remove relation; and at one large-T point (point 6:
+sigma 1.03, q 1.87e-4, T = 1e5, delta 2.3e-15), which has its own method (section "Point 6" below).
 
 Writes sgm_rare.csv next to this script.  Imports numpy, scipy and mpmath only (never the package
 under test); no loss grid, no FFT and no discretised PLD is involved anywhere.  The generic one-step
-helpers loss(), x_of_loss(), h_complex() and log1p_c() are imported from make_sgm_t128.py.
+helpers loss(), x_of_loss(), h_complex(), h_real() and log1p_c() are imported from make_sgm_t128.py
+(and, for point 6's independent cross-check, its unpartitioned Spectrum and best_alpha).
 
 Setting
 -------
@@ -17,7 +19,8 @@ function of x ~ Q:  remove  l(x) = log(1 - q + q e^y),  y = (2x - 1)/(2 s^2);  a
 
 add:  -l <= -log(1-q), so L_add <= -T log(1-q) (< 5e-4 at every point here), far below every
       tabulated eps, hence delta_add(eps) = 0 exactly there (asserted per row).  The add/remove
-      delta is therefore the remove direction's, and only that is computed.
+      delta is therefore the remove direction's, and only that is computed.  (Not at point 6, where
+      -T log(1-q) = 18.7: there the add direction is computed too, see below.)
 
 Why make_sgm_t128.py's Carr-Madan integral cannot be used as it is
 -----------------------------------------------------------------
@@ -106,6 +109,61 @@ recursion (check 4), at every tabulated eps:
                         rel_err_bound / |d log delta / d eps|).
 The 1e-11 floor is a margin for float64 rounding (the methods agree to <= 5e-13).
 
+Point 6: T = 1e5 (sigma 1.03, q = 1.866e-4, target delta 2.3025e-15)
+-------
+The method above does not apply: it drops the all-bulk term j = 0, which here is ~8 % of delta
+(the sum of 1e5 bulk steps, near-Gaussian with mu ~ 0.074, reaches eps ~ 0.576 by itself), and the
+all-bulk bound needs T l_m <= k.  Nor does make_sgm_t128's plain Carr-Madan of M^T converge well:
+92 % of delta is "one step far out" (lognormal-like, e^{lam l} cannot tilt it), the best damping
+(alpha 16.5, beyond ~17.5 M(lam) is dominated by the lognormal peak and explodes) leaves the
+integrand ~e^-14 at u = 0 against delta ~ e^-33.7: a 6e8-fold cancellation.  What does converge
+is the same partition Q = Q_B + Q_t (w(l) = Phi((l - l_c)/beta), beta = l_c/9.5), but expanded
+completely, every term kept and each inverted at its own damping:
+
+    delta = sum_{j=0..J} delta_j,   delta_j <-> transform C(T, j) M_B(z)^(T-j) M_t(z)^j,
+
+(delta_j = int (e^L - e^k)_+ over the configurations weighted by j tail factors w and T - j bulk
+factors 1 - w; all are non-negative measures, so Carr-Madan holds for each at any alpha > 0).  With
+T - j ~ 1e5 bulk factors every term's characteristic function decays like exp(-u^2 T Var(l)/2), so
+u <= U = 10/sqrt(T Var_Q(l)) = 135 suffices (Var_Q(l) ~ q^2 expm1(1/s^2); |integrand| near U is
+< 1e-22 of its maximum).  j = 0 (bounded loss, near-Gaussian) is damped at its Chernoff-optimal
+alpha0 ~ 95 and cancels ~1-fold; j >= 1 share alpha1 ~ 13.5 (the j = 1 optimum) and one set of
+moments, and cancel <= 52-fold at l_c = 0.2: delta_1 is a single tail step (l > ~0.2) convolved
+with the bulk, whose tilt then fits.  Terms j > J: at alpha1 the Chernoff bounds C_j =
+e^{-alpha k} (alpha^alpha / lam^lam) C(T, j) M_B(lam)^(T-j) M_t(lam)^j have ratios
+r_j = (T-j)/(j+1) M_t/M_B decreasing in j, so sum_{j>J} <= C_{J+1} / (1 - r_{J+1}); J is the
+smallest with that < 1e-22 of the leading bounds (J = 3; the remainder is < 1e-22 of delta,
+added to rel_err_bound).  Numerics: M_B - 1 = E_Q[(1-w)(h(zl) - z h(l))] - z E_Q[w e^l] +
+(z-1) E_Q[w], h(v) = expm1(v) - v (first order cancelled analytically; M_B - 1 ~ 3e-4 at lam ~ 96
+keeps its relative accuracy, which T = 1e5 needs), M_t = E_Q[w e^{zl}]; composite 20-point GL in
+x on the range where the integrand's size bound is within e^-90 of its maximum (scanned), panels
+<= 0.5 s in x, <= 12 rad in u l(x) and <= beta/2 in l across w's transition; log C(T, j) as a sum
+of logs (gammaln(T+1) - gammaln(j+1) - gammaln(T-j+1) is off by 8e-11 at T = 1e5 -- the q = 1
+check below caught that); the u-rule is the one above.  alpha0 and alpha1 are chosen at the
+one-big-step root of T delta_1(eps) = target (0.504), then again at the resulting root.
+Add direction: loss -l(X), X ~ P, bounded above by -log(1-q), so no partition: its transform is
+E_P[e^{-zl}]^T = M(1-z)^T, M(z') - 1 = E_Q[h(z'l) - z' h(l)] (the same routine without w), at its
+Chernoff alpha (~114), cancellation 1.0.  delta_add is 3.7e-3 of delta_remove at the root (<= 8.6e-3
+at every tabulated eps, asserted beyond both error bounds), so add/remove = remove again.
+Variation runs (remove): base (l_c 0.2); x-quadrature twice as fine (hx 0.25 s, dphi 6, beta/4);
+u-rule twice as fine and U x 1.5; alpha0 x 0.7 and alpha1 - 1.5; alpha0 x 1.15 and alpha1 + 0.5
+(alpha0 x 1.3 over-tilts the bulk onto the partition edge and fails); partitions l_c = 0.1 (J = 5,
+j = 1 cancels 2.2e3-fold) and l_c = 0.3 (delta_0 changes from 1.78e-16 to 1.74e-16 and 2.21e-16:
+a different split of the same sum).  Add direction: base, x fine, u fine, alpha x 0.7, alpha x 1.3.
+Checks for point 6 (kind=check rows; the script exits if one fails):
+  a. an independent formulation: make_sgm_t128's unpartitioned Carr-Madan of M^T (long-double
+     assembly, exact weights for the rounded nodes) at its best alpha and alpha - 1 (6e8- and
+     1.1e9-fold cancellation) at three tabulated eps; tolerance 1e-7.
+  b. q = 1, the same T = 1e5, sigma = 4000 (mu = sqrt(T)/sigma = 0.079, delta 9e-16 .. 6e-15 at
+     the tabulated eps): closed form Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), mpmath, for
+     the remove code (partition l_c = 4.5/sigma: T E_Q[w] = 2.4, J = 33, the tail-step terms carry
+     93 % of delta, so the whole j-sum is exercised) and the add code; tolerance 1e-12.
+  c. M(lam) = 1 + (M_B - 1) + M_t at lam = 11 and 16 (lam of the j >= 1 terms) against the
+     binomial sum; tolerance 1e-13.
+Error bounds as above, the unpartitioned formulation (check a, both alphas) taking check 4's place
+in the spread.  This is conservative: it sets the bound (its own two runs differ by 6.5e-9), while the
+seven partitioned runs agree to 4.5e-13 on delta and 6.9e-15 on the root, and check b to 5.3e-14.
+
 Result (eps at the target delta, add/remove = remove direction; the epsilon rows of the CSV)
 ------
   point  sigma                q                       T   target delta             eps                  +-
@@ -114,12 +172,17 @@ Result (eps at the target delta, add/remove = remove direction; the epsilon rows
   3      0.5913215893973333   2.1889939705460882e-05   7  6.668349155612543e-14    1.0689565275868533   1.8e-12
   4      0.6220694069306377   1.610431708637165e-05   14  1.4056859961495707e-13   0.5158671530501124   1.1e-12
   5      0.49187058097550346  1.228156340351405e-05   20  4.5561776001078845e-14   3.089326728039122    3.1e-12
-Every check agreed to <= 5e-13 relative on delta (the direct recursion's eps roots to <= 1.4e-13);
+  6      1.03                 0.00018660007477106172 1e5  2.3025182920057886e-15   0.5756219304442252   2.3e-09
+Points 1-5: every check agreed to <= 5e-13 relative on delta (the direct recursion's eps roots to <= 1.4e-13);
 the spread of delta over the six runs and check 4 is <= 9.4e-13.  Sanity: at these q the one-big-step approximation
 T * delta_1(eps) is already within 2.3e-6 of delta_T(eps) at the roots (it gives eps to ~3e-7).
 
-Run from the repository root (one process, about 3.5 min on a shared 2-core machine, numpy 2.4,
-scipy 1.17, mpmath 1.3):
+Point 6: the seven partitioned runs give eps roots within 6.9e-15 and delta within 4.5e-13; the
+unpartitioned formulation (check a) agrees to 1.5e-9 on delta at the root (2.1e-10 on eps), check b
+to 5.3e-14 (remove) and 1.2e-14 (add), check c exactly; d log delta / d eps = -29.5 there.
+
+Run from the repository root (one process, about 4 min on a shared 2-core machine -- 3.3 min for
+points 1-5, 45 s for point 6 -- numpy 2.4, scipy 1.17, mpmath 1.3):
     python tests/reference/make_sgm_rare.py
 """
 
@@ -133,11 +196,12 @@ import mpmath
 import numpy as np
 from numpy.polynomial.legendre import leggauss
 from scipy.optimize import brentq, minimize_scalar
-from scipy.special import ndtr
+from scipy.special import log_ndtr, ndtr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_sgm_t128 import h_complex, log1p_c, loss, x_of_loss  # noqa: E402  (generic one-step helpers)
+from make_sgm_t128 import h_complex, h_real, log1p_c, loss, x_of_loss  # noqa: E402  (generic one-step helpers)
+from make_sgm_t128 import Spectrum as FullSpectrum, best_alpha as full_best_alpha  # noqa: E402  (point 6 check)
 import mp_exact  # noqa: E402
 
 OUT = os.path.join(HERE, "sgm_rare.csv")
@@ -150,6 +214,12 @@ POINTS = [
     (0.6220694069306377, 1.610431708637165e-05, 14, 1.4056859961495707e-13),
     (0.49187058097550346, 1.228156340351405e-05, 20, 4.5561776001078845e-14),
 ]
+# large T (point 6; its own method, see the docstring), exact float64 values
+LARGE_T_POINTS = [
+    (1.03, 0.00018660007477106172, 100000, 2.3025182920057886e-15),
+]
+LT_LC = (0.2, 0.1, 0.3)          # partition centres l_c: base, then the two "partition" runs
+LT_Q1_SIGMA, LT_Q1_C = 4000.0, 4.5   # q = 1 check: composed Gaussian, mu = sqrt(T)/4000; l_c = 4.5/sigma
 EPS_OFFSETS = (-1e-2, -1e-3, -1e-4, 0.0, 1e-4, 1e-3, 1e-2)   # tabulated eps = round(root, 6) + these
 
 NG = 20
@@ -471,6 +541,379 @@ def mp_moment_int(s, q, lam):
                        for j in range(lam + 1))
 
 
+# ----------------------------------------------------------------------------- large T (point 6)
+
+def lt_partition(l_c):
+    return Partition(l_c * 17.5 / 9.5)          # l_c as given, beta = l_c / 9.5
+
+
+def lt_log_w(part, l, tail):
+    """log w(l) (tail) or log(1 - w(l)) (bulk); part None: bulk weight 1."""
+    if part is None:
+        return np.zeros_like(l) if not tail else np.full_like(l, -np.inf)
+    z = (l - part.l_c) / part.beta
+    return log_ndtr(z) if tail else log_ndtr(-z)
+
+
+_LT_XR = {}
+
+
+def lt_xrange(s, q, lam, part, tail, cut=90.0):
+    """[lo, hi] in x beyond which w e^{lam l} phi (tail) or (1 - w) e^{max(lam l, 0)} phi (bulk: it
+    bounds |h(zl) - z h(l)| up to polynomial factors) is < e^-cut of its maximum (scan, 200001 points)."""
+    key = (s, q, lam, None if part is None else part.l_m, tail, cut)
+    if key not in _LT_XR:
+        x = np.linspace(min(lam, 0.0) - 14 * s, max(lam, 1.0) + 14 * s, 200001)
+        l = loss(x, s, q)
+        with np.errstate(all="ignore"):
+            v = (lam * l if tail else np.maximum(lam * l, 0.0)) + lt_log_w(part, l, tail) - x * x / (2 * s * s)
+        idx = np.nonzero(v > v.max() - cut)[0]
+        _LT_XR[key] = (x[max(idx[0] - 1, 0)], x[min(idx[-1] + 1, len(x) - 1)])
+    return _LT_XR[key]
+
+
+def lt_x_rule(s, q, lo, hi, umax, part, hx, dphi, dlw):
+    """Composite GL on [lo, hi]: panels no wider than hx s in x, dphi in u l(x) at u = umax, and
+    dlw beta in l across the transition of w (l_c +- 14 beta)."""
+    b = [np.linspace(lo, hi, int(math.ceil((hi - lo) / (hx * s))) + 1)]
+    llo, lhi = loss(np.array([lo, hi]), s, q)
+    n = int(math.ceil((lhi - llo) * umax / dphi))
+    if n > 1:
+        b.append(x_of_loss(np.linspace(llo, lhi, n + 1)[1:-1], s, q))
+    if part is not None:
+        lt = part.l_c + part.beta * np.arange(-14.0, 14.0 + 1e-9, dlw)
+        b.append(x_of_loss(lt[(lt > llo) & (lt < lhi)], s, q))
+    b = np.unique(np.concatenate(b))
+    return _panels(b[(b >= lo) & (b <= hi)])
+
+
+def lt_logphi(s, x, wq):
+    return -x * x / (2 * s * s) - math.log(s * math.sqrt(2 * math.pi)) + np.log(wq)
+
+
+def lt_tail_consts(s, q, part):
+    """(E_Q[w], E_Q[w e^l])."""
+    r0, r1 = lt_xrange(s, q, 0.0, part, True, 120.0), lt_xrange(s, q, 1.0, part, True, 120.0)
+    x, wq = lt_x_rule(s, q, min(r0[0], r1[0]), max(r0[1], r1[1]), 0.0, part, 0.1, 12.0, 0.25)
+    l = loss(x, s, q)
+    f = np.exp(lt_logphi(s, x, wq) + lt_log_w(part, l, True))
+    return float(np.sum(f)), float(np.sum(np.exp(l) * f))
+
+
+def lt_tail(s, q, lam, us, part, hx=0.5, dphi=12.0, dlw=0.5):
+    """M_t(lam + iu) = E_Q[w e^{zl}] for every u in us."""
+    us = np.asarray(us, float)
+    lo, hi = lt_xrange(s, q, lam, part, True)
+    x, wq = lt_x_rule(s, q, lo, hi, float(us.max()), part, hx, dphi, dlw)
+    l = loss(x, s, q)
+    e = np.exp(lam * l + lt_logphi(s, x, wq) + lt_log_w(part, l, True))
+    ph = np.outer(us, l)
+    return (np.cos(ph) * e).sum(1) + 1j * (np.sin(ph) * e).sum(1)
+
+
+def lt_bulk(s, q, lam, us, part, ew, ewl, hx=0.5, dphi=12.0, dlw=0.5):
+    """M_B(z) - 1 = E_Q[(1 - w)(h(zl) - z h(l))] - z E_Q[w e^l] + (z - 1) E_Q[w], z = lam + iu, h(v) =
+    expm1(v) - v (E_Q[e^l - 1] = 0 removes the first-order terms analytically: the result, O(z^2 q^2),
+    keeps its relative accuracy).  part None (ew = ewl = 0): M(z) - 1 of the whole step."""
+    us = np.asarray(us, float)
+    lo, hi = lt_xrange(s, q, lam, part, False)
+    x, wq = lt_x_rule(s, q, lo, hi, float(us.max()), part, hx, dphi, dlw)
+    l = loss(x, s, q)
+    f = np.exp(lt_logphi(s, x, wq) + lt_log_w(part, l, False))
+    z = lam + 1j * us
+    hz = h_complex(np.outer(z, l).ravel()).reshape(len(us), len(l))
+    return hz @ f - z * np.sum(h_real(l) * f) - z * ewl + (z - 1) * ew
+
+
+def lt_log_binom(T, j):
+    """log C(T, j) as a sum of logs (gammaln(T+1) - gammaln(j+1) - gammaln(T-j+1) is off by ~1e-10
+    at T = 1e5: the difference of two numbers ~1e6)."""
+    j = np.atleast_1d(np.asarray(j, int))
+    m = int(j.max())
+    c = np.concatenate([[0.0], np.cumsum(np.log((T - np.arange(m)) / np.arange(1.0, m + 1)))])
+    return c[j]
+
+
+def lt_log_terms(s, q, T, lam, part, ew, ewl, jmax):
+    """log(C(T, j) M_B(lam)^(T-j) M_t(lam)^j) for j = 0 .. jmax, log M_B(lam), log M_t(lam)."""
+    lb = math.log1p(lt_bulk(s, q, lam, [0.0], part, ew, ewl)[0].real)
+    lt_ = math.log(lt_tail(s, q, lam, [0.0], part)[0].real) if jmax else 0.0   # (M_t overflows at lam ~ 60)
+    j = np.arange(jmax + 1)
+    return lt_log_binom(T, j) + (T - j) * lb + j * lt_, lb, lt_
+
+
+def lt_chernoff(alpha, k, log_size):
+    """log of the Chernoff bound e^{-alpha k} nu^(lam) alpha^alpha / lam^lam >= int (e^L - e^k)_+ dnu."""
+    return log_size - alpha * k + alpha * math.log(alpha) - (alpha + 1) * math.log(alpha + 1)
+
+
+def lt_best_alpha(k, log_size):
+    """alpha minimising the Chernoff bound; log_size(lam) = log nu^(lam)."""
+    def F(a):
+        with np.errstate(all="ignore"):
+            try:
+                v = float(log_size(a + 1))
+            except (ValueError, OverflowError):
+                return 1e300
+        return lt_chernoff(a, k, v) if math.isfinite(v) else 1e300
+    grid = np.exp(np.arange(math.log(0.5), math.log(1000.0), 0.05))
+    vals = []
+    for a in grid:                  # scan up to the first rise
+        vals.append(F(a))
+        if vals[-1] >= 1e300 or (len(vals) > 3 and vals[-1] > vals[-2] > vals[-3]):
+            break
+    i = int(np.argmin(vals))
+    r = minimize_scalar(F, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]), method="bounded",
+                        options={"xatol": 1e-4})
+    return float(r.x), float(r.fun)
+
+
+def lt_remainder(s, q, T, k, part, ew, ewl, alpha1, J):
+    """Chernoff bound at alpha1 on sum_{j > J} delta_j: C_{J+1} / (1 - r_{J+1}), C_j the bound on
+    delta_j, r_j = C_{j+1}/C_j = (T - j)/(j + 1) M_t/M_B (decreasing in j)."""
+    terms, lb, lt_ = lt_log_terms(s, q, T, alpha1 + 1, part, ew, ewl, J + 1)
+    r = (T - J - 1) / (J + 2) * math.exp(lt_ - lb)
+    if not r < 1:
+        return math.inf
+    return math.exp(lt_chernoff(alpha1, k, terms[J + 1]) - math.log1p(-r))
+
+
+class LTRemove:
+    """Remove direction at large T: delta = sum_{j=0..J} delta_j, delta_j the contribution of the
+    configurations with j tail steps (transform C(T, j) M_B^(T-j) M_t^j), each by Carr-Madan; j = 0
+    at damping alpha0, j >= 1 at alpha1 (one set of moments for all j >= 1)."""
+
+    def __init__(self, s, q, T, part, alpha0, alpha1, J, U, ufine=1.0, hx=0.5, dphi=12.0, dlw=0.5):
+        self.alpha0, self.alpha1, self.J = alpha0, alpha1, J
+        ew, ewl = lt_tail_consts(s, q, part)
+        u, w = u_rule(U, ufine)
+        l0, l1 = alpha0 + 1, alpha1 + 1
+        b0, b1, mt = (np.empty(u.shape, complex) for _ in range(3))
+        for p in range(u.shape[0]):
+            b0[p] = lt_bulk(s, q, l0, u[p], part, ew, ewl, hx, dphi, dlw)
+            b1[p] = lt_bulk(s, q, l1, u[p], part, ew, ewl, hx, dphi, dlw)
+            mt[p] = lt_tail(s, q, l1, u[p], part, hx, dphi, dlw)
+        self.u, self.w = u.ravel(), w.ravel()
+        lb1, lt1 = log1p_c(b1.ravel()), np.log(mt.ravel())
+        den1 = np.log((alpha1 + 1j * self.u) * (l1 + 1j * self.u))
+        self.lg = [T * log1p_c(b0.ravel()) - np.log((alpha0 + 1j * self.u) * (l0 + 1j * self.u))]
+        self.lg += [lt_log_binom(T, j)[0] + (T - j) * lb1 + j * lt1 - den1 for j in range(1, J + 1)]
+
+    def terms(self, k):
+        """[(delta_j, int |integrand_j| du, |integrand_j| near U / its maximum)] for j = 0 .. J."""
+        out = []
+        for j, lg in enumerate(self.lg):
+            a = self.alpha0 if j == 0 else self.alpha1
+            v = self.w * np.exp(lg.real - a * k) * np.cos(lg.imag - self.u * k)
+            m = np.exp(lg.real)
+            out.append((float(np.sum(v) / np.pi), float(np.sum(np.abs(v)) / np.pi),
+                        float(m[self.u > 0.95 * self.u.max()].max() / m.max())))
+        return out
+
+    def delta(self, k):
+        """(delta(k), max_j int |integrand_j| du / delta, max_j |integrand_j| near U / its maximum)."""
+        t = self.terms(k)
+        d = sum(x[0] for x in t)
+        return d, max(x[1] for x in t) / d, max(x[2] for x in t)
+
+
+class LTAdd:
+    """Add direction: loss -l(X), X ~ P; its transform E_P[e^{-z l}]^T = M(1 - z)^T, M(z') - 1 =
+    E_Q[h(z'l) - z' h(l)] (lt_bulk without partition, at lam' = 1 - lam < 0 and conjugated)."""
+
+    def __init__(self, s, q, T, alpha, U, ufine=1.0, hx=0.5, dphi=12.0):
+        self.alpha, lam = alpha, alpha + 1
+        u, w = u_rule(U, ufine)
+        d = np.empty(u.shape, complex)
+        for p in range(u.shape[0]):
+            d[p] = np.conj(lt_bulk(s, q, 1 - lam, u[p], None, 0.0, 0.0, hx, dphi))
+        self.u, self.w = u.ravel(), w.ravel()
+        self.lg = T * log1p_c(d.ravel()) - np.log((alpha + 1j * self.u) * (lam + 1j * self.u))
+
+    def delta(self, k):
+        v = self.w * np.exp(self.lg.real - self.alpha * k) * np.cos(self.lg.imag - self.u * k)
+        d = float(np.sum(v) / np.pi)
+        return d, float(np.sum(np.abs(v)) / np.pi) / d
+
+
+def lt_add_log_size(s, q, T):
+    return lambda lam: T * math.log1p(np.conj(lt_bulk(s, q, 1 - lam, [0.0], None, 0.0, 0.0))[0].real)
+
+
+def lt_setup(s, q, T, k, l_c, k_lo):
+    """Partition, Chernoff-optimal alpha0 (j = 0) and alpha1 (j = 1) at k, and the number of terms J:
+    the smallest with the remainder bound at k_lo below 1e-22 of the j = 0 .. 1 Chernoff bounds."""
+    part = lt_partition(l_c)
+    ew, ewl = lt_tail_consts(s, q, part)
+    a0, f0 = lt_best_alpha(k, lambda lam: lt_log_terms(s, q, T, lam, part, ew, ewl, 0)[0][0])
+    a1, f1 = lt_best_alpha(k, lambda lam: lt_log_terms(s, q, T, lam, part, ew, ewl, 1)[0][1])
+    J, lim = 1, 1e-22 * math.exp(min(f0, f1))
+    while lt_remainder(s, q, T, k_lo, part, ew, ewl, a1, J) > lim:
+        J += 1
+        if J > 200:
+            raise RuntimeError("j-sum does not converge")
+    return dict(part=part, ew=ew, ewl=ewl, alpha0=a0, alpha1=a1, J=J, f0=f0, f1=f1)
+
+
+def mp_gauss_composed(mu, eps):
+    mu, eps = mpmath.mpf(mu), mpmath.mpf(eps)
+    return mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+
+
+def large_t_point(ip, s, q, T, target, rows, check):
+    """Point 6 (T = 1e5): rows and (eps, eps_err_bound)."""
+    t0 = time.time()
+    print(f"point {ip}: sigma {s!r} q {q!r} T {T} target {target!r}", flush=True)
+    v = T * q * q * math.expm1(1 / (s * s))           # T Var_Q(l): |M^T(iu)| ~ exp(-u^2 v / 2)
+    U0 = 10 / math.sqrt(v)
+    eps0 = brentq(lambda e: math.log(T * d1_np(s, q, e)[0] / target), 0.05, 20.0, xtol=1e-10)
+    # alphas chosen at the rough root, the base root found, the alphas re-chosen there
+    k = eps0
+    for _ in range(3):
+        st = lt_setup(s, q, T, k, LT_LC[0], k - 0.05)
+        sp = LTRemove(s, q, T, st["part"], st["alpha0"], st["alpha1"], st["J"], U0)
+        root = brentq(lambda e: math.log(sp.delta(e)[0] / target), k - 0.2, k + 0.2, xtol=1e-15, rtol=1e-15)
+        print(f"  alphas at k = {k:.6f}: alpha0 {st['alpha0']:.3f}, alpha1 {st['alpha1']:.3f}, J {st['J']} "
+              f"-> eps(target) {root:.10f}", flush=True)
+        if abs(root - k) < 1e-3:
+            break
+        k = root
+    eps_c = k                                          # where every run's alphas are chosen
+    print(f"  one-big-step rough eps {eps0:.6f}; U = {U0:.1f} (exp(-U^2 v/2) = e^-50, v = T Var_Q(l) = {v:.3e})",
+          flush=True)
+    runs = [("base", dict(l_c=LT_LC[0], U=U0)),
+            ("x fine", dict(l_c=LT_LC[0], U=U0, hx=0.25, dphi=6.0, dlw=0.25)),
+            ("u fine", dict(l_c=LT_LC[0], U=1.5 * U0, ufine=0.5)),
+            ("alpha low", dict(l_c=LT_LC[0], U=U0, da=(0.7, -1.5))),
+            ("alpha high", dict(l_c=LT_LC[0], U=U0, da=(1.15, 0.5))),
+            (f"partition l_c {LT_LC[1]}", dict(l_c=LT_LC[1], U=U0)),
+            (f"partition l_c {LT_LC[2]}", dict(l_c=LT_LC[2], U=U0))]
+    deltas, roots = {}, {}
+    table = None
+    for name, kw in runs:
+        kw = dict(kw)
+        st = lt_setup(s, q, T, eps_c, kw.pop("l_c"), eps_c - 0.05)
+        f0, f1 = kw.pop("da", (1.0, 0.0))
+        a0, a1 = st["alpha0"] * f0, st["alpha1"] + f1
+        sp = LTRemove(s, q, T, st["part"], a0, a1, st["J"], **kw)
+        roots[name] = brentq(lambda e: math.log(sp.delta(e)[0] / target), eps_c - 0.05, eps_c + 0.05,
+                             xtol=1e-15, rtol=1e-15)
+        if table is None:
+            r6 = round(roots[name], 6)
+            table = sorted(set([round(r6 + o, 6) for o in EPS_OFFSETS] + [roots[name]]))
+            base_st, base_a1 = st, a1
+        res = [sp.delta(e) for e in table]
+        deltas[name] = [r[0] for r in res]
+        tr = sp.terms(roots[name])
+        print(f"  run {name:16s} l_c {st['part'].l_c:.2f} alpha0 {a0:.3f} alpha1 {a1:.3f} J {st['J']} U {kw['U']:.0f} "
+              f"({len(sp.u)} u-nodes): eps(target) = {roots[name]!r}; at it delta_0 {tr[0][0]:.4e}, delta_1 "
+              f"{tr[1][0]:.4e}, delta_2 {tr[2][0] if len(tr) > 2 else 0:.1e}; cancellation "
+              f"{max(r[1] for r in res):.1f}, |integrand| near U / max {max(r[2] for r in res):.1e}", flush=True)
+    eps_r = roots["base"]
+    base = deltas["base"]
+    i_r = table.index(eps_r)
+    trunc = [lt_remainder(s, q, T, e, base_st["part"], base_st["ew"], base_st["ewl"], base_a1, base_st["J"]) / d
+             for e, d in zip(table, base)]
+    print(f"  j > J = {base_st['J']} remainder <= {max(trunc):.1e} relative (Chernoff)", flush=True)
+
+    # an independent formulation: the whole M^T, no partition (make_sgm_t128's Spectrum, long double)
+    af, ff = full_best_alpha(s, q, T, eps_r)
+    full_d, full_root = {}, {}
+    for a in (af, af - 1.0):
+        fsp = FullSpectrum(s, q, T, a, U=U0)
+        full_d[a] = [fsp.delta(e)[0] for e in table]
+        full_root[a] = brentq(lambda e: math.log(fsp.delta(e)[0] / target), eps_r - 0.01, eps_r + 0.01,
+                              xtol=1e-15, rtol=1e-15)
+        c = fsp.delta(eps_r)
+        print(f"  unpartitioned M^T, alpha {a:.3f}: eps(target) = {full_root[a]!r}, cancellation {c[1] / c[0]:.1e}",
+              flush=True)
+    full_self = max(abs(full_d[af][i] - full_d[af - 1.0][i]) / full_d[af][i] for i in range(len(table)))
+    for i in (0, i_r, len(table) - 1):
+        check(f"T={T} partitioned j-sum vs unpartitioned M^T Carr-Madan (make_sgm_t128 Spectrum, alpha "
+              f"{af:.2f}, no partition; its runs at alpha, alpha-1 differ {full_self:.1e})",
+              s, q, T, table[i], base[i], mpmath.mpf(full_d[af][i]), 1e-7)
+
+    # q = 1 check: T-fold Gaussian with mu = sqrt(T)/sigma1, closed form; both directions, same code
+    s1 = LT_Q1_SIGMA
+    v1 = T * math.expm1(1 / (s1 * s1))
+    st1 = lt_setup(s1, 1.0, T, eps_r, LT_Q1_C / s1, eps_r - 0.05)
+    sp1 = LTRemove(s1, 1.0, T, st1["part"], st1["alpha0"], st1["alpha1"], st1["J"], 10 / math.sqrt(v1))
+    aa1, _ = lt_best_alpha(eps_r, lt_add_log_size(s1, 1.0, T))
+    ad1 = LTAdd(s1, 1.0, T, aa1, 10 / math.sqrt(v1))
+    for i in (0, i_r, len(table) - 1):
+        ex = mp_gauss_composed(math.sqrt(T) / s1, table[i])
+        tr = sp1.terms(table[i])
+        check(f"q=1 T={T} sigma {s1:g} (mu {math.sqrt(T) / s1:.4f}) closed form, remove: partitioned j-sum "
+              f"(l_c = {LT_Q1_C}/sigma, J {st1['J']}, tail-step terms {sum(x[0] for x in tr[1:]) / float(ex):.2f} "
+              f"of delta)", s1, 1.0, T, table[i], sp1.delta(table[i])[0], ex, 1e-12)
+        check(f"q=1 T={T} sigma {s1:g} closed form, add direction (alpha {aa1:.1f})", s1, 1.0, T, table[i],
+              ad1.delta(table[i])[0], ex, 1e-12)
+    # the one-step moment function at integer lam: M_B + M_t vs the binomial sum
+    for lam_i in (11, 16):
+        bp = base_st["part"]
+        mine = 1 + lt_bulk(s, q, float(lam_i), [0.0], bp, base_st["ew"], base_st["ewl"])[0].real \
+            + lt_tail(s, q, float(lam_i), [0.0], bp)[0].real
+        ref = mp_moment_int(s, q, lam_i)
+        relm = abs(mine - float(ref)) / float(ref)
+        print(f"  check M({lam_i}) = 1 + (M_B - 1) + M_t {mine!r} vs binomial sum {mpmath.nstr(ref, 17)}: "
+              f"rel {relm:.1e}", flush=True)
+        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=1, direction="remove", eps="",
+                         delta_ref=fmt(mine), rel_err_bound=f"{relm:.3e}", eps_err_bound="",
+                         exact=mpmath.nstr(ref, 20), note=f"M({lam_i}) = M_B + M_t vs binomial sum (l_c {bp.l_c:.2f})"))
+        if not relm <= 1e-13:
+            sys.exit("M check failed")
+
+    # add direction: not 0 here (-T log(1-q) = 18.7 > eps), computed and shown to be below remove
+    aa, fa = lt_best_alpha(eps_r, lt_add_log_size(s, q, T))
+    add_runs = [("base", dict(alpha=aa, U=U0)), ("x fine", dict(alpha=aa, U=U0, hx=0.25, dphi=6.0)),
+                ("u fine", dict(alpha=aa, U=1.5 * U0, ufine=0.5)), ("alpha low", dict(alpha=0.7 * aa, U=U0)),
+                ("alpha high", dict(alpha=1.3 * aa, U=U0))]
+    add_d = {}
+    for name, kw in add_runs:
+        asp = LTAdd(s, q, T, **kw)
+        res = [asp.delta(e) for e in table]
+        add_d[name] = [r[0] for r in res]
+        print(f"  add run {name:10s} alpha {kw['alpha']:.2f}: delta_add(eps_r) = {add_d[name][i_r]!r}, "
+              f"cancellation {max(r[1] for r in res):.1f}", flush=True)
+    add_base = add_d["base"]
+    add_spread = max(abs(add_d[n][i] - add_base[i]) / add_base[i] for n in add_d for i in range(len(table)))
+    add_bound = max(1e-11, 10 * add_spread)
+
+    # error bounds (as for the other points; the unpartitioned formulation counts like check 4)
+    cands = [deltas[n] for n in deltas] + [full_d[a] for a in full_d]
+    spread = max(abs(c[i] - base[i]) / base[i] for c in cands for i in range(len(table)))
+    spread_part = max(abs(deltas[n][i] - base[i]) / base[i] for n in deltas for i in range(len(table)))
+    rel_bound = [max(1e-11, 10 * spread) + t for t in trunc]
+    i0, i1 = table.index(min(table, key=lambda e: abs(e - (eps_r - 1e-4)))), \
+        table.index(min(table, key=lambda e: abs(e - (eps_r + 1e-4))))
+    slope = math.log(base[i1] / base[i0]) / (table[i1] - table[i0])
+    eps_spread = max([abs(roots[n] - eps_r) for n in roots] + [abs(full_root[a] - eps_r) for a in full_root])
+    eps_spread_part = max(abs(roots[n] - eps_r) for n in roots)
+    eps_bound = max(10 * eps_spread, rel_bound[i_r] / abs(slope))
+    print(f"  spread of delta over the partitioned runs {spread_part:.1e} (eps roots {eps_spread_part:.1e}), "
+          f"with the unpartitioned formulation {spread:.1e} (eps roots {eps_spread:.1e}) -> rel_err_bound "
+          f"{rel_bound[i_r]:.1e}; d log delta/d eps {slope:.3f}; eps = {eps_r!r} +- {eps_bound:.1e}; add direction: "
+          f"delta_add/delta <= {max(a / d for a, d in zip(add_base, base)):.1e}, its runs' spread {add_spread:.1e} "
+          f"({time.time() - t0:.0f} s)", flush=True)
+    for i, e in enumerate(table):
+        assert add_base[i] * (1 + add_bound) < base[i] * (1 - rel_bound[i])
+        rows.append(dict(kind="delta", sigma=fmt(s), q=fmt(q), steps=T, direction="remove", eps=fmt(e),
+                         delta_ref=fmt(base[i]), rel_err_bound=f"{rel_bound[i]:.1e}", eps_err_bound="", exact="",
+                         note=f"Carr-Madan, sum over the number of tail steps j = 0 .. {base_st['J']}"))
+        rows.append(dict(kind="delta", sigma=fmt(s), q=fmt(q), steps=T, direction="add", eps=fmt(e),
+                         delta_ref=fmt(add_base[i]), rel_err_bound=f"{add_bound:.1e}", eps_err_bound="", exact="",
+                         note="Carr-Madan of the add loss -l(X), X ~ P (-T log(1-q) = "
+                              f"{-T * math.log1p(-q):.2f} > eps: not 0 here)"))
+        rows.append(dict(kind="delta", sigma=fmt(s), q=fmt(q), steps=T, direction="max", eps=fmt(e),
+                         delta_ref=fmt(base[i]), rel_err_bound=f"{rel_bound[i]:.1e}", eps_err_bound="", exact="",
+                         note="add/remove = max(remove, add) = remove (add < remove beyond both bounds)"))
+    rows.append(dict(kind="epsilon", sigma=fmt(s), q=fmt(q), steps=T, direction="max", eps=fmt(eps_r),
+                     delta_ref=fmt(target), rel_err_bound="", eps_err_bound=f"{eps_bound:.1e}", exact="",
+                     note="eps at the target delta (brentq on the remove direction; "
+                          f"add is {add_base[i_r] / base[i_r]:.1e} of it there)"))
+    return eps_r, eps_bound
+
+
 # ----------------------------------------------------------------------------- main
 
 def fmt(v):
@@ -622,9 +1065,15 @@ def main():
                          note="eps at the target delta (brentq on the remove direction; add is 0 there)"))
         summary.append((ip, s, q, T, target, eps_r, eps_bound))
 
+    for ip, (s, q, T, target) in enumerate(LARGE_T_POINTS, len(POINTS) + 1):
+        eps_r, eps_bound = large_t_point(ip, s, q, T, target, rows, check)
+        summary.append((ip, s, q, T, target, eps_r, eps_bound))
+
     with open(OUT, "w", newline="") as fh:
         fh.write("# generated by tests/reference/make_sgm_rare.py (Carr-Madan Fourier inversion with a smooth "
-                 "bulk/tail partition of each step, checked against direct quadrature without Fourier), "
+                 "bulk/tail partition of each step, checked against direct quadrature without Fourier; point 6, "
+                 "T = 1e5: every term of the sum over the number of tail steps inverted, checked against the "
+                 "unpartitioned inversion and q = 1), "
                  f"numpy {np.__version__}, scipy {__import__('scipy').__version__}, mpmath {mpmath.__version__}\n")
         fh.write("# kind=delta: delta_ref at eps, |error| <= rel_err_bound * delta_ref; kind=epsilon: eps at "
                  "delta_ref, |error| <= eps_err_bound; kind=check: method vs independent answer (exact), "
