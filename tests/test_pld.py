@@ -406,3 +406,19 @@ def test_coarse_far_tail_still_brackets_the_exact_step(sigma, q, step, tau):
         assert one._pieces is not None
         assert one.opt.sum() <= 1.0 <= one.pess.sum() + one.p_inf
         assert one.pess.sum() + one.p_inf == pytest.approx(1.0, abs=1e-9)
+
+
+def test_a_round_past_the_hard_limit_keeps_what_earlier_rounds_certified(monkeypatch):
+    """A round that runs past the work limit (``WorkLimit``) is abandoned, and the query keeps the
+    interval its earlier rounds certified; it used to propagate and the engine fell back to RDP's
+    bound.  (The budget check normally stops the refinement first; it is turned off here.)"""
+    from sgmfast.pld import engine as eng
+
+    monkeypatch.setattr(eng, "_over_budget", lambda *a: False)
+    e = eng.Engine([(1.1, 256 / 60000, 14062)], 1e-6, budget=0.3)
+    lo, up, _ = e._eps_grid(1e-5)
+    ref = pld.epsilon(1.1, 256 / 60000, 14062, 1e-5)
+    assert lo <= ref.upper and ref.lower <= up and up - lo <= 1e-3 * up
+    d_lo, d_up = e._delta_grid(np.array([1.0, 2.0, 3.0]))
+    d_ref = pld.delta(1.1, 256 / 60000, 14062, np.array([1.0, 2.0, 3.0]))
+    assert np.all(d_lo <= d_ref.upper) and np.all(d_ref.lower <= d_up) and np.all(d_up < 1.0)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .._failures import GridFailure, GridTooLarge, StepUnderflow
+from .._failures import GridFailure, GridTooLarge, StepUnderflow, WorkLimit
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
@@ -57,7 +57,8 @@ def _over_budget(meter, before: float, budget: float) -> bool:
 
 def _next_step(step: float, fine: float, gap: float, goal: float) -> float:
     """The eps(δ) loop's next grid step: a refinement (``refine``), or -- after a coarsened first
-    grid whose interval came within SCOUTED goals -- the variance rule's own step ``fine``."""
+    grid whose interval came within SCOUTED goals -- the variance rule's own step ``fine`` (a round
+    there that runs past the work limit is abandoned, and the first round's interval stands)."""
     return fine if fine < step and gap <= SCOUTED * goal else refine(step, gap, goal)
 
 
@@ -168,6 +169,9 @@ class _DeltaPlan:
                     except GridTooLarge:  # this group's grid would not fit in memory: its caps stand
                         done |= sel
                         ok[sel] = True
+                    except WorkLimit:  # past the hard limit: what the rounds certified stands
+                        found.narrow(at.found_dict())
+                        return found.lower, found.upper
             found.narrow(at.found_dict())
             if not fits:
                 return found.lower, found.upper  # no group fits: what is certified
@@ -351,6 +355,8 @@ class Engine(_DeltaPlan):
                     return 0.0, self.rdp.epsilon(target), step  # no grid fits: RDP (the caller adds the floor)
                 step, coarser, fine = 4.0 * step, coarser + 1, math.inf  # an accuracy that fits: wider, still certified
                 continue
+            except WorkLimit:  # past the hard limit: what the earlier rounds certified stands
+                return found.lower, found.upper, good_step
             if not math.isfinite(found.upper) and not math.isfinite(cap):
                 cap = self.rdp.epsilon(target)  # (a long run's grids found no upper bound: RDP's)
             found.cap(cap)
