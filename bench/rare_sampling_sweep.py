@@ -1,11 +1,16 @@
 """eps(δ) at random points where few steps are sampled and δ is small (bench/README, "Stop 64").
 
-    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain]
+    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain] [--delta]
+    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py --at EPS_OUTPUT
 
 Draws q log-uniform in [1e-5, 10^-0.5], sigma in [0.4, 5], T in [1, 1e6] (integer) and δ in
 [10^DLO, 10^DHI] (default -15, -11); ``--domain`` draws instead over the whole of issue #3's
 range (q in [1e-5, 1], sigma in [0.3, 50], δ in [10^DLO, 10^DHI], default -12, -3) with one
-point in five replace-one.  One JSON line a point (the interval, work units, seconds), then a
+point in five replace-one.  ``--delta``: δ(eps) at the same draws, eps = 10^x with x uniform in
+[DLO, DHI] instead (default -2, 1; ``met`` there: the engine's resolution, lower(eps) >=
+upper(eps + accuracy * max(eps, 0.01)), read off the interval).  ``--at``: δ at the upper ends of
+an eps(δ) run's output (its points' δ where that is small: the lower δ must not pass it).  One
+JSON line a point (the interval, work units, seconds), then a
 summary: points wider than the accuracy, units and seconds in all.  Run it on two trees and
 compare the lines point by point: intervals must meet, and the same seed gives the same points.
 """
@@ -17,6 +22,7 @@ import time
 import numpy as np
 
 from sgmfast import pld
+from sgmfast._types import Bounds
 from sgmfast._work import UNITS_PER_SECOND, metered
 
 
@@ -35,24 +41,48 @@ def points(n, seed, dlo, dhi, domain):
         yield i, q, s, t, d, rel
 
 
+def at_upper_ends(path):
+    """The points of an eps(δ) output, each at its upper end: (i, q, sigma, T, eps, relation, δ)."""
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("{"):
+                p = json.loads(line)
+                if 0.0 < p["up"] < math.inf:
+                    yield p["i"], p["q"], p["s"], p["t"], p["up"], p["rel"], p["d"]
+
+
 def main(argv):
-    domain = "--domain" in argv
-    args = [a for a in argv if a != "--domain"]
+    if argv[0] == "--at":  # δ at the upper ends of an eps(δ) output: at most that δ, consistently
+        return sweep(list(at_upper_ends(argv[1])), True, f"{argv[1]}'s upper ends")
+    domain, delta = "--domain" in argv, "--delta" in argv
+    args = [a for a in argv if a not in ("--domain", "--delta")]
     n, seed = int(args[0]), int(args[1])
-    dlo, dhi = (float(args[2]), float(args[3])) if len(args) > 3 else ((-12.0, -3.0) if domain else (-15.0, -11.0))
-    wide, units, secs = 0, 0.0, 0.0
-    for i, q, s, t, d, rel in points(n, seed, dlo, dhi, domain):
+    default = (-2.0, 1.0) if delta else ((-12.0, -3.0) if domain else (-15.0, -11.0))
+    dlo, dhi = (float(args[2]), float(args[3])) if len(args) > 3 else default
+    sweep([(*p, None) for p in points(n, seed, dlo, dhi, domain)], delta, f"seed {seed}")
+
+
+def sweep(pts, delta, what):
+    wide, units, secs, above = 0, 0.0, 0.0, 0
+    for i, q, s, t, d, rel, target in pts:
         t0 = time.perf_counter()
         with metered() as m:
-            b = pld.epsilon(s, q, t, d, relation=rel)
+            if delta:  # (eps and eps + h in one call, h = accuracy * max(eps, 0.01): the engine's own resolution)
+                two = pld.delta(s, q, t, np.array([d, d + 1e-3 * max(d, 1e-2)]), relation=rel)
+                b, met = Bounds(float(two.lower[0]), float(two.upper[0])), bool(two.lower[0] >= two.upper[1])
+            else:
+                b = pld.epsilon(s, q, t, d, relation=rel)
+                met = bool(b.met)
         sec = time.perf_counter() - t0
         u = m.units / UNITS_PER_SECOND
-        wide += not b.met
+        wide += not met
         units += u
         secs += sec
-        print(json.dumps(dict(i=i, q=q, s=s, t=t, d=d, rel=rel, lo=float(b.lower), up=float(b.upper), met=bool(b.met),
+        above += target is not None and b.lower > target
+        print(json.dumps(dict(i=i, q=q, s=s, t=t, d=d, rel=rel, lo=float(b.lower), up=float(b.upper), met=met,
                               units=round(u, 4), sec=round(sec, 3))), flush=True)
-    print(f"# {n} points, seed {seed}: {wide} wider than the accuracy; {units:.1f} units, {secs:.1f} s", flush=True)
+    print(f"# {len(pts)} points, {what}{' (delta)' if delta else ''}: {wide} wider than the accuracy; {units:.1f} units, "
+          f"{secs:.1f} s" + ("" if pts[0][-1] is None else f"; {above} lower δ above the eps query's δ"), flush=True)
 
 
 if __name__ == "__main__":

@@ -75,3 +75,26 @@ def test_tail_goal_at_femto_delta():
     b = pld.epsilon(sigma, q, steps, delta)
     assert b.lower <= eps_ref + err and b.upper >= eps_ref - err, (b, eps_ref, err)
     assert b.upper - b.lower <= 5e-3 * b.upper, b
+
+
+def _delta_rows():
+    with (REF / "sgm_rare.csv").open() as fh:
+        rows = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
+    out: dict = {}
+    for r in rows:
+        if r["kind"] == "delta" and r["direction"] == "max" and int(r["steps"]) <= 20:
+            out.setdefault((float(r["sigma"]), float(r["q"]), int(r["steps"])), []).append(r)
+    return sorted(out.items())
+
+
+@pytest.mark.parametrize("point,rows", _delta_rows(), ids=lambda p: f"T{p[2]}" if isinstance(p, tuple) else "")
+def test_rare_sampling_delta_is_tight_around_the_reference(point, rows):
+    """δ(eps) at the table's eps (each about ±1 % around the root): within 0.2 % and bracketing the
+    reference.  The first δ grid is coarsened as an eps query's is, then the variance rule's step:
+    at 7 steps δ(1.069) read [6.7e-14, 9.4e-13] before."""
+    eps = np.array([float(r["eps"]) for r in rows])
+    ref = np.array([float(r["delta_ref"]) for r in rows])
+    rel = np.array([float(r["rel_err_bound"]) for r in rows])
+    b = pld.delta(*point, eps)
+    assert np.all(b.lower <= ref * (1 + rel)) and np.all(b.upper >= ref * (1 - rel)), (b, ref)
+    assert np.all(b.upper - b.lower <= 2e-3 * b.upper), b

@@ -148,7 +148,11 @@ class _DeltaPlan:
         # each group of nearby eps refines its own grid step from the step a single query at its
         # largest eps would start with (one step for all made the eps = 0 group's fine grid the
         # start of every group, and the budget ran out before the far ones were reached)
-        steps = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
+        # (coarsened where its one-step grids would be long, as an eps query's first step; an
+        # unresolved group's second round then takes the variance rule's own step)
+        fines = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
+        steps = {key: step if self.grid_step else affordable_step(self.schedule, step, job.tau, self.main)
+                 for key, step in fines.items()}
         cap, cap_shift = np.split(self.rdp.delta(np.concatenate((eps, eps + h))), 2)  # (one request: shared anchors)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
@@ -178,12 +182,12 @@ class _DeltaPlan:
             done |= ok  # groups already narrow enough are not composed again on a finer grid
             if self.grid_step is not None or ok.all() or _over_budget(meter, before, budget):
                 return found.lower, found.upper  # (a finer grid costs about twice this one)
-            first = False
             for key in np.unique(keys[~done]):
                 try:
-                    steps[key] = refine(steps[key], 1.0, 0.25)
+                    steps[key] = fines[key] if first and fines[key] < steps[key] else refine(steps[key], 1.0, 0.25)
                 except StepUnderflow:
                     done |= keys == key
+            first = False
 
     def _delta_group(self, job: Job, step: float, e: np.ndarray, e_shift: np.ndarray, into: Certified, sel, cap,
                      cap_shift, meter=None):
