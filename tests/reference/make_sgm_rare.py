@@ -11,11 +11,8 @@ helpers loss(), x_of_loss(), h_complex(), h_real() and log1p_c() are imported fr
 
 Setting
 -------
-Q = N(0, s^2), P = (1-q) N(0, s^2) + q N(1, s^2), s = sigma.  One step's privacy loss, as a
-function of x ~ Q:  remove  l(x) = log(1 - q + q e^y),  y = (2x - 1)/(2 s^2);  add  -l(x)
-(with x ~ P).  L = l(X_1) + ... + l(X_T), X_i iid Q, and for either direction
-
-    delta(eps) = E_Q[(e^L - e^eps)_+]         (hockey stick, E_Q[e^L] = 1).
+As make_sgm_t128.py's ("Setting"): the one-step loss l(x) of x ~ Q = N(0, s^2) against
+P = (1-q) N(0, s^2) + q N(1, s^2), L its T-fold sum, delta(eps) = E_Q[(e^L - e^eps)_+].
 
 add:  -l <= -log(1-q), so L_add <= -T log(1-q) (< 5e-4 at every point here), far below every
       tabulated eps, hence delta_add(eps) = 0 exactly there (asserted per row).  The add/remove
@@ -853,15 +850,7 @@ def large_t_point(ip, s, q, T, target, rows, check):
         bp = base_st["part"]
         mine = 1 + lt_bulk(s, q, float(lam_i), [0.0], bp, base_st["ew"], base_st["ewl"])[0].real \
             + lt_tail(s, q, float(lam_i), [0.0], bp)[0].real
-        ref = mp_moment_int(s, q, lam_i)
-        relm = abs(mine - float(ref)) / float(ref)
-        print(f"  check M({lam_i}) = 1 + (M_B - 1) + M_t {mine!r} vs binomial sum {mpmath.nstr(ref, 17)}: "
-              f"rel {relm:.1e}", flush=True)
-        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=1, direction="remove", eps="",
-                         delta_ref=fmt(mine), rel_err_bound=f"{relm:.3e}", eps_err_bound="",
-                         exact=mpmath.nstr(ref, 20), note=f"M({lam_i}) = M_B + M_t vs binomial sum (l_c {bp.l_c:.2f})"))
-        if not relm <= 1e-13:
-            sys.exit("M check failed")
+        check_moment(rows, s, q, lam_i, mine, f" (l_c {bp.l_c:.2f})")
 
     # add direction: not 0 here (-T log(1-q) = 18.7 > eps), computed and shown to be below remove
     aa, fa = lt_best_alpha(eps_r, lt_add_log_size(s, q, T))
@@ -915,6 +904,20 @@ def large_t_point(ip, s, q, T, target, rows, check):
 
 
 # ----------------------------------------------------------------------------- main
+
+def check_moment(rows, s, q, lam_i, mine, note=""):
+    """Check 5: M(lam) = 1 + (M_B - 1) + M_t at an integer lam against the binomial sum (a row; exit
+    past 1e-13)."""
+    ref = mp_moment_int(s, q, lam_i)
+    relm = abs(mine - float(ref)) / float(ref)
+    print(f"  check M({lam_i}) = 1 + (M_B - 1) + M_t {mine!r} vs binomial sum {mpmath.nstr(ref, 17)}: "
+          f"rel {relm:.1e}", flush=True)
+    rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=1, direction="remove", eps="",
+                     delta_ref=fmt(mine), rel_err_bound=f"{relm:.3e}", eps_err_bound="",
+                     exact=mpmath.nstr(ref, 20), note=f"M({lam_i}) = M_B + M_t vs binomial sum{note}"))
+    if not relm <= 1e-13:
+        sys.exit("M check failed")
+
 
 def fmt(v):
     return repr(float(v))
@@ -1001,15 +1004,7 @@ def main():
         lam_i = max(2, int(round(alpha0 + 1)))
         d_b, m_t = moments(s, q, float(lam_i), [0.0], part)
         mine = 1 + d_b[0].real + m_t[0].real
-        ref = mp_moment_int(s, q, lam_i)
-        relm = abs(mine - float(ref)) / float(ref)
-        print(f"  check M({lam_i}) = 1 + (M_B - 1) + M_t {mine!r} vs binomial sum {mpmath.nstr(ref, 17)}: "
-              f"rel {relm:.1e}", flush=True)
-        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=1, direction="remove", eps="",
-                         delta_ref=fmt(mine), rel_err_bound=f"{relm:.3e}", eps_err_bound="",
-                         exact=mpmath.nstr(ref, 20), note=f"M({lam_i}) = M_B + M_t vs binomial sum"))
-        if not relm <= 1e-13:
-            sys.exit("M check failed")
+        check_moment(rows, s, q, lam_i, mine)
         # check 4: the direct recursion at the point's own T
         rec_d, rec_root = {}, {}
         for ratio in (2.0, 1.5):
