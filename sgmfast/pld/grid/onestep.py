@@ -79,7 +79,8 @@ def grid_range(sigma: float, q: float, add, step: float, tau: float = TAU_STEP) 
     return j_lo, max(j_hi, j_lo + 1)
 
 
-#: most points of a first eps(δ) grid's one-step PLD (``affordable_step``)
+#: most points of a query's first one-step grids (``affordable_step``: eps(δ), and each group of a
+#: δ(eps) query)
 FIRST_ONE_STEP_BINS = 1 << 17
 
 
