@@ -208,7 +208,7 @@ class _DeltaPlan:
             ev = EVENTS.delta(job, step, e, e_shift, eps_c, goal)
             if ev is not None:
                 at.narrow(ev[0])
-                shifted.narrow({REMOVE: (0.0, ev[1])})
+                shifted.narrow({d: (0.0, ev[1]) for d in ev[0]})  # (its one direction)
         into.put(sel, at)
         lo, up = at.lower, at.upper
         return resolved(lo, up, shifted.upper, self.accuracy)

@@ -63,15 +63,15 @@ class EventSum:
         return sum_delta(self.lower, 0.0, eps, self.precise)
 
 
-def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coarse=False):
-    """The remove direction's ``EventSum`` for a one-entry schedule, cut near ``cut``; None
+def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coarse=False, add=REMOVE):
+    """The ``EventSum`` of direction ``add`` (remove or replace-one) for a one-entry schedule, cut near ``cut``; None
     where the decomposition does not apply (too many tail events, windows too long).
     ``coarse``: the query's one-step grid (``onestep.one_step``), read for the mass above the cut."""
     if len(schedule) != 1 or schedule[0][2] < 2:
         return None
     sigma, q, count = schedule[0]
     # cheap test first: the one-step mass above the cut must allow few tail events
-    one = one_step(sigma, q, REMOVE, step, tau, coarse)
+    one = one_step(sigma, q, add, step, tau, coarse)
     top = np.cumsum(one.pess[::-1])[::-1] + one.p_inf  # one-step mass at or above each point
     k = EVENT_MAX + 1
     above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])
@@ -87,16 +87,16 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coars
             return None
         cut = max(cut, (one.j_lo + int(idx[0])) * step)
         m = 2 ** max(0, min(16, math.floor(math.log2(cut / (64 * step)))))
-    return both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0)
+    return both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0, add=add)
 
 
-def both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0=False, hyb=None):
-    """The ``EventSum`` of both roundings' ``event_grids`` (remove direction), or None where
-    either cannot be built."""
+def both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0=False, hyb=None, add=REMOVE):
+    """The ``EventSum`` of both roundings' ``event_grids`` (direction ``add``: remove, or
+    replace-one), or None where either cannot be built."""
     out = []
     for pess in (True, False):
         try:
-            r = event_grids(sigma, q, count, REMOVE, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0,
+            r = event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0,
                             hyb=hyb)
         except (GridFailure, NotApplicable):
             r = None
