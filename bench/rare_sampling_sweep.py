@@ -1,12 +1,12 @@
 """eps(δ) at random points where few steps are sampled and δ is small (bench/README, "Stop 64").
 
-    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain] [--delta]
+    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain] [--delta] [--replace]
     PYTHONPATH=<tree> python bench/rare_sampling_sweep.py --at EPS_OUTPUT
 
 Draws q log-uniform in [1e-5, 10^-0.5], sigma in [0.4, 5], T in [1, 1e6] (integer) and δ in
 [10^DLO, 10^DHI] (default -15, -11); ``--domain`` draws instead over the whole of issue #3's
 range (q in [1e-5, 1], sigma in [0.3, 50], δ in [10^DLO, 10^DHI], default -12, -3) with one
-point in five replace-one.  ``--delta``: δ(eps) at the same draws, eps = 10^x with x uniform in
+point in five replace-one; ``--replace``: every point replace-one.  ``--delta``: δ(eps) at the same draws, eps = 10^x with x uniform in
 [DLO, DHI] instead (default -2, 1; ``met`` there: the engine's resolution, lower(eps) >=
 upper(eps + accuracy * max(eps, 0.01)), read off the interval).  ``--at``: δ at the upper ends of
 an eps(δ) run's output (its points' δ where that is small: the lower δ must not pass it).  One
@@ -26,7 +26,7 @@ from sgmfast._types import Bounds
 from sgmfast._work import UNITS_PER_SECOND, metered
 
 
-def points(n, seed, dlo, dhi, domain):
+def points(n, seed, dlo, dhi, domain, replace=False):
     rng = np.random.default_rng(seed)
     for i in range(n):
         if domain:
@@ -38,7 +38,7 @@ def points(n, seed, dlo, dhi, domain):
         t = int(round(10 ** rng.uniform(0, 6)))
         d = float(10 ** rng.uniform(dlo, dhi))
         rel = ("replace_one" if rng.random() < 0.2 else "add_remove") if domain else "add_remove"
-        yield i, q, s, t, d, rel
+        yield i, q, s, t, d, "replace_one" if replace else rel
 
 
 def at_upper_ends(path):
@@ -54,12 +54,13 @@ def at_upper_ends(path):
 def main(argv):
     if argv[0] == "--at":  # δ at the upper ends of an eps(δ) output: at most that δ, consistently
         return sweep(list(at_upper_ends(argv[1])), True, f"{argv[1]}'s upper ends")
-    domain, delta = "--domain" in argv, "--delta" in argv
-    args = [a for a in argv if a not in ("--domain", "--delta")]
+    domain, delta, replace = "--domain" in argv, "--delta" in argv, "--replace" in argv
+    args = [a for a in argv if a not in ("--domain", "--delta", "--replace")]
     n, seed = int(args[0]), int(args[1])
     default = (-2.0, 1.0) if delta else ((-12.0, -3.0) if domain else (-15.0, -11.0))
     dlo, dhi = (float(args[2]), float(args[3])) if len(args) > 3 else default
-    sweep([(*p, None) for p in points(n, seed, dlo, dhi, domain)], delta, f"seed {seed}")
+    sweep([(*p, None) for p in points(n, seed, dlo, dhi, domain, replace)], delta,
+          f"seed {seed}{' (replace-one)' if replace else ''}")
 
 
 def sweep(pts, delta, what):
