@@ -1,18 +1,19 @@
 """eps(δ) at random points where few steps are sampled and δ is small (bench/README, "Stop 64").
 
-    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain] [--delta] [--replace]
+    PYTHONPATH=<tree> python bench/rare_sampling_sweep.py N SEED [DLO DHI] [--domain | --replace] [--delta]
     PYTHONPATH=<tree> python bench/rare_sampling_sweep.py --at EPS_OUTPUT
 
 Draws q log-uniform in [1e-5, 10^-0.5], sigma in [0.4, 5], T in [1, 1e6] (integer) and δ in
 [10^DLO, 10^DHI] (default -15, -11); ``--domain`` draws instead over the whole of issue #3's
 range (q in [1e-5, 1], sigma in [0.3, 50], δ in [10^DLO, 10^DHI], default -12, -3) with one
-point in five replace-one; ``--replace``: every point replace-one.  ``--delta``: δ(eps) at the same draws, eps = 10^x with x uniform in
-[DLO, DHI] instead (default -2, 1; ``met`` there: the engine's resolution, lower(eps) >=
-upper(eps + accuracy * max(eps, 0.01)), read off the interval).  ``--at``: δ at the upper ends of
-an eps(δ) run's output (its points' δ where that is small: the lower δ must not pass it).  One
-JSON line a point (the interval, work units, seconds), then a
-summary: points wider than the accuracy, units and seconds in all.  Run it on two trees and
-compare the lines point by point: intervals must meet, and the same seed gives the same points.
+point in five replace-one; ``--replace``: every point replace-one.  ``--delta``: δ(eps) at the
+same draws, eps = 10^x with x uniform in [DLO, DHI] instead (default -2, 1; ``met`` there: the
+engine's resolution, lower(eps) >= upper(eps + accuracy * max(eps, 0.01)), read off the
+interval).  ``--at``: δ at the upper ends of an eps(δ) run's output (its points' δ where that is
+small: the lower δ must not pass it).  One JSON line a point (the interval, work units,
+seconds), then a summary: points wider than the accuracy, units and seconds in all.  Run it on
+two trees and compare the lines point by point: intervals must meet, and the same seed gives
+the same points.
 """
 import json
 import math
@@ -82,8 +83,8 @@ def sweep(pts, delta, what):
         above += target is not None and b.lower > target
         print(json.dumps(dict(i=i, q=q, s=s, t=t, d=d, rel=rel, lo=float(b.lower), up=float(b.upper), met=met,
                               units=round(u, 4), sec=round(sec, 3))), flush=True)
-    print(f"# {len(pts)} points, {what}{' (delta)' if delta else ''}: {wide} wider than the accuracy; {units:.1f} units, "
-          f"{secs:.1f} s" + ("" if pts[0][-1] is None else f"; {above} lower δ above the eps query's δ"), flush=True)
+    print(f"# {len(pts)} points, {what}{' (delta)' if delta else ''}: {wide} wider than the accuracy; "
+          f"{units:.1f} units, {secs:.1f} s" + ("" if pts[0][-1] is None else f"; {above} lower δ above the eps query's δ"), flush=True)
 
 
 if __name__ == "__main__":

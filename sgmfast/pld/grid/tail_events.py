@@ -64,8 +64,9 @@ class EventSum:
 
 
 def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coarse=False, add=REMOVE):
-    """The ``EventSum`` of direction ``add`` (remove or replace-one) for a one-entry schedule, cut near ``cut``; None
-    where the decomposition does not apply (too many tail events, windows too long).
+    """The ``EventSum`` of direction ``add`` (remove, or replace-one) for a one-entry schedule, cut
+    near ``cut``; None where the decomposition does not apply (too many tail events, windows too
+    long).
     ``coarse``: the query's one-step grid (``onestep.one_step``), read for the mass above the cut."""
     if len(schedule) != 1 or schedule[0][2] < 2:
         return None
