@@ -83,8 +83,9 @@ def sweep(pts, delta, what):
         above += target is not None and b.lower > target
         print(json.dumps(dict(i=i, q=q, s=s, t=t, d=d, rel=rel, lo=float(b.lower), up=float(b.upper), met=met,
                               units=round(u, 4), sec=round(sec, 3))), flush=True)
+    tail = "" if pts[0][-1] is None else f"; {above} lower δ above the eps query's δ"
     print(f"# {len(pts)} points, {what}{' (delta)' if delta else ''}: {wide} wider than the accuracy; "
-          f"{units:.1f} units, {secs:.1f} s" + ("" if pts[0][-1] is None else f"; {above} lower δ above the eps query's δ"), flush=True)
+          f"{units:.1f} units, {secs:.1f} s{tail}", flush=True)
 
 
 if __name__ == "__main__":
