@@ -422,3 +422,16 @@ def test_a_round_past_the_hard_limit_keeps_what_earlier_rounds_certified(monkeyp
     d_lo, d_up = e._delta_grid(np.array([1.0, 2.0, 3.0]))
     d_ref = pld.delta(1.1, 256 / 60000, 14062, np.array([1.0, 2.0, 3.0]))
     assert np.all(d_lo <= d_ref.upper) and np.all(d_ref.lower <= d_up) and np.all(d_up < 1.0)
+
+
+def test_one_weak_refinement_does_not_stop_the_loop():
+    """σ 0.30, q 0.034, 1,048 steps, δ 8.5e-9: grid steps 0.028 and 0.014 both read [233.9, 234.7]
+    (the grid's alignment with the loss), and the loop stopped after the second as if refining had
+    stopped helping (3.2e-3 wide); 0.0069 reads [234.608, 234.616].  Two weak rounds in a row now
+    stop it.  δ at the interval's ends brackets the target."""
+    s, q, t, d = 0.3018469349150571, 0.03447290135972118, 1048, 8.511448379757522e-09
+    b = pld.epsilon(s, q, t, d)
+    assert b.met and b.upper - b.lower <= 1e-3 * b.upper, b
+    assert b.upper <= rdp.epsilon(s, q, t, d)
+    dd = pld.delta(s, q, t, np.array([b.lower, b.upper]))
+    assert dd.upper[0] >= d >= dd.lower[1], dd
