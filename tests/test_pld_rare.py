@@ -5,7 +5,8 @@ their tails.  The first grid step's variance rule asked for 1.5 million points a
 whole work budget went on one round: 14 steps read [0.28, 0.80].  And below δ ~ 1e-11 the windows'
 goal stayed at 1e-15 of untilted mass -- near δ itself (10^5 steps at δ 2.3e-15 read [0.5710,
 0.5856]).  References: tests/reference/sgm_rare.csv (tests/reference/make_sgm_rare.py, grid-free:
-Carr-Madan inversion of the T-fold moment function, cross-checked by direct quadrature for T = 2).
+Carr-Madan inversion of the T-fold moment function, cross-checked by direct quadrature for T = 2;
+sgm_rare_replace.csv, make_sgm_rare_replace.py: the same for replace-one).
 """
 
 import csv
@@ -100,15 +101,20 @@ def test_rare_sampling_delta_is_tight_around_the_reference(point, rows):
     assert np.all(b.upper - b.lower <= 2e-3 * b.upper), b
 
 
-REPLACE_POINTS = [(0.6430753151706599, 1.5679335976962705e-05, 19, 6.744215886158633e-11),
-                  (0.5522, 2.01e-05, 177, 2.3e-13), (0.712, 5.53e-05, 148, 6.4e-15)]
+def _replace_rows():
+    with (REF / "sgm_rare_replace.csv").open() as fh:
+        return [r for r in csv.DictReader(ln for ln in fh if not ln.startswith("#")) if r["kind"] == "epsilon"]
 
 
-@pytest.mark.parametrize("point", REPLACE_POINTS, ids=lambda p: f"T{p[2]}")
-def test_replace_one_rare_sampling_meets_accuracy(point):
-    """Replace-one at q ~ 1e-5, δ ~ 1e-13: the tail-event sum now bounds its direction too (these
-    were 4.7 %, 0.2 % and 7.2 % wide); δ at the interval's ends brackets the target."""
-    b = pld.epsilon(*point, relation="replace_one")
+@pytest.mark.parametrize("row", _replace_rows(), ids=lambda r: f"T{r['steps']}")
+def test_replace_one_rare_sampling_meets_accuracy(row):
+    """Replace-one at q ~ 1e-5, δ ~ 1e-13 (tests/reference/sgm_rare_replace.csv, grid-free): the
+    tail-event sum now bounds its direction too (these were 4.7 %, 0.2 % and 7.2 % wide); the
+    interval brackets the reference, and δ at its ends brackets the target."""
+    sigma, q, steps, delta = float(row["sigma"]), float(row["q"]), int(row["steps"]), float(row["delta_ref"])
+    eps_ref, err = float(row["eps"]), float(row["eps_err_bound"])
+    b = pld.epsilon(sigma, q, steps, delta, relation="replace_one")
+    assert b.lower <= eps_ref + err and b.upper >= eps_ref - err, (b, eps_ref, err)
     assert b.met and b.upper - b.lower <= 1e-3 * b.upper, b
-    d = pld.delta(*point[:3], np.array([b.lower, b.upper]), relation="replace_one")
-    assert d.upper[0] >= point[3] >= d.lower[1], (d, point[3])
+    d = pld.delta(sigma, q, steps, np.array([b.lower, b.upper]), relation="replace_one")
+    assert d.upper[0] >= delta >= d.lower[1], (d, delta)
