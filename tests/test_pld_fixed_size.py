@@ -363,7 +363,7 @@ def test_many_step_answers_skip_the_poisson_start():
     for b in (fast, slow):
         assert 18.3 < b.lower <= b.upper < 18.5 and b.upper - b.lower <= 1e-3 * b.upper
     assert fast.lower <= slow.upper and slow.lower <= fast.upper
-    assert w_fast < 0.9 * w_slow  # (counted transform work: 5.2e6 against 6.4e6 units)
+    assert w_fast < 0.95 * w_slow  # (counted transform work: 5.2e6 against 5.8e6 units; 6.4e6 before stop 65's shift)
 
 
 @pytest.mark.parametrize("sigma, q, steps, eps", [(1.1, 256 / 60000, 14040, 2.5), (0.8, 0.01, 1000, 1.9)])

@@ -11,12 +11,14 @@ floor  module                          what it holds
 =====  ==============================  ==================================================================
 0      ``common``                      limits, direction codes, the composed-grid type, caches
 1      ``grid``                        the numerical stages: ``onestep`` (1. one step, both roundings),
-                                       ``tilting`` (2. the saddle-point tilt), ``composition`` (3. the
+                                       ``lattice_shift`` (its optimistic masses with the bulk on a
+                                       knot), ``tilting`` (2. the saddle-point tilt), ``composition`` (3. the
                                        T-fold FFT power and its round-off), ``banded`` (the same power
                                        kept as its spectrum's band: single queries and curves),
                                        ``windows`` (its window and
                                        Chernoff tails), ``two_stage`` (4. long runs), ``tail_events``
-                                       (5. small δ), ``queries`` (δ(eps), eps(δ) off a grid),
+                                       (5. small δ), ``tail_events_multi`` (5. for several entries),
+                                       ``queries`` (δ(eps), eps(δ) off a grid),
                                        ``spectral`` (the same off a spectrum's band), ``estimates``
                                        (heuristic grid steps and eps guesses, never a bound)
 2      ``certifiers``                  the contract (``contract``: ``Job`` in, ``Certified`` out) and

@@ -9,6 +9,7 @@ import numpy as np
 from ..common import REMOVE, REPLACE
 from ..grid.queries import scan
 from ..grid.tail_events import event_sum
+from ..grid.tail_events_multi import EVENT_ENTRIES, event_sum_multi
 from .contract import Job
 
 
@@ -27,7 +28,7 @@ class TailEvents:
 
     @staticmethod
     def applies(job: Job) -> bool:
-        return len(job.schedule) == 1 and job.schedule[0][2] >= 2
+        return (len(job.schedule) == 1 and job.schedule[0][2] >= 2) or 1 < len(job.schedule) <= EVENT_ENTRIES
 
     def epsilon(self, job: Job, step: float, target: float, lo: float, up: float) -> dict | None:
         """{direction: (lower, upper)} of eps(target) searched inside the interval [lo, up] found
@@ -38,8 +39,7 @@ class TailEvents:
         # the cut a little above the likely eps: the term without tail steps then has a
         # bounded core reaching past eps, which its tilt centres (measured: a cut below eps
         # loosens that term, bench/README)
-        ev = event_sum(job.schedule, step, job.tau, job.accuracy, eps_c, 0.5 * (eps_c + up), 0.5 * lo,
-                       1e-3 * job.accuracy * target, job.coarse, _direction(job))
+        ev = _event_sum(job, step, eps_c, 0.5 * (eps_c + up), 0.5 * lo, 1e-3 * job.accuracy * target)
         if ev is None:
             return None
         hit_up = scan(lambda e: ev.delta_upper(e) <= target, lo, up, first=True)
@@ -50,11 +50,17 @@ class TailEvents:
         """({direction: (lower, upper)} at e, its upper at e_shift), or None."""
         if not self.applies(job):
             return None
-        ev = event_sum(job.schedule, step, job.tau, job.accuracy, eps_c, float(e_shift.max()), 0.5 * eps_c, goal,
-                       job.coarse, _direction(job))
+        ev = _event_sum(job, step, eps_c, float(e_shift.max()), 0.5 * eps_c, goal)
         if ev is None:
             return None
         return {_direction(job): (ev.delta_lower(e), ev.delta_upper(e))}, ev.delta_upper(e_shift)
+
+
+def _event_sum(job: Job, step, eps_c, cut, eps_lo, rem_goal):
+    """The ``EventSum`` of the job's direction: one entry's (``tail_events``) or several entries'
+    (``tail_events_multi``)."""
+    sum_of = event_sum if len(job.schedule) == 1 else event_sum_multi
+    return sum_of(job.schedule, step, job.tau, job.accuracy, eps_c, cut, eps_lo, rem_goal, job.coarse, _direction(job))
 
 
 def _direction(job: Job):

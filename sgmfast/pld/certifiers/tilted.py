@@ -39,10 +39,11 @@ class TiltedFFT:
     The tilt changes only where round-off is small, never a bound.
 
     ``growth`` bounds the tilted variance (FFT window) relative to the untilted one;
-    ``bracket`` finds the saddle point by the slower bracket search."""
+    ``bracket`` finds the saddle point by the slower bracket search; ``multi``: a schedule of
+    several entries in two stages where ``two_stage.plan`` allows it (small δ)."""
 
-    def __init__(self, growth: float = VAR_GROWTH, bracket: bool = False):
-        self.mode = (growth, bracket)
+    def __init__(self, growth: float = VAR_GROWTH, bracket: bool = False, multi: bool = False):
+        self.mode = (growth, bracket, multi)
 
     # --- grids -----------------------------------------------------------------------------
     def theta(self, job: Job, add, step, eps_c) -> float:
@@ -51,7 +52,8 @@ class TiltedFFT:
         if th is None:
             single = len(job.schedule) == 1 and job.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
-            th = 0.0 if single else saddle_theta(job.schedule, add, step, eps_c, job.tau, *self.mode, job.coarse)
+            th = 0.0 if single else saddle_theta(job.schedule, add, step, eps_c, job.tau, *self.mode[:2], job.coarse,
+                                                 self.mode[2])
             job.caches.thetas[key] = th
         return th
 
@@ -62,7 +64,7 @@ class TiltedFFT:
         ``read_eps`` / ``read_delta``; else the ``Grid`` (a cached band is unrolled)."""
         theta = self.theta(job, add, step, eps_c)
         eps_lo = eps_c if eps_lo is None else eps_lo
-        key = (job.tau, add, pess, step, theta, eps_lo)
+        key = (job.tau, add, pess, step, theta, eps_lo, self.mode[2])
         g = job.caches.grids.get(key)
         if g is not None and not banded and isinstance(g, SpectralGrid):
             g = g.materialise()
@@ -70,7 +72,8 @@ class TiltedFFT:
         if g is None:
             for _ in range(4):
                 try:
-                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded, job.coarse)
+                    g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded, job.coarse,
+                                 self.mode[2])
                     break
                 except (GridFailure, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
@@ -81,20 +84,20 @@ class TiltedFFT:
                         raise
                     theta = 0.5 * theta if theta > 1e-3 else 0.0
             if g is None:
-                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded, job.coarse)
+                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded, job.coarse, self.mode[2])
             job.caches.put_grid(key, g)
         return g
 
     def grid_pair(self, job: Job, add, step: float, eps_c: float, eps_lo: float, banded: bool = True):
         """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
         FFTs release the GIL, and on two cores the pair takes little more than one of them."""
-        if two_cores() and plan(job.schedule, step, add, job.tau) is None:
+        if two_cores() and plan(job.schedule, step, add, job.tau, self.mode[2]) is None:
             # the one-step pieces both grids compose; their optimistic masses on the thread that
             # composes the optimistic grid, while this one searches the tilt
             ones = [one_step(sigma, q, add, step, job.tau, job.coarse) for sigma, q, _ in job.schedule]
             grid_pool().submit(_optimistic_masses, ones)
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
-        if (job.tau, add, False, step, theta, eps_lo) in job.caches.grids or not two_cores():
+        if (job.tau, add, False, step, theta, eps_lo, self.mode[2]) in job.caches.grids or not two_cores():
             return (self.grid(job, add, True, step, eps_c, eps_lo, banded),
                     self.grid(job, add, False, step, eps_c, eps_lo, banded))
         fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo,
@@ -204,13 +207,15 @@ def _optimistic_masses(ones) -> None:
             return
 
 
-def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False, coarse: bool = False) -> Grid:
-    """The composed grid: in two stages where ``two_stage.plan`` says so and it applies, else in
-    one transform (``banded``: possibly kept as its spectrum's band, ``grid.banded``)."""
-    stages = plan(schedule, step, add, tau)
+def _compose(schedule, add, step, theta, pess, eps_lo, tau, banded: bool = False, coarse: bool = False,
+             multi: bool = False) -> Grid:
+    """The composed grid: in two stages where ``two_stage.plan`` says so (``multi``: for several
+    entries too) and it applies, else in one transform (``banded``: possibly kept as its
+    spectrum's band, ``grid.banded``)."""
+    stages = plan(schedule, step, add, tau, multi)
     if stages is not None:
         try:
-            return compose_two_stage(*schedule[0], add, step, *stages, theta, pess, eps_lo, tau,
+            return compose_two_stage(schedule, add, step, *stages, theta, pess, eps_lo, tau,
                                      compose_banded if banded else None)
         except NotApplicable:
             pass

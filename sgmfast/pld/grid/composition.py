@@ -25,6 +25,7 @@ from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
 from ..common import SPLIT_MIN, Grid, charge_fft, irfft, rfft, scratch, split_pool, two_cores
 from .estimates import tilted_moments
+from .lattice_shift import moved_down, shifts
 from .onestep import one_step
 from .queries import delta_bound
 from .windows import choose_window
@@ -112,8 +113,8 @@ class TiltedStep:
 
     __slots__ = ("part", "s", "mu", "v", "rho", "p_inf", "lo", "hi")
 
-    def __init__(self, one, step, theta, pess):
-        p = one.masses(pess)
+    def __init__(self, one, step, theta, pess, p=None):
+        p = one.masses(pess) if p is None else p  # (``p``: other masses on the same points, ``lattice_shift``)
         t = np.empty(p.size)
         s, mu, v, rho, dropped = kt.tilt(p, one.j_lo, 0.0, step, theta, pess, t)
         if not (math.isfinite(s) and math.isfinite(mu) and math.isfinite(v)):
@@ -151,9 +152,21 @@ def compose_one_stage(schedule, add, step: float, theta: float, pess: bool, eps_
                       finish=None, coarse: bool = False) -> Grid:
     """Tilted composition of a schedule [(sigma, q, count)] of SGM steps, by one FFT power (a
     single step: the tilted array itself, no transform); ``finish``: see ``compose_steps``;
-    ``coarse``: the one-step grids' far tails coarser (``onestep.one_step``)."""
-    steps = [TiltedStep(one_step(sigma, q, add, step, tau, coarse), step, theta, pess) for sigma, q, _ in schedule]
-    return compose_steps(steps, [count for _, _, count in schedule], step, theta, pess, eps_lo, tau, finish)
+    ``coarse``: the one-step grids' far tails coarser (``onestep.one_step``).  Optimistic: each
+    step whose bulk one bin holds is shifted onto a knot and the composition moved back down
+    (``lattice_shift``; then always a ``Grid``)."""
+    ones = [one_step(sigma, q, add, step, tau, coarse) for sigma, q, _ in schedule]
+    counts = [count for _, _, count in schedule]
+    ds = shifts(ones, counts, step, pess)
+    steps = [TiltedStep(one, step, theta, pess, None if pess else one.opt_by(d)) for one, d in zip(ones, ds)]
+    total = shift_total(counts, ds)
+    g = compose_steps(steps, counts, step, theta, pess, eps_lo, tau, None if total > 0.0 else finish)
+    return moved_down(g, total)
+
+
+def shift_total(counts, ds) -> float:
+    """sum count_i d_i, rounded up (the products' and the sum's rounding: ``lattice_shift``)."""
+    return math.fsum(c * d for c, d in zip(counts, ds)) * (1 + 1e-12)
 
 
 def compose_steps(steps, counts, step: float, theta: float, pess: bool, eps_lo: float, tau: float,

@@ -38,7 +38,8 @@ from ..._kernels.pld import bins as kb
 from ..._kernels.pld import discretise as kd
 from ..._kernels.pld import losses as kl
 from ..._work import PER_BIN_DISCRETISE, charge
-from ..common import (ADD, REPLACE, GridTooLarge, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put,
+from . import lattice_shift
+from ..common import (ADD, REPLACE, dot, GridTooLarge, bins_cap, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, cache_put,
                      two_cores, split_pool, too_many_bins)
 
 _X_TAU = float(-ndtri(TAU_STEP))  # ~11.46 standard deviations
@@ -108,12 +109,14 @@ class OneStep:
     +inf mass ``p_inf``; the optimistic masses are built on first use (upper-bound-only
     evaluations never need them)."""
 
-    __slots__ = ("j_lo", "pess", "p_inf", "_step", "_frac", "_amass", "_top", "_opt", "_pieces")
+    __slots__ = ("j_lo", "pess", "p_inf", "_step", "_frac", "_amass", "_top", "_opt", "_pieces", "_shifted", "_bulk")
 
     def __init__(self, j_lo, pess, p_inf, step, frac, amass, top, pieces=None):
         self.j_lo, self.pess, self.p_inf, self._step = j_lo, pess, p_inf, step
         self._frac, self._amass, self._top, self._opt = frac, amass, top, None
         self._pieces = pieces  # (``_coarse_tail``: the pieces it is the sum of, see ``_joined``)
+        self._shifted = None  # (d, the masses shifted by d: ``opt_by``)
+        self._bulk = None  # (d, bins, knot, mean loss gained) of ``bulk_d``
 
     @property
     def opt(self) -> np.ndarray:
@@ -130,6 +133,54 @@ class OneStep:
 
     def masses(self, pess: bool) -> np.ndarray:
         return self.pess if pess else self.opt
+
+    def bulk_d(self) -> float:
+        """The shift d that merges the bins holding the step's bulk onto a knot (``lattice_shift``),
+        of the merges of 1, 2 or 4 neighbours on either side the one that keeps the most optimistic
+        mean loss, if more than the plain masses keep; else 0 (a step joined from pieces: its fine
+        piece's).  (All are optimistic; the mean loss lost is the bias a composition accumulates.)"""
+        if self._pieces is not None:
+            return next(p for p, stride, _ in self._pieces if stride == 1).bulk_d()
+        if self._bulk is None:
+            self._bulk = 0.0, (), -1, 0.0
+            if lattice_shift.bulk_shift(self._frac, self._amass, self._step)[0] > 0.0:
+                ell = (self.j_lo + np.arange(self.pess.size)) * self._step
+                plain = best = dot(self.opt, ell)
+                for reach in (1, 2, 4):
+                    d, bins, knot = cand = lattice_shift.bulk_shift(self._frac, self._amass, self._step, reach)
+                    if d == 0.0 or cand == self._bulk[:3]:
+                        continue
+                    p = lattice_shift.shifted_opt(self._frac, self._amass, self._top, self._step, d, bins, knot)
+                    mean = dot(p, ell) - d * float(p.sum())
+                    if mean > best:
+                        best, self._bulk, self._shifted = mean, (*cand, mean - plain), (d, p)
+        return self._bulk[0]
+
+    def shift_gain(self) -> float:
+        """The mean loss per step ``bulk_d``'s shift keeps over the plain optimistic masses (0 for
+        none; a step joined from pieces: its fine piece's)."""
+        if self._pieces is not None:
+            return next(p for p, stride, _ in self._pieces if stride == 1).shift_gain()
+        self.bulk_d()
+        return self._bulk[3]
+
+    def opt_by(self, d: float) -> np.ndarray:
+        """The optimistic masses of the step shifted up by d (``lattice_shift.shifted_opt``: the
+        bulk merged onto its knot where d is this step's ``bulk_d``); d = 0: ``opt``.  Cached per d."""
+        if d == 0.0:
+            return self.opt
+        if self._shifted is not None and self._shifted[0] == d:
+            return self._shifted[1]
+        if self._pieces is not None:
+            out = np.zeros(self.pess.size)
+            for piece, stride, at in self._pieces:
+                p = piece.opt_by(d)
+                out[at : at + stride * (p.size - 1) + 1 : stride] += p
+        else:
+            own = self._bulk[:3] if self._bulk is not None and self._bulk[0] == d else (d, (), -1)
+            out = lattice_shift.shifted_opt(self._frac, self._amass, self._top, self._step, d, *own[1:])
+        self._shifted = (d, out)
+        return out
 
     @property
     def step(self) -> float:
@@ -342,12 +393,13 @@ class Hybrid:
 
     __slots__ = ("core", "low", "high", "p_inf", "m", "big_lo", "big_hi")
 
-    def tail(self, pess: bool) -> np.ndarray:
-        """The two tails as one coarse array from coarse point big_lo (zeros between them)."""
+    def tail(self, pess: bool, d: float = 0.0) -> np.ndarray:
+        """The two tails as one coarse array from coarse point big_lo (zeros between them);
+        optimistic: shifted up by d (``OneStep.opt_by``, the core's ``bulk_d``)."""
         r = np.zeros(self.big_hi - self.big_lo + 1)
         for piece in (self.low, self.high):
             if piece is not None:
-                p = piece.masses(pess)
+                p = piece.masses(pess) if pess or d == 0.0 else piece.opt_by(d)
                 r[piece.j_lo - self.big_lo : piece.j_lo - self.big_lo + p.size] += p
         return r
 

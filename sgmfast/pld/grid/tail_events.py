@@ -33,7 +33,8 @@ import numpy as np
 
 from ..._failures import GridFailure
 from ..common import REMOVE, U, Grid, NotApplicable, log_binom
-from .composition import Composite, compose_parts
+from .composition import Composite, compose_parts, shift_total
+from .lattice_shift import moved_down, shifts
 from .estimates import tilted_moments
 from .onestep import hybrid_step, one_step
 from .queries import sum_delta
@@ -137,8 +138,9 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
     if hyb.high is None:
         return None
     core = hyb.core
-    pc = core.masses(pess)
-    pr = hyb.tail(pess)
+    d, = shifts([core], [count], step, pess)  # (optimistic: onto a knot, each term moved back down)
+    pc = core.opt_by(d) if d else core.masses(pess)
+    pr = hyb.tail(pess, d)
     cu = float(pc.sum()) * (1 + 1e-12)
     ru = float(pr.sum()) * (1 + 1e-12)
     if not ru > 0:
@@ -156,7 +158,7 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
     untilted = None  # (the pieces at theta = 0: the same for every k >= 1)
     for k in range(k_max + 1):
         if k == 0 and fine0 and count <= DIRECT_MAX_STEPS and count * pc.size <= DIRECT_MAX_BINS:
-            grids.append(direct_power(pc, core.j_lo, count, step, pess))
+            grids.append(moved_down(direct_power(pc, core.j_lo, count, step, pess), shift_total([count], [d])))
             continue
         theta = 0.0
         if k == 0:  # (module notes: only the term without tail steps is tilted)
@@ -170,7 +172,8 @@ def event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, re
                     pieces = tilt_pieces(pc, core.j_lo, pr, hyb.big_lo, step, m, theta, pess,
                                          f" for sigma={sigma}, q={q}")
                     untilted = pieces if theta == 0.0 else untilted
-                grids.append(_term(pieces, k, count, pess, fine0, eps_lo, tau, abs_goal))
+                grids.append(moved_down(_term(pieces, k, count, pess, fine0, eps_lo, tau, abs_goal),
+                                        shift_total([count], [d])))
                 break
             except (NotApplicable, GridFailure):
                 # a strong tilt's window can be too long (to untilt, or for MAX_BINS): any

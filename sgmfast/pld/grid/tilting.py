@@ -34,15 +34,15 @@ def theta_cap(eps_target: float) -> float:
     return min(THETA_MAX, max(THETA_FLOOR, 300.0 / max(eps_target, 1e-12)))
 
 
-def _schedule_moments(schedule, add, step, tau, coarse=False):
+def _schedule_moments(schedule, add, step, tau, coarse=False, multi=False):
     """moments(theta) -> (mean, variance) of the tilted composed loss, from the same one-step
     pieces the composition will use (one grid -- its far tail coarser where ``coarse`` --, or
-    the two-stage core and tails)."""
+    the two-stage core and tails; ``multi``: as ``two_stage.plan``'s)."""
     parts = []
-    stages = plan(schedule, step, add, tau)
-    for sigma, q, count in schedule:
+    stages = plan(schedule, step, add, tau, multi)
+    for i, (sigma, q, count) in enumerate(schedule):
         if stages is not None:
-            t1, m = stages
+            t1, m = stages[0][i], stages[1]
             hyb = hybrid_step(sigma, q, add, step, m, tau, CORE_TAIL / t1)
             pieces = [(hyb.core.j_lo, hyb.core.pess, step)]
             pieces += [(x.j_lo, x.pess, m * step) for x in (hyb.low, hyb.high) if x is not None]
@@ -71,14 +71,15 @@ def _schedule_moments(schedule, add, step, tau, coarse=False):
 
 
 def saddle_theta(schedule, add, step: float, eps_target: float, tau: float, growth: float = VAR_GROWTH,
-                 bracket: bool = False, coarse: bool = False) -> float:
+                 bracket: bool = False, coarse: bool = False, multi: bool = False) -> float:
     """theta >= 0 with E_theta[L_T] ~ eps_target for the tilted composed PLD.
 
     Newton on the tilted mean, at most doubling each time; a theta whose tilted variance exceeds
     growth * v0 (heavy one-step tails: a long FFT window) is halved back towards the last one
     taken, and the search stops there.  ``bracket``: the slower bracket search instead;
-    ``coarse``: the one-step grids the composition takes (``onestep.one_step``)."""
-    return saddle_search(_schedule_moments(schedule, add, step, tau, coarse), eps_target, growth, bracket)
+    ``coarse``: the one-step grids the composition takes (``onestep.one_step``); ``multi``: a
+    schedule of several entries in two stages (``two_stage.plan``)."""
+    return saddle_search(_schedule_moments(schedule, add, step, tau, coarse, multi), eps_target, growth, bracket)
 
 
 def saddle_search(moments, eps_target: float, growth: float = VAR_GROWTH, bracket: bool = False) -> float:

@@ -36,7 +36,8 @@ from ..._kernels.pld import fft_power as kf
 from ..._kernels.pld import tilt as kt
 from ..common import Grid, NotApplicable, bins_cap, charge_fft, fast_len, irfft, log_binom
 from .estimates import loss_moments, tilted_moments
-from .composition import ArrayPart, Composite, compose_parts, entry_error, fft_const, spectrum_of
+from .composition import ArrayPart, Composite, compose_parts, entry_error, fft_const, shift_total, spectrum_of
+from .lattice_shift import moved_down, shifts
 from .onestep import grid_range, hybrid_step
 from .windows import CHERNOFF_K, TAIL_GOAL, abs_goal as window_goal, chernoff_n
 
@@ -48,36 +49,57 @@ HUGE_SPREAD = 4e5  # ... or a composed spread (18 sd) of at least this many fine
 CORE_TAIL = 1e-4  # one-step P-mass per block of T1 steps left to the coarse tail pieces
 STAGE1_GOAL = 1e-18  # tilted mass (relative) the fine windows leave outside (Chernoff)
 MAX_TAIL_EVENTS = 16  # most tail events per block composed exactly (else: one stage)
+MAX_ENTRIES = 64  # most schedule entries composed in two stages
 
 
-def plan(schedule, step, add, tau):
-    """(T1, m) for the two-stage composition, or None when a single stage is better: for one
-    schedule entry of many steps whose one-step grid (heavy tails) and composed spread are
-    both long on the fine grid (thresholds measured, bench/README), or when δ is small: the
-    first-order FFT round-off of a T-th power grows like T times that of one step, and two
-    stages take powers of ~sqrt(T) only."""
-    if len(schedule) != 1 or schedule[0][2] < MIN_STEPS:
+def plan(schedule, step, add, tau, multi: bool = False):
+    """(t1s, m) for the two-stage composition -- every entry's block length and the common coarse
+    factor -- or None when a single stage is better: for one schedule entry of many steps whose
+    one-step grid (heavy tails) and composed spread are both long on the fine grid (thresholds
+    measured, bench/README), or when δ is small: the first-order FFT round-off of a T-th power
+    grows like T times that of one step, and two stages take powers of ~sqrt(T) only.
+
+    ``multi``: several entries too (at most MAX_ENTRIES, MIN_STEPS in all), where δ is small or the
+    spread huge: each entry in blocks of its own, all on one coarse grid.  Asked for only by the
+    engine's extra certifier (``engine.TILT_TWO``), where one stage left the answer wide: two
+    noise levels at q 1.87e-4, 5 x 10^4 steps each, δ 2.3e-15 are 19 % wide in one stage, 4 % in
+    two; where the tilt reaches eps one stage is the tighter (five entries at q up to 0.028,
+    δ 4.3e-10: 6.5e-4 in one stage, 2.3e-3 in two; bench/README stop 65)."""
+    total = sum(c for _, _, c in schedule)
+    if total < MIN_STEPS or len(schedule) > (MAX_ENTRIES if multi else 1):
         return None
+    spread = 18.0 * math.sqrt(sum(c * loss_moments(s, q, add)[1] for s, q, c in schedule)) / step
+    small_delta = tau * total <= SMALL_TAU  # FFT round-off grows with the power taken
+    huge = spread >= HUGE_SPREAD  # light tails but a composed spread of ~1e6 fine bins (huge T)
+    if len(schedule) > 1:
+        if not (small_delta or huge):
+            return None
+        t1s = tuple(_block_length(c) for _, _, c in schedule)
+        blocks = sum(-(-c // t1) for (_, _, c), t1 in zip(schedule, t1s))
+        return t1s, 2 ** max(1, int(round(math.log2(math.sqrt(total / blocks)))))
     sigma, q, count = schedule[0]
     try:
         j_lo, j_hi = grid_range(sigma, q, add, step, tau)
     except GridTooLarge:  # too long for one stage
         j_lo, j_hi = 0, bins_cap()
-    spread = 18.0 * math.sqrt(count * loss_moments(sigma, q, add)[1]) / step
-    small_delta = tau * count <= SMALL_TAU  # FFT round-off grows with the power taken
-    huge = spread >= HUGE_SPREAD  # light tails but a composed spread of ~1e6 fine bins (huge T)
     if not (small_delta or huge) and (j_hi - j_lo < MIN_ONE_STEP_BINS or j_hi - j_lo + spread < MIN_TOTAL_BINS):
         return None
+    t1 = _block_length(count)
+    m = 2 ** max(1, int(round(math.log2(math.sqrt(t1)))))  # H^2 T / T1 ~ step^2 T (module notes)
+    return (t1,), m
+
+
+def _block_length(count: int) -> int:
+    """Steps per block of an entry of ``count`` steps: ~sqrt(count), a divisor nearby where there
+    is one (it saves the remainder block; looked for nearby only: the search is Python and
+    sqrt(count) reaches 3e6 for calibration's longest runs), at most the count."""
     t1 = max(2, int(round(math.sqrt(count))))
-    # a divisor of the count near sqrt(count) saves the remainder block (looked for nearby only:
-    # the search is Python and sqrt(count) reaches 3e6 for calibration's longest runs)
     low = max(2, t1 // 2)
     for i in range(min(t1, 4096)):
         if count % (t1 + i) == 0 or (t1 - i >= low and count % (t1 - i) == 0):
             t1 = t1 + i if count % (t1 + i) == 0 else t1 - i
             break
-    m = 2 ** max(1, int(round(math.log2(math.sqrt(t1)))))  # H^2 T / T1 ~ step^2 T (module notes)
-    return t1, m
+    return min(t1, count)
 
 
 @dataclass
@@ -346,51 +368,62 @@ def _core_power(pc: Pieces, z, err_sum, z2, nk, j0, n1, c_n, pess):
     return x
 
 
-def compose_two_stage(sigma, q, count, add, step, t1, m, theta, pess, eps_lo, tau, finish=None) -> Grid:
-    """T-fold composition of one SGM step by blocks: coarsen(P^{*T1}) (``block``) composed
-    T // T1 times with coarsen(P^{*(T mod T1)}) on the coarse grid of spacing m * step.
+def compose_two_stage(schedule, add, step, t1s, m, theta, pess, eps_lo, tau, finish=None) -> Grid:
+    """The composition of a schedule [(sigma, q, count)] of SGM steps by blocks: for each entry,
+    coarsen(P^{*T1}) (``block``) composed count // T1 times with coarsen(P^{*(count mod T1)}), T1
+    its entry of ``t1s``, every block on the one coarse grid of spacing m * step.
 
     Coarsening is a mean-preserving spread (pessimistic) or contraction (optimistic) in
-    u = e^{-loss}, so the bounds stay bounds (module notes).  ``finish`` composes the blocks'
-    ``Composite`` (default ``compose_parts``; ``banded.compose_banded``: possibly kept as its
-    spectrum's band, with the same charges)."""
-    hyb = hybrid_step(sigma, q, add, step, m, tau, CORE_TAIL / t1)
-    core = hyb.core
-    pc = tilt_pieces(core.masses(pess), core.j_lo, hyb.tail(pess), hyb.big_lo, step, m, theta, pess,
-                     f" for sigma={sigma}, q={q}")
-    p_inf1 = (hyb.p_inf + pc.drop_c + pc.drop_r) * (1 + 1e-12) if pess else 0.0
-    if p_inf1 >= 0.5:
-        raise NotApplicable("one-step +inf mass too large for blocks")
-    # moments of the tilted one-step mixture (window heuristics)
-    wb = 1.0 / (1.0 + math.exp(pc.sc - pc.sr)) if pc.tr is not None else 0.0
-    mean1 = (1 - wb) * pc.mc + wb * pc.mr
-    var1 = (1 - wb) * (pc.vc + pc.mc * pc.mc) + wb * (pc.vr + pc.mr * pc.mr) - mean1 * mean1
-    abs_goal = window_goal(tau, count)
-    t2, t_rem = divmod(count, t1)
+    u = e^{-loss}, so the bounds stay bounds (module notes), and so are products of independently
+    coarsened blocks: the spread of a sum of independent losses is the sum of their spreads.
+    ``finish`` composes the blocks' ``Composite`` (default ``compose_parts``;
+    ``banded.compose_banded``: possibly kept as its spectrum's band, with the same charges)."""
+    abs_goal = window_goal(tau, sum(c for _, _, c in schedule))
+    # the blocks of all entries share the budget of the blocks dropped for many tail events
+    n_blocks = sum(c // t1 + 1 for (_, _, c), t1 in zip(schedule, t1s))
     parts = []
-    log_scale = p_inf_log = err_log = mass_log = 0.0
+    mean = var = log_scale = p_inf_log = err_log = mass_log = rho = 0.0
     sup_lo = sup_hi = 0
-    for nb, times in [(t1, t2)] + ([(t_rem, 1)] if t_rem else []):
-        terms, ls, pinf_b, err_b = block(pc, nb, t2 + 1, pess, abs_goal)
-        part = BlockPart(terms, hyb.big_lo, pc.tr, times)
-        parts.append(part)
-        log_scale += times * ls
-        p_one = -math.expm1(nb * math.log1p(-p_inf1)) + pinf_b if pess else 0.0
-        p_inf_log += times * math.log1p(-p_one) if p_one < 1.0 else -math.inf
-        mass = part.mass()
-        mass_log += times * math.log(max(mass, 1e-300))
-        err_log += times * math.log1p(err_b / max(mass, 1e-300))
-        lo, hi = part.sup
-        sup_lo += times * lo
-        sup_hi += times * hi
+    hybs = [hybrid_step(sigma, q, add, step, m, tau, CORE_TAIL / t1) for (sigma, q, _), t1 in zip(schedule, t1s)]
+    # (optimistic: the entries' bulks shifted onto knots, ``lattice_shift``)
+    ds = shifts([h.core for h in hybs], [c for _, _, c in schedule], step, pess)
+    for (sigma, q, count), t1, hyb, d in zip(schedule, t1s, hybs, ds):
+        core = hyb.core
+        pc = tilt_pieces(core.opt_by(d) if d else core.masses(pess), core.j_lo, hyb.tail(pess, d),
+                         hyb.big_lo, step, m, theta, pess, f" for sigma={sigma}, q={q}")
+        p_inf1 = (hyb.p_inf + pc.drop_c + pc.drop_r) * (1 + 1e-12) if pess else 0.0
+        if p_inf1 >= 0.5:
+            raise NotApplicable("one-step +inf mass too large for blocks")
+        # moments of the tilted one-step mixture (window heuristics)
+        wb = 1.0 / (1.0 + math.exp(pc.sc - pc.sr)) if pc.tr is not None else 0.0
+        mean1 = (1 - wb) * pc.mc + wb * pc.mr
+        mean += count * mean1
+        var += count * ((1 - wb) * (pc.vc + pc.mc * pc.mc) + wb * (pc.vr + pc.mr * pc.mr) - mean1 * mean1)
+        t2, t_rem = divmod(count, t1)
+        # rho_r (rounding of the tilted tail entries) enters at most K times per block
+        rho += MAX_TAIL_EVENTS * (t2 + 1) * pc.rho_r
+        for nb, times in ([(t1, t2)] if t2 else []) + ([(t_rem, 1)] if t_rem else []):
+            terms, ls, pinf_b, err_b = block(pc, nb, n_blocks, pess, abs_goal)
+            part = BlockPart(terms, hyb.big_lo, pc.tr, times)
+            parts.append(part)
+            log_scale += times * ls
+            p_one = -math.expm1(nb * math.log1p(-p_inf1)) + pinf_b if pess else 0.0
+            p_inf_log += times * math.log1p(-p_one) if p_one < 1.0 else -math.inf
+            mass = part.mass()
+            mass_log += times * math.log(max(mass, 1e-300))
+            err_log += times * math.log1p(err_b / max(mass, 1e-300))
+            lo, hi = part.sup
+            sup_lo += times * lo
+            sup_hi += times * hi
     p_inf = -math.expm1(p_inf_log) * (1 + 1e-12) if pess else 0.0
-    # rho_r (rounding of the tilted tail entries) enters at most K times per block
     # the excess composes to at most prod (|B| (1 + e_B))^{times} - prod |B|^{times}
     err_rel = math.exp(mass_log) * math.expm1(err_log * (1 + 1e-9)) if not pess else 0.0
-    big = m * step
-    return (finish or compose_parts)(Composite(parts, big, count, count * mean1, count * var1, log_scale,
-                                               MAX_TAIL_EVENTS * (t2 + 1) * pc.rho_r, p_inf, sup_lo, sup_hi, err_rel),
-                                     theta, pess, eps_lo, tau)
+    count = sum(c for _, _, c in schedule)
+    total = shift_total([c for _, _, c in schedule], ds)
+    g = (compose_parts if total > 0.0 else finish or compose_parts)(
+        Composite(parts, m * step, count, mean, var, log_scale, rho, p_inf, sup_lo, sup_hi, err_rel),
+        theta, pess, eps_lo, tau)
+    return moved_down(g, total)
 
 
 def one_stage_core(pc: Pieces, count, pess, eps_lo, tau) -> Grid:
