@@ -358,17 +358,18 @@ class Engine(_DeltaPlan):
         step = self.grid_step or step0 or first
         fine = fine if step == first else math.inf
         found = Certified(job.directions, 0.0, math.inf)
-        last_gap, weak_runs = None, 0
+        last_gap, weak_runs, summed = None, 0, False
         coarser, good_step = 0, step
         while True:
             before = meter.units
             self.last_step = step
             try:
                 with bins_limit(FIRST_BINS if last_gap is None else MAX_BINS):
-                    # (the sum first in later rounds: several entries, short runs, replace-one)
-                    first_sum = len(job.schedule) > 1 or job.total < MIN_STEPS or job.replace
-                    prior = found if last_gap is not None and first_sum else None
-                    found.narrow(_round(self, job, step, target, est, cap, meter, prior).found_dict())
+                    # (the sum first in later rounds where it narrowed the last: several entries, short
+                    # runs, replace-one)
+                    first_sum = summed and (len(job.schedule) > 1 or job.total < MIN_STEPS or job.replace)
+                    got, summed = _round(self, job, step, target, est, cap, meter, found if first_sum else None)
+                    found.narrow(got.found_dict())
             except GridTooLarge:  # the grid would not fit in memory
                 if last_gap is not None:
                     return found.lower, found.upper, good_step  # what is certified so far
@@ -413,13 +414,14 @@ class Engine(_DeltaPlan):
             up = math.inf
         return min(up, self.rdp.epsilon(target))
 
-def _round(engine, job: Job, step: float, target: float, est: float, cap: float, meter, prior=None) -> Certified:
+def _round(engine, job: Job, step: float, target: float, est: float, cap: float, meter, prior=None):
     """``engine``'s plan at one grid step: the tilted composition, then -- while the interval is
     wide -- the extra tilts (small δ) and the tail-event sum.  The tail-event sum is cheap for
     short runs (the core's T-th power has a short window) and the extra tilts for long ones (two
     stages): the cheaper goes first.  The sum cuts at the likely eps, so it also needs a fairly
     narrow first interval (measured on the random-sweep points, bench/README).  Past the budget
-    (``meter``) no further certifier is tried.
+    (``meter``) no further certifier is tried.  Returns (``Certified``, whether the tail-event sum
+    narrowed it).
 
     ``prior``: the earlier rounds' interval (the loop passes it for schedules of several entries,
     short runs and replace-one: σ 0.96, q 2.3e-5, 9,685 steps, δ 8.8e-14 went from 8.6e-3 to
@@ -431,11 +433,14 @@ def _round(engine, job: Job, step: float, target: float, est: float, cap: float,
     it first -- σ 1.03, q 1.87e-4, 10^5 steps, δ 2.3e-15: 0.37 % that way, 0.52 % sum first.)"""
     found = Certified(job.directions, 0.0, math.inf)
     summed = prior is not None and 0.0 < prior.upper < math.inf and prior.upper - prior.lower <= 0.1 * prior.upper
+    helped = False
     if summed:
-        found.narrow(EVENTS.epsilon(job, step, target, prior.lower, prior.upper))
+        ev = EVENTS.epsilon(job, step, target, prior.lower, prior.upper)
+        helped = _narrows(prior, ev)
+        found.narrow(ev)
         trial = Certified(job.directions, 0.0, math.inf).narrow(prior.found_dict()).narrow(found.found_dict())
         if engine._narrow(trial.cap(cap)):
-            return trial
+            return trial, helped
     found.narrow(TILT.epsilon(job, step, target, est)).cap(cap)
     extra = []
     if job.tau * job.total <= SMALL_TAU:
@@ -447,10 +452,18 @@ def _round(engine, job: Job, step: float, target: float, est: float, cap: float,
             break
         if certifier is EVENTS:
             if not summed:
-                found.narrow(EVENTS.epsilon(job, step, target, found.lower, found.upper))
+                ev = EVENTS.epsilon(job, step, target, found.lower, found.upper)
+                helped = _narrows(found, ev)
+                found.narrow(ev)
         else:
             found.narrow(certifier.epsilon(job, step, target, est))
-    return found
+    return found, helped
+
+
+def _narrows(found: Certified, ev) -> bool:
+    """Whether the tail-event sum's interval ``ev`` ({direction: (lower, upper)} or None) lies
+    strictly inside ``found`` at either end, in some direction."""
+    return any(lo > found.lo[d] or up < found.up[d] for d, (lo, up) in (ev or {}).items())
 
 
 def monotone(x: np.ndarray, lo: np.ndarray, up: np.ndarray):
