@@ -8,41 +8,15 @@ single tilt could not resolve δ the interval is tight and agrees with dp_accoun
 """
 
 import functools
-import math
 
 import numpy as np
 import pytest
 
 from sgmfast import pld
-from sgmfast.pld.grid import onestep, queries, tail_events
+from sgmfast.pld.grid import queries, tail_events
 from sgmfast.pld.common import Grid
 
-
-def _direct_delta(sigma, q, steps, step, m, cut, pess, eps):
-    """δ(eps) of the T-fold composition of the hybrid one-step arrays (core on the fine grid,
-    the tail placed on every m-th fine point), by numpy's FFT without any tilt; the +inf mass
-    counts in full.  Returned on the fine grid: with m > 1 the event terms coarsen the core
-    powers, which (pessimistic) keeps δ or raises it."""
-    hyb = onestep.hybrid_step(sigma, q, False, step, m, 1e-30, 1e-300, max(math.ceil(cut / (m * step)), 1))
-    pc = hyb.core.pess if pess else hyb.core.opt
-    pr = hyb.tail(pess)
-    lo = min(hyb.core.j_lo, hyb.big_lo * m)
-    hi = max(hyb.core.j_lo + pc.size - 1, hyb.big_hi * m)
-    one = np.zeros(hi - lo + 1)
-    one[hyb.core.j_lo - lo : hyb.core.j_lo - lo + pc.size] += pc
-    one[hyb.big_lo * m - lo :: m][: pr.size] += pr
-    n = steps * (one.size - 1) + 1
-    nfft = 1 << (n - 1).bit_length()
-    comp = np.fft.irfft(np.fft.rfft(one, nfft) ** steps, nfft)[:n]
-    ell = (steps * lo + np.arange(n)) * step
-    out = []
-    for e in eps:
-        sel = ell > e
-        out.append(float(np.sum(comp[sel] * -np.expm1(e - ell[sel]))))
-    out = np.array(out)
-    if pess:
-        out += -math.expm1(steps * math.log1p(-hyb.p_inf))
-    return out
+from _hybrid import check_terms
 
 
 CASES = [
@@ -71,16 +45,7 @@ def test_event_terms_sum_to_the_direct_composition(sigma, q, steps, step, m, cut
         if rem_goal < 1e-100:
             assert len(grids) == steps + 1  # all terms kept: rem is the +inf mass only
             assert rem < 1e-12
-        got = queries.sum_delta(grids, rem, eps)
-        ref = _direct_delta(sigma, q, steps, step, m, cut, pess, eps)
-        assert (ref > 1e-6).all()
-        if pess:
-            assert (got >= ref * (1 - 1e-9)).all()
-            # equal up to round-off, coarsening (m > 1) and the remainder bound
-            assert got == pytest.approx(ref, rel=1e-6 if m == 1 else 1e-3, abs=2 * rem + 1e-12)
-        else:
-            assert (got <= ref * (1 + 1e-9)).all()
-            assert got == pytest.approx(ref, rel=1e-6 if m == 1 and rem_goal < 1e-100 else 2e-3)
+        check_terms(grids, rem, [(sigma, q, steps)], step, m, cut, pess, eps, rem_goal < 1e-100)
 
 
 def test_event_terms_are_tilted_towards_eps():

@@ -21,41 +21,11 @@ import pytest
 from sgmfast import pld
 from sgmfast.pld.common import REMOVE
 from sgmfast.pld.engine import Engine
-from sgmfast.pld.grid import onestep, queries, tail_events_multi as tm, two_stage
+from sgmfast.pld.grid import tail_events_multi as tm, two_stage
+
+from _hybrid import check_terms
 
 REF = Path(__file__).parent / "reference"
-
-
-def _one_array(sigma, q, step, m, hi_cut, pess):
-    """(first fine point, the hybrid one-step array on the fine grid: the tail on every m-th point)
-    and the +inf mass."""
-    hyb = onestep.hybrid_step(sigma, q, REMOVE, step, m, 1e-30, 1e-300, hi_cut)
-    pc = hyb.core.pess if pess else hyb.core.opt
-    pr = hyb.tail(pess)
-    lo = min(hyb.core.j_lo, hyb.big_lo * m)
-    hi = max(hyb.core.j_lo + pc.size - 1, hyb.big_hi * m)
-    one = np.zeros(hi - lo + 1)
-    one[hyb.core.j_lo - lo : hyb.core.j_lo - lo + pc.size] += pc
-    one[hyb.big_lo * m - lo :: m][: pr.size] += pr
-    return lo, one, hyb.p_inf
-
-
-def _direct_delta(schedule, step, m, cut, pess, eps):
-    """δ(eps) of the composition of every entry's hybrid one-step arrays (numpy's FFT, no tilt);
-    the +inf mass counts in full (pessimistic)."""
-    hi_cut = max(math.ceil(cut / (m * step)), 1)
-    arrays = [(_one_array(s, q, step, m, hi_cut, pess), t) for s, q, t in schedule]
-    n = sum(t * (one.size - 1) for (_, one, _), t in arrays) + 1
-    nfft = 1 << (n - 1).bit_length()
-    spec = np.ones(nfft // 2 + 1, dtype=complex)
-    for (_, one, _), t in arrays:
-        spec *= np.fft.rfft(one, nfft) ** t
-    comp = np.fft.irfft(spec, nfft)[:n]
-    ell = (sum(t * lo for (lo, _, _), t in arrays) + np.arange(n)) * step
-    out = np.array([float(np.sum(comp[ell > e] * -np.expm1(e - ell[ell > e]))) for e in eps])
-    if pess:
-        out += -math.expm1(sum(t * math.log1p(-p) for (_, _, p), t in arrays))
-    return out
 
 
 CASES = [
@@ -82,15 +52,7 @@ def test_multi_event_terms_bracket_the_direct_composition(schedule, step, m, cut
             assert len(grids) == math.prod(t + 1 for _, _, t in schedule)
         elif max(q for _, q, _ in schedule) <= 0.05:
             assert len(grids) < math.prod(t + 1 for _, _, t in schedule)  # the union bound is in use
-        got = queries.sum_delta(grids, rem, eps)
-        ref = _direct_delta(schedule, step, m, cut, pess, eps)
-        assert (ref > 1e-6).all()
-        if pess:
-            assert (got >= ref * (1 - 1e-9)).all()
-            assert got == pytest.approx(ref, rel=1e-6 if m == 1 else 1e-3, abs=2 * rem + 1e-12)
-        else:
-            assert (got <= ref * (1 + 1e-9)).all()
-            assert got == pytest.approx(ref, rel=1e-6 if m == 1 and rem_goal < 1e-100 else 2e-3)
+        check_terms(grids, rem, schedule, step, m, cut, pess, eps, rem_goal < 1e-100)
 
 
 @pytest.mark.parametrize("counts,r,k", [([3, 2], [0.1, 0.02], 1), ([40, 7, 1], [1e-3, 0.3, 0.5], 3),

@@ -95,18 +95,24 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coars
 def both_roundings(sigma, q, count, step, m, cut, eps_c, eps_lo, tau, rem_goal, fine0=False, hyb=None, add=REMOVE):
     """The ``EventSum`` of both roundings' ``event_grids`` (direction ``add``: remove, or
     replace-one), or None where either cannot be built."""
+    return rounded_pair(lambda pess: event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau,
+                                                 rem_goal, fine0, hyb=hyb), fine0)
+
+
+def rounded_pair(terms, precise: bool = False) -> EventSum | None:
+    """The ``EventSum`` of ``terms(pess)`` -- (grids, rem) or None -- for both roundings, or None
+    where either cannot be built (a grid failure or not applicable)."""
     out = []
     for pess in (True, False):
         try:
-            r = event_grids(sigma, q, count, add, step, m, cut, pess, eps_c, eps_lo, tau, rem_goal, fine0,
-                            hyb=hyb)
+            r = terms(pess)
         except (GridFailure, NotApplicable):
             r = None
         if r is None:
             return None
         out.append(r)
     (g_up, rem_up), (g_lo, _) = out
-    return EventSum(g_up, rem_up, g_lo, fine0)
+    return EventSum(g_up, rem_up, g_lo, precise)
 
 
 def _kept_events(count, cu, ru, rem_goal):

@@ -46,7 +46,7 @@ from .composition import Composite, compose_parts, shift_total
 from .lattice_shift import moved_down, shifts
 from .estimates import tilted_moments
 from .onestep import hybrid_step, one_step
-from .tail_events import EVENT_MAX, EventSum
+from .tail_events import EVENT_MAX, rounded_pair
 from .tilting import saddle_of
 from .two_stage import BlockPart, block, tilt_pieces
 from .windows import abs_goal as window_goal
@@ -73,17 +73,7 @@ def event_sum_multi(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal,
         return None
     m = 2 ** max(0, min(12, round(math.log2(0.25 * accuracy * max(eps_c, 1e-3) / step))))
     hi_cut = max(math.ceil(cut / (m * step)), 1)
-    out = []
-    for pess in (True, False):
-        try:
-            r = _terms(schedule, add, step, m, hi_cut, pess, eps_c, eps_lo, tau, rem_goal)
-        except (GridFailure, NotApplicable):
-            r = None
-        if r is None:
-            return None
-        out.append(r)
-    (g_up, rem_up), (g_lo, _) = out
-    return EventSum(g_up, rem_up, g_lo, False)
+    return rounded_pair(lambda pess: _terms(schedule, add, step, m, hi_cut, pess, eps_c, eps_lo, tau, rem_goal))
 
 
 def _log_excess(counts, r, k):
