@@ -25,11 +25,12 @@ on the knot only where its rounded-down offset plus d reaches it in exact arithm
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from ..._kernels.pld import discretise as kd
-from ..common import Grid
+from ..common import U, Grid
 
 #: the bin must hold at least this share of the step's optimistic mass to be shifted onto a knot
 BULK_SHARE = 0.5
@@ -57,16 +58,27 @@ def bulk_shift(frac, amass, step: float, reach: int = 1):
     bins = tuple(range(lo_i, hi_i + 1))
     ms = np.array([amass[i] for i in bins])
     pos = np.array([(i - bins[0]) * step + max(float(frac[i]), 0.0) for i in bins])  # (from point bins[0])
-    lo = float(pos.min())
-    u = float(np.sum(ms * np.exp(lo - pos)) / ms.sum())  # u-mean over e^{-lo}, in (0, 1]
-    p = min(max((lo - math.log(u)) * (1 - 1e-12) - 1e-300, lo), float(pos.max()))  # (rounded down)
-    k = math.ceil(p / step)
-    d = k * step - p
-    while d > 0.0 and math.fsum((p, d, -k * step)) < 0.0:  # (p + d >= k step exactly)
+    p = _merged(ms, pos)
+    # d with p + d >= k step in exact arithmetic, k the first knot at or above p
+    fp, fs = Fraction(p), Fraction(step)
+    k = math.ceil(fp / fs)
+    d = float(k * fs - fp)
+    while Fraction(d) + fp < k * fs:
         d = math.nextafter(d, math.inf)
     if not 0.0 < d < step:
         return none
     return d, bins, bins[0] + k
+
+
+def _merged(ms, pos) -> float:
+    """The loss of the u-mean of atoms of masses ``ms`` at losses ``pos`` (>= 0), rounded down past
+    the rounding of pos, of the sums, the exponentials and the logarithm (a few u of each
+    magnitude, and of the count), and at least 0 (every atom's true loss is >= 0)."""
+    lo = float(pos.min())
+    u = float(np.sum(ms * np.exp(lo - pos)) / ms.sum())  # u-mean over e^{-lo}, in (0, 1]
+    lu = math.log(u)
+    margin = 8.0 * U * (ms.size + 6 + float(pos.max()) + abs(lo) + abs(lu))
+    return min(max(lo - lu - margin, 0.0), float(pos.max()))
 
 
 def shifted_opt(frac, amass, top, step: float, d: float, bins=(), knot: int = -1) -> np.ndarray:
@@ -97,8 +109,9 @@ def shifted_opt(frac, amass, top, step: float, d: float, bins=(), knot: int = -1
         m1, f1, m2, f2 = nm[j], nf[j], amass[src[both]], f_in[both]
         lo = np.minimum(f1, f2)
         u = (m1 * np.exp(lo - f1) + m2 * np.exp(lo - f2)) / (m1 + m2)  # u-mean over e^{-lo}, <= 1
-        f = lo - np.log(u)
-        nf[j] = np.maximum(np.minimum(f * (1 - 1e-12) - 1e-300, np.maximum(f1, f2)), lo)
+        lu = np.log(u)
+        f = lo - lu - 8.0 * U * (8.0 + np.maximum(f1, f2) + lo + np.abs(lu))  # (rounded down, as ``_merged``)
+        nf[j] = np.maximum(np.minimum(f, np.maximum(f1, f2)), lo)  # (the true merge lies above lo)
         nm[j] = (m1 + m2) * (1 - 1e-12)
     opt = np.empty(n)
     kd.optimistic_step(step, nf, nm, top2, opt)
