@@ -146,9 +146,16 @@ def _terms(schedule, add, step, m, hi_cut, pess, eps_c, eps_lo, tau, rem_goal):
         """Every entry's pieces tilted by theta and its blocks (terms of ks[i] tail events), and the
         +inf mass they send (times the other entries' mass bounds)."""
         out, charge = [], 0.0
-        for i, (h, pc, pr) in enumerate(zip(hybs, pcs, prs)):
-            pieces = tilt_pieces(pc, h.core.j_lo, pr, h.big_lo, step, m, theta, pess, f" for sigma={schedule[i][0]}")
-            terms, ls, p_inf, err = block(pieces, counts[i], 1, pess, abs_goal, ks=ks[i], floor=eps_lo)
+        tilted = [tilt_pieces(pc, h.core.j_lo, pr, h.big_lo, step, m, theta, pess, f" for sigma={schedule[i][0]}")
+                  for i, (h, pc, pr) in enumerate(zip(hybs, pcs, prs))]
+        # an entry's block is read with the others' sums added: its floor (below which an optimistic
+        # window too long to untilt may drop cells, ``two_stage.block``) is eps_lo less the others'
+        # tilted means and 10 sd -- a floor of eps_lo itself dropped the cells the others' sums lift
+        # past eps (two entries, replace-one, δ 1e-14: the lower δ 3.4 times below the upper)
+        reach = [n * pc.mc + 10.0 * math.sqrt(max(n * pc.vc, 0.0)) for n, pc in zip(counts, tilted)]
+        for i, pieces in enumerate(tilted):
+            floor = eps_lo - (sum(reach) - reach[i])
+            terms, ls, p_inf, err = block(pieces, counts[i], 1, pess, abs_goal, ks=ks[i], floor=floor)
             if pess:
                 p_inf += counts[i] * (pieces.drop_c + pieces.drop_r) * (1 + 1e-12)
                 charge += p_inf * math.exp(sum(lmass) - lmass[i]) * (1 + 1e-9)
