@@ -142,18 +142,22 @@ class OneStep:
         if self._pieces is not None:
             return next(p for p, stride, _ in self._pieces if stride == 1).bulk_d()
         if self._bulk is None:
-            self._bulk = 0.0, (), -1, 0.0
+            bulk, shifted = (0.0, (), -1, 0.0), None
             if lattice_shift.bulk_shift(self._frac, self._amass, self._step)[0] > 0.0:
+                cands = [c for c in dict.fromkeys(lattice_shift.bulk_shift(self._frac, self._amass, self._step, reach)
+                                                  for reach in (1, 2, 4)) if c[0] > 0.0]
+                # (charged before the work: a work limit reached here leaves no state behind)
+                charge(lattice_shift.PER_BIN * self.pess.size * len(cands))
                 ell = (self.j_lo + np.arange(self.pess.size)) * self._step
                 plain = best = dot(self.opt, ell)
-                for reach in (1, 2, 4):
-                    d, bins, knot = cand = lattice_shift.bulk_shift(self._frac, self._amass, self._step, reach)
-                    if d == 0.0 or cand == self._bulk[:3]:
-                        continue
+                for d, bins, knot in cands:
                     p = lattice_shift.shifted_opt(self._frac, self._amass, self._top, self._step, d, bins, knot)
                     mean = dot(p, ell) - d * float(p.sum())
                     if mean > best:
-                        best, self._bulk, self._shifted = mean, (*cand, mean - plain), (d, p)
+                        best, bulk, shifted = mean, (d, bins, knot, mean - plain), (d, p)
+            self._bulk = bulk
+            if shifted is not None:
+                self._shifted = shifted
         return self._bulk[0]
 
     def shift_gain(self) -> float:
@@ -178,6 +182,7 @@ class OneStep:
                 out[at : at + stride * (p.size - 1) + 1 : stride] += p
         else:
             own = self._bulk[:3] if self._bulk is not None and self._bulk[0] == d else (d, (), -1)
+            charge(lattice_shift.PER_BIN * self.pess.size)
             out = lattice_shift.shifted_opt(self._frac, self._amass, self._top, self._step, d, *own[1:])
         self._shifted = (d, out)
         return out
