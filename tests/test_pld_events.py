@@ -155,3 +155,21 @@ def test_direct_delta_brackets_the_exact_sum(theta):
     # eps inside the bulk: the suffix sums' slack is ~n u of the mass above eps, the direct one
     # ~n u of δ itself
     assert (up - lo)[2] < 1e-2 * (up_s - lo_s)[2]
+
+
+WIDE_CUT = [
+    # replace-one, sigma, q, T, δ (bench/rare_sampling_sweep.py seeds 21 and 11): eps set by single
+    # steps far in the tail, inside an interval the tilts left wide; the sum cut a little above its
+    # midpoint put those steps in the term without tail steps, whose lower bound fails there --
+    # [0.0547, 0.1414] and [0.0544, 0.1332] on fec2300
+    (0.8404057732758148, 1.9372759417412754e-05, 289, 1.5483886780878376e-15),
+    (0.908807756752532, 2.7055111680580966e-05, 1971, 1.5881931035475137e-15),
+]
+
+
+@pytest.mark.parametrize("sigma,q,steps,delta", WIDE_CUT)
+def test_a_wide_interval_is_cut_again_in_its_lower_quarter(sigma, q, steps, delta):
+    b = pld.epsilon(sigma, q, steps, delta, relation="replace_one")
+    assert b.met and b.upper - b.lower <= 1e-3 * b.upper
+    d = pld.delta(sigma, q, steps, np.array([b.lower, b.upper]), relation="replace_one")
+    assert d.upper[0] >= delta * (1 - 1e-12) and d.lower[1] <= delta * (1 + 1e-12)
