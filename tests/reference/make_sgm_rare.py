@@ -951,20 +951,27 @@ def fmt(v):
     return repr(float(v))
 
 
+def checker(rows, direction):
+    """check(name, s, q, T, eps, got, exact, tol): a method's value against an independent one,
+    printed and written as a kind=check row of ``direction`` (eps None: none); exits past tol."""
+    def check(name, s, q, T_, eps, got, exact, tol):
+        rel = abs(got - float(exact)) / float(exact)
+        print(f"  check {name}: got {got!r} ref {mpmath.nstr(exact, 17)} rel {rel:.2e} (tol {tol:g})", flush=True)
+        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=T_, direction=direction,
+                         eps="" if eps is None else fmt(eps), delta_ref=fmt(got), rel_err_bound=f"{rel:.3e}",
+                         eps_err_bound="", exact=mpmath.nstr(exact, 20), note=name))
+        if not rel <= tol:
+            sys.exit(f"check {name} failed: rel {rel:.3e} > {tol:g}")
+        return rel
+    return check
+
+
 def main():
     mpmath.mp.dps = 30
     rows = []
     summary = []
 
-    def check(name, s, q, T_, eps, got, exact, tol):
-        rel = abs(got - float(exact)) / float(exact)
-        print(f"  check {name}: got {got!r} ref {mpmath.nstr(exact, 17)} rel {rel:.2e} (tol {tol:g})", flush=True)
-        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=T_, direction="remove", eps=fmt(eps),
-                         delta_ref=fmt(got), rel_err_bound=f"{rel:.3e}", eps_err_bound="",
-                         exact=mpmath.nstr(exact, 20), note=name))
-        if not rel <= tol:
-            sys.exit(f"check {name} failed: rel {rel:.3e} > {tol:g}")
-        return rel
+    check = checker(rows, "remove")
 
     for ip, (s, q, T, target) in enumerate(POINTS, 1):
         print(f"point {ip}: sigma {s!r} q {q!r} T {T} target {target!r}", flush=True)

@@ -146,7 +146,8 @@ from scipy.special import log_ndtr, ndtr  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_sgm_rare import (CNODES, EPS_OFFSETS, _cheb_coeffs, _clenshaw, error_bounds, fmt, log_g,  # noqa: E402
+from make_sgm_rare import Spectrum as RareSpectrum  # noqa: E402
+from make_sgm_rare import (CNODES, EPS_OFFSETS, _cheb_coeffs, _clenshaw, checker, error_bounds, fmt, log_g,  # noqa: E402
                            scan_alpha, write_table)  # (generic helpers)
 import mp_exact  # noqa: E402
 
@@ -420,9 +421,9 @@ def best_alpha(s, q, T, k, part):
     return scan_alpha(F, 40.0)
 
 
-class Spectrum:
+class Spectrum(RareSpectrum):
     """M_B - 1 and M_t on u_n = n h, n = 0 .. ceil(U/h); delta(k, T) by the trapezoid rule for the
-    (even) Carr-Madan integrand of G = M^T - M_B^T."""
+    (even) Carr-Madan integrand of G = M^T - M_B^T (``lg`` and ``delta``: make_sgm_rare's)."""
 
     def __init__(self, s, q, alpha, part, U, h, **kw):
         self.alpha, self.lam, self.h = alpha, alpha + 1, h
@@ -438,18 +439,6 @@ class Spectrum:
         self.den = np.log((alpha + 1j * self.u) * (self.lam + 1j * self.u))
         self._lg = {}
 
-    def lg(self, T):
-        if T not in self._lg:
-            self._lg[T] = log_g(T, self.d_b, self.m_t) - self.den
-        return self._lg[T]
-
-    def delta(self, k, T):
-        """(delta(k), sum |terms| / delta, |integrand| near U / its maximum)."""
-        lg = self.lg(T)
-        v = self.w * np.exp(lg.real - self.alpha * k) * np.cos(lg.imag - self.u * k)
-        d = float(np.sum(v) / np.pi)
-        a = np.exp(lg.real)
-        return d, float(np.sum(np.abs(v)) / np.pi) / d, float(a[self.u > 0.95 * self.u.max()].max() / a.max())
 
 
 # ----------------------------------------------------------------------------- rigorous side bounds
@@ -630,15 +619,7 @@ def main():
     rows = []
     summary = []
 
-    def check(name, s, q, T_, eps, got, exact, tol):
-        rel = abs(got - float(exact)) / float(exact)
-        print(f"  check {name}: got {got!r} ref {mpmath.nstr(exact, 17)} rel {rel:.2e} (tol {tol:g})", flush=True)
-        rows.append(dict(kind="check", sigma=fmt(s), q=fmt(q), steps=T_, direction="replace",
-                         eps="" if eps is None else fmt(eps), delta_ref=fmt(got), rel_err_bound=f"{rel:.3e}",
-                         eps_err_bound="", exact=mpmath.nstr(exact, 20), note=name))
-        if not rel <= tol:
-            sys.exit(f"check {name} failed: rel {rel:.3e} > {tol:g}")
-        return rel
+    check = checker(rows, "replace")
 
     for ip, (s, q, T, target) in enumerate(POINTS, 1):
         print(f"point {ip}: sigma {s!r} q {q!r} T {T} target {target!r}", flush=True)

@@ -14,13 +14,14 @@ from .contract import Job
 
 
 class TailEvents:
-    """Certifier: the remove direction of a one-entry add/remove schedule, or the replace-one
-    direction, as a sum over the number of far-tail steps (stage 5, ``tail_events``), for an
-    interval that is still wide.  (Replace-one since stop 64: at q ~ 1e-5 and δ ~ 1e-13 its
-    answers were up to 11 % wide, as add/remove's were without the sum.)
+    """Certifier: the remove direction of an add/remove schedule, or the replace-one direction, as
+    a sum over the number of far-tail steps (stage 5: one entry ``tail_events``, 2 to
+    EVENT_ENTRIES entries ``tail_events_multi``), for an interval that is still wide.
+    (Replace-one since stop 64, several entries since stop 65.)
 
-    Soundness: the decomposition P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k} holds for any
-    direction's one-step PLD split into core and tail, and δ is linear in the PLD; every term
+    Soundness: the decomposition P^{*T} = sum_k binom(T, k) C^{*(T-k)} * R^{*k} (several entries:
+    over each entry's number) holds for any direction's one-step PLD split into core and tail, and
+    δ is linear in the PLD; every term
     of the sum is bounded like ``TiltedFFT``'s grids; the terms with more
     than K tail steps are charged to the upper bound by the union bound and dropped from the
     lower; any eps whose upper δ is <= target is an upper bound of eps(target), any eps whose

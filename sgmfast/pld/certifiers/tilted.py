@@ -44,6 +44,7 @@ class TiltedFFT:
 
     def __init__(self, growth: float = VAR_GROWTH, bracket: bool = False, multi: bool = False):
         self.mode = (growth, bracket, multi)
+        self.multi = multi
 
     # --- grids -----------------------------------------------------------------------------
     def theta(self, job: Job, add, step, eps_c) -> float:
@@ -53,7 +54,7 @@ class TiltedFFT:
             single = len(job.schedule) == 1 and job.schedule[0][2] == 1
             # one step needs no transform, hence no tilt
             th = 0.0 if single else saddle_theta(job.schedule, add, step, eps_c, job.tau, *self.mode[:2], job.coarse,
-                                                 self.mode[2])
+                                                 self.multi)
             job.caches.thetas[key] = th
         return th
 
@@ -64,7 +65,7 @@ class TiltedFFT:
         ``read_eps`` / ``read_delta``; else the ``Grid`` (a cached band is unrolled)."""
         theta = self.theta(job, add, step, eps_c)
         eps_lo = eps_c if eps_lo is None else eps_lo
-        key = (job.tau, add, pess, step, theta, eps_lo, self.mode[2])
+        key = (job.tau, add, pess, step, theta, eps_lo, self.multi)
         g = job.caches.grids.get(key)
         if g is not None and not banded and isinstance(g, SpectralGrid):
             g = g.materialise()
@@ -73,7 +74,7 @@ class TiltedFFT:
             for _ in range(4):
                 try:
                     g = _compose(job.schedule, add, step, theta, pess, eps_lo, job.tau, banded, job.coarse,
-                                 self.mode[2])
+                                 self.multi)
                     break
                 except (GridFailure, FloatingPointError):
                     # heavy tails: the Chernoff window of a strong tilt can outgrow MAX_BINS
@@ -84,20 +85,20 @@ class TiltedFFT:
                         raise
                     theta = 0.5 * theta if theta > 1e-3 else 0.0
             if g is None:
-                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded, job.coarse, self.mode[2])
+                g = _compose(job.schedule, add, step, 0.0, pess, eps_lo, job.tau, banded, job.coarse, self.multi)
             job.caches.put_grid(key, g)
         return g
 
     def grid_pair(self, job: Job, add, step: float, eps_c: float, eps_lo: float, banded: bool = True):
         """(pessimistic, optimistic) grids of one direction, built concurrently: the kernels and
         FFTs release the GIL, and on two cores the pair takes little more than one of them."""
-        if two_cores() and plan(job.schedule, step, add, job.tau, self.mode[2]) is None:
+        if two_cores() and plan(job.schedule, step, add, job.tau, self.multi) is None:
             # the one-step pieces both grids compose; their optimistic masses on the thread that
             # composes the optimistic grid, while this one searches the tilt
             ones = [one_step(sigma, q, add, step, job.tau, job.coarse) for sigma, q, _ in job.schedule]
             grid_pool().submit(_optimistic_masses, ones)
         theta = self.theta(job, add, step, eps_c)  # builds the one-step pieces both need
-        if (job.tau, add, False, step, theta, eps_lo, self.mode[2]) in job.caches.grids or not two_cores():
+        if (job.tau, add, False, step, theta, eps_lo, self.multi) in job.caches.grids or not two_cores():
             return (self.grid(job, add, True, step, eps_c, eps_lo, banded),
                     self.grid(job, add, False, step, eps_c, eps_lo, banded))
         fut = grid_pool().submit(contextvars.copy_context().run, self.grid, job, add, False, step, eps_c, eps_lo,
