@@ -32,7 +32,7 @@ def run(rng, points, m, kk, sets):
     scnt = np.bincount(inv.reshape(-1), minlength=sidx.shape[0]).astype(np.int64)
     out = np.empty(H, dtype=np.complex128)
     args = (lre, lim, idx, w, bit_ptr, bit_idx, sidx.astype(np.int64), np.ones(sidx.shape[0]),
-            np.full(sidx.shape[0], 1e-12), scnt, float(m) + 4.0, out, 0, H)
+            np.full(sidx.shape[0], 1e-12), scnt, float(m) + 4.0, out, 0, H, np.empty(0), np.empty(0))
     ks.mix_power_range(*args)
     best = np.inf
     for _ in range(3):

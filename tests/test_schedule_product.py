@@ -50,7 +50,8 @@ def test_mixture_kernel_against_a_direct_product(seed, kk, m, h):
     out = np.empty(h, dtype=np.complex128)
     n_ops = float(k.sum()) + 4.0 * (2.0 ** nbits - 1.0) + 4.0
     err, _, _ = ks.mix_power_range(np.ascontiguousarray(lat.real), np.ascontiguousarray(lat.imag), idx, w, bit_ptr,
-                                   bit_idx, sidx.astype(np.int64), ss, np.zeros(sidx.shape[0]), scnt, n_ops, out, 0, h)
+                                   bit_idx, sidx.astype(np.int64), ss, np.zeros(sidx.shape[0]), scnt, n_ops, out, 0, h,
+                                   np.empty(0), np.empty(0))
     direct = np.ones(h, dtype=np.complex128)
     for j in range(m):
         direct *= (w[j][:, None] * lat[idx[j]]).sum(axis=0) ** int(k[j])

@@ -11,7 +11,7 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import charge, charge_fft
-from .common import SPLIT_MIN, Grid, GridTooLarge, dot, irfft, rfft, split_pool, two_cores
+from .common import SPLIT_MIN, Grid, GridTooLarge, _nbytes, dot, irfft, rfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.estimates import tilted_stats
 from .grid.onestep import one_step
@@ -24,6 +24,14 @@ from .schedule_mix import PER_PRODUCT_FREQ, PER_SET_POINT_FREQ, U
 #: most memory for a composition's table of lattice spectra (points x frequencies, complex): past it
 #: the composition is refused (a 96-point rate lattice on a 10^6-bin window asked for 0.77 GB)
 TABLE_BYTES = 512 << 20
+#: most memory for the lattice spectra held at once: a larger table is composed in chunks of its
+#: points (``_chunks``), whose products are multiplied (``_times``).  (346 noise levels on 67
+#: points of an 873,000-bin window held 468 MB and peaked at 1.5 GB.)
+CHUNK_BYTES = 128 << 20
+#: most memory for a lattice's tilted one-step arrays (older tilts leave)
+TILT_BYTES = 128 << 20
+#: most memory an engine's older lattices keep when it makes a new one (``lattice_in``)
+KEEP_BYTES = 128 << 20
 
 
 class _Lattice:
@@ -37,6 +45,7 @@ class _Lattice:
         self.layout = None
         self._one: dict = {}
         self._tilted: dict = {}
+        self._tilt_bytes = 0
 
     def on(self, layout) -> _Lattice:
         self.layout = layout
@@ -56,14 +65,21 @@ class _Lattice:
         key = (self._key(g), theta, pess)
         ts = self._tilted.get(key)
         if ts is None:
-            if len(self._tilted) > 4 * len(self._one) + 64:  # (bounded: older tilts leave)
+            if self._tilt_bytes > TILT_BYTES or len(self._tilted) > 4 * len(self._one) + 64:  # (older tilts leave)
                 self._tilted.clear()
+                self._tilt_bytes = 0
             ts = self._tilted[key] = TiltedStep(self.one(g), self.step, theta, pess)
+            self._tilt_bytes += ts.part.t.nbytes
         return ts
 
-    def spectrum(self, g, theta, pess, n):
-        """(half spectrum, bound on its full-spectrum l2 error, full-spectrum l2 norm)."""
-        part = self.tilted(g, theta, pess).part
+    def nbytes(self) -> int:
+        """The bytes of the one-step and tilted arrays this lattice holds."""
+        return sum(_nbytes(o) for o in self._one.values()) + self._tilt_bytes
+
+    @staticmethod
+    def spectrum(part, n):
+        """(half spectrum, bound on its full-spectrum l2 error, full-spectrum l2 norm) of a tilted
+        step's array (``TiltedStep.part``) folded modulo n."""
         f = np.zeros(n)
         kf.fold(part.t, part.j_lo, n, f)
         charge_fft(n)
@@ -98,6 +114,18 @@ def kparts(parts):
         return parts
     ia, ib, p, k = parts
     return np.column_stack((ia, ib)), np.column_stack((p, np.where(p < 1.0, 1.0 - p, 0.0))), k
+
+
+def lattice_in(cache: dict, key, make):
+    """The lattice ``cache[key]``, made by ``make()`` if absent; before making one, the oldest
+    leave while there are more than four or they hold more than ``KEEP_BYTES`` (a finer round's
+    lattice takes the place of the last round's)."""
+    lat = cache.get(key)
+    if lat is None:
+        while cache and (len(cache) > 4 or sum(v.nbytes() for v in cache.values()) > KEEP_BYTES):
+            cache.pop(next(iter(cache)))
+        lat = cache[key] = make()
+    return lat
 
 
 def _mix_weights(w, s, pess):
@@ -188,27 +216,118 @@ def compose_mix(lat: _Lattice, parts, theta: float, pess: bool, eps_lo: float) -
     n = win.n
     if (n // 2 + 1) * len(used) * 16 > lat.table_bytes:  # (before any spectrum: the engines keep what they have)
         raise GridTooLarge(f"{len(used)} lattice spectra of {n // 2 + 1} frequencies exceed {lat.table_bytes >> 20} MB")
-    lre = np.empty((len(used), n // 2 + 1))  # (point-major: ``schedule_parts``)
-    lim = np.empty((len(used), n // 2 + 1))
-    e2, nrm = np.empty(len(used)), np.empty(len(used))
-    for j, g in enumerate(used):
-        sp, e2[j], nrm[j] = lat.spectrum(int(g), theta, pess, n)
-        lre[j], lim[j] = sp.real, sp.imag
-    jdx = np.searchsorted(used, idx)  # (each point's row in the tables)
-    # each part's spectrum error: the lattice spectra's, weighted, plus the combination's
-    # rounding (2Ku of the l2 norm, ``schedule_parts``) and 4u absolute
-    kk = idx.shape[1]
-    pe2 = ((wt * e2[jdx]).sum(axis=1) + 2 * kk * U * (wt * nrm[jdx]).sum(axis=1) + 4 * U) * (1 + 1e-9)
-    err, z = _mix_power(lre, lim, jdx, wt, pe2, k, n)
+    jdx = np.searchsorted(used, idx)  # (each point's row in ``used``)
+    chunks = _chunks(jdx, max(idx.shape[1], CHUNK_BYTES // (16 * (n // 2 + 1))))
+    if len(chunks) == 1:
+        err, z = _chunk_power([ts[int(g)].part for g in used], jdx, wt, k, n)
+    else:
+        acc = _Joined(n // 2 + 1)
+        for rows, sel in chunks:
+            acc.add(*_chunk_power([ts[int(g)].part for g in used[rows]], np.searchsorted(rows, jdx[sel]), wt[sel],
+                                  k[sel], n, True))
+        err, z = acc.result()
     charge_fft(n)
     x = irfft(z, n)
     return grid_of(c, win, theta, pess, eps_lo, x, err[0], err[1])
 
 
-def _mix_power(lre, lim, jdx, wt, pe2, k, n):
+def _chunks(jdx, per: int):
+    """[(rows, parts)]: the parts (rows of ``jdx``, their points' rows) in chunks whose points
+    number at most ``per`` each, in the order of their least point (all in one chunk, in their
+    order, where they fit); ``rows`` sorted."""
+    rows = np.unique(jdx)
+    if rows.size <= per:
+        return [(rows, np.arange(jdx.shape[0]))]
+    out, cur, pts = [], [], set()
+    for j in np.argsort(jdx.min(axis=1), kind="stable"):
+        new = pts | set(jdx[j].tolist())
+        if cur and len(new) > per:
+            out.append((np.array(sorted(pts)), np.array(cur)))
+            cur, new = [], set(jdx[j].tolist())
+        cur.append(j)
+        pts = new
+    out.append((np.array(sorted(pts)), np.array(cur)))
+    return out
+
+
+def _chunk_power(arrays, jdx, wt, k, n, per_freq: bool = False):
+    """``_mix_power`` of parts (rows ``jdx`` of the tilted one-step ``arrays``, weights wt, counts
+    k): the table of the arrays' spectra is made here, and dropped on return."""
+    lre = np.empty((len(arrays), n // 2 + 1))  # (point-major: ``schedule_parts``)
+    lim = np.empty((len(arrays), n // 2 + 1))
+    e2, nrm = np.empty(len(arrays)), np.empty(len(arrays))
+    for j, part in enumerate(arrays):
+        sp, e2[j], nrm[j] = _Lattice.spectrum(part, n)
+        lre[j], lim[j] = sp.real, sp.imag
+    # each part's spectrum error: the lattice spectra's, weighted, plus the combination's
+    # rounding (2Ku of the l2 norm, ``schedule_parts``) and 4u absolute
+    kk = jdx.shape[1]
+    pe2 = ((wt * e2[jdx]).sum(axis=1) + 2 * kk * U * (wt * nrm[jdx]).sum(axis=1) + 4 * U) * (1 + 1e-9)
+    return _mix_power(lre, lim, jdx, wt, pe2, k, n, per_freq)
+
+
+class _Joined:
+    """The product of chunks' products (``_mix_power(per_freq=True)``) and its error bound, as in
+    ``schedule_parts`` for one table, with the chunks telescoped.  With C chunks, Z^c_k chunk c's
+    bound on its exact and computed moduli (the latter before its (1 + rel_c)), Z_k = prod_c Z^c_k
+    and G = prod_c (1 + rel_c), per frequency
+
+        |prod_c z_c - fl(prod_c z'_c)| <= sum_c |z_c - z'_c| prod_{c' != c} Z^{c'}_k G
+                                          + ((1 + 3u)^(C - 1) - 1) Z_k G + C 1e-300,
+
+    and chunk c errs by at most rel_c Z^c_k + 1e-300 T_c (rounding; a cut-off frequency, Z^c_k <
+    e^-740, by Z^c_k) plus its parts' input errors sum_j T_j |e_jk| Z^c_k / Rmin^c_k.  So the
+    full-spectrum l1 error is at most sum_k w_k [Z_k G (sum_c rel_c + (1 + 3u)^(C - 1) - 1)
+    + ((1e-300 T + C e^-740) e^M + C 1e-300) G] + (sum_j T_j e2_j) G (sum_k w_k (Z_k / Rmin_k)^2)^(1/2),
+    Rmin_k the least R of all chunks, M >= sum_c max_k max(log Z^c_k, 0) (prod_{c' != c} Z^{c'}_k
+    <= e^M).  It keeps three arrays: the product, log Z_k rounded up, and Rmin_k."""
+
+    def __init__(self, h: int):
+        self.z = np.ones(h, dtype=np.complex128)
+        self.lz = np.zeros(h)
+        self.rmin = np.full(h, np.inf)
+        self.rel = self.m = self.t = self.s_in = 0.0
+        self.g = 1.0
+        self.c = 0
+
+    def add(self, z, lz, rmin, n_ops, s_in, t):
+        rel = math.expm1(n_ops * math.log1p(3.0 * U)) * (1.0 + 1e-12)
+        self.z *= z
+        s = self.lz + lz
+        s += 4.0 * U * (np.abs(self.lz) + np.abs(lz))  # (>= the exact sum)
+        self.lz = s
+        np.minimum(self.rmin, rmin, out=self.rmin)
+        self.rel += rel
+        self.g *= (1.0 + rel) * (1.0 + 4.0 * U)
+        self.m += max(float(lz.max()), 0.0) * (1.0 + 4.0 * U)
+        self.t += t
+        self.s_in += s_in
+        self.c += 1
+
+    def result(self):
+        h, c = self.z.size, self.c
+        w = np.full(h, 2.0)
+        w[0] = w[-1] = 1.0
+        up = kf._sum_up(h) * (1.0 + 1e-12)
+        with np.errstate(over="ignore"):
+            zk = np.exp(self.lz) * (1.0 + 8.0 * U)
+        rel = (self.rel + math.expm1((c - 1) * math.log1p(3.0 * U))) * (1.0 + 1e-12)
+        floor = ((1e-300 * self.t + c * math.exp(-740.0)) * math.exp(min(self.m, 700.0)) + c * 1e-300) * self.g
+        floor = floor if self.m <= 700.0 else math.inf
+        err = (float(np.dot(w, zk)) * self.g * rel + floor * 2.0 * h) * up
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            v = np.where(self.rmin > 0.0, zk / self.rmin, np.inf)
+            err += self.s_in * self.g * math.sqrt(float(np.dot(w, v * v)) * up) * (1.0 + 1e-12)
+        z = self.z
+        z2 = float(np.dot(w, z.real * z.real + z.imag * z.imag)) * up
+        return (err, z2), z
+
+
+def _mix_power(lre, lim, jdx, wt, pe2, k, n, per_freq: bool = False):
     """((error bound, sum |z|^2), z): the product of the mixture spectra (kernel
     ``schedule_parts.mix_power_range``), in two halves of the frequencies from SPLIT_MIN (the same
-    sums on any machine), the upper on a second thread where there are two cores."""
+    sums on any machine), the upper on a second thread where there are two cores.  ``per_freq``:
+    (z, log Z_k, least R_k, n_ops, sum_j T_j e2_j, sum_j T_j) for ``_Joined``."""
     sidx, ss, set_e2, scnt = _sets(jdx, wt, pe2, k)
     nbits = int(k.max()).bit_length()
     members = [np.nonzero((k >> b) & 1)[0] for b in range(nbits)]
@@ -221,15 +340,19 @@ def _mix_power(lre, lim, jdx, wt, pe2, k, n):
     jdx, wt = np.ascontiguousarray(jdx), np.ascontiguousarray(wt)
     args = (lre, lim, jdx, wt, bit_ptr, bit_idx, sidx, ss, set_e2, scnt, n_ops)
     h = z.size
+    lz, rm = (np.empty(h), np.empty(h)) if per_freq else (np.empty(0), np.empty(0))
     if h < SPLIT_MIN:
-        err, z2, vsum = ks.mix_power_range(*args, z, 0, h)
+        err, z2, vsum = ks.mix_power_range(*args, z, 0, h, lz, rm)
     else:  # (two halves, the upper on the helper thread where there are two cores: the same sums on one)
-        upper = (*args, z, h // 2, h)
+        upper = (*args, z, h // 2, h, lz, rm)
         fut = split_pool().submit(ks.mix_power_range, *upper) if two_cores() else None
-        err, z2, vsum = ks.mix_power_range(*args, z, 0, h // 2)
+        err, z2, vsum = ks.mix_power_range(*args, z, 0, h // 2, lz, rm)
         e_hi, z2_hi, v_hi = fut.result() if fut is not None else ks.mix_power_range(*upper)
         err, z2, vsum = err + e_hi, z2 + z2_hi, vsum + v_hi
-    err += dot(k.astype(np.float64), pe2) * math.sqrt(vsum) * (1 + 1e-12)
+    s_in = dot(k.astype(np.float64), pe2)
+    if per_freq:
+        return z, lz, rm, n_ops, s_in, float(k.sum())
+    err += s_in * math.sqrt(vsum) * (1 + 1e-12)
     return (err, z2), z
 
 

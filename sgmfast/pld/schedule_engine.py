@@ -18,7 +18,7 @@ from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
 from .grid.two_stage import SMALL_TAU
 
 from .grid.onestep import planned_units
-from .schedule_compose import TABLE_BYTES, _Lattice, compose_mix, kparts, saddle
+from .schedule_compose import TABLE_BYTES, _Lattice, compose_mix, kparts, lattice_in, saddle
 from .schedule_mix import H_SHARE, Layout, Plan, U
 
 
@@ -363,12 +363,7 @@ class MixEngine(_MixEps, _MixDelta):
         return Plan(lay, self.accuracy, h_target, self.total, d_eps, eps_est)
 
     def lattice(self, add, step, tau, level: int = 0) -> _Lattice:
-        key = (add, step, tau)
-        lat = self._lat.get(key)
-        if lat is None:
-            if len(self._lat) > 4:
-                self._lat.pop(next(iter(self._lat)))
-            lat = self._lat[key] = _Lattice(add, step, tau, self.table_bytes)
+        lat = lattice_in(self._lat, (add, step, tau), lambda: _Lattice(add, step, tau, self.table_bytes))
         return lat.on(self.layout(level))
 
     def tau(self, delta_goal: float) -> float:

@@ -54,7 +54,7 @@ from .common import REMOVE, STEP_CACHE, GridTooLarge, cache_put, dot
 from .grid.queries import suffix_sums
 from .grid.estimates import initial_step
 from .grid.onestep import discretise_units, grid_range, planned_units
-from .schedule_compose import _Lattice, compose_mix
+from .schedule_compose import _Lattice, compose_mix, lattice_in
 from .schedule_engine import MixEngine, quantile_groups
 from .schedule_mix import MAX_CELLS, MAX_POINTS, MERGE_SHARE, U, _arrays, _merge
 
@@ -323,12 +323,8 @@ class RateEngine(MixEngine):
         raise AssertionError("unreachable")
 
     def _stat_lattice(self, lat, scale: int) -> _StatLattice:
-        key = (lat.add, lat.step * scale, lat.tau)
-        sl = self._stat.get(key)
-        if sl is None:
-            if len(self._stat) > 4:
-                self._stat.pop(next(iter(self._stat)))
-            sl = self._stat[key] = _StatLattice(lat.add, lat.step * scale, lat.tau, self.table_bytes)
+        step = lat.step * scale
+        sl = lattice_in(self._stat, (lat.add, step, lat.tau), lambda: _StatLattice(lat.add, step, lat.tau, self.table_bytes))
         return sl.on(lat.layout)
 
     def _chains_on(self, sl: _StatLattice, pl: RatePlan, theta: float, eps_lo: float):

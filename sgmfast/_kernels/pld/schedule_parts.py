@@ -145,7 +145,7 @@ def _set_bounds(lre, lim, sidx, ss, se2, scnt, kb, nf, mant, expo, ops, rmin):
 
 
 @jit
-def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_ops, out, k0, k1):
+def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_ops, out, k0, k1, lz_out, rm_out):
     """out[k] = prod_j (sum_c w[j, c] lat[idx[j, c], k])^{T_j} for k0 <= k < k1, lat = lre + i lim.
 
     The tables are point-major (a point's values over the frequencies are contiguous).  The
@@ -155,7 +155,9 @@ def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_o
 
     Returns (err, z2, vsum): a bound on the rounding and cut-off part of the full-spectrum l1
     error of out, its squared full-spectrum l2 norm, and sum_k V_k^2 rounded up (the caller adds
-    (sum_j T_j e2_j) sqrt(vsum) for the input errors)."""
+    (sum_j T_j e2_j) sqrt(vsum) for the input errors).  Where ``lz_out`` and ``rm_out`` have
+    entries (else size 0), lz_out[k] >= log Z_k and rm_out[k] = the least R at k (products of
+    compositions in chunks: ``schedule_compose._joined``)."""
     h = lre.shape[1]
     rel = math.expm1(n_ops * math.log1p(3.0 * EPS64))
     ntot = 0.0
@@ -181,6 +183,9 @@ def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_o
             lz = math.log(mant[f] * grow) + expo[f] * _LOG2 + 4.0 * EPS64 * (1.0 + abs(expo[f]) * _LOG2)
             v = math.exp(lz - math.log(rmin[f])) if rmin[f] > 0.0 else math.inf
             vsum += wk * v * v
+            if lz_out.shape[0] > 0:
+                lz_out[k] = lz
+                rm_out[k] = rmin[f]
             if lz < -740.0:
                 out[k] = 0.0
                 err += wk * (math.exp(lz) + 1e-300)
