@@ -146,3 +146,27 @@ def test_noise_decay_at_small_delta_meets_a_few_tenths_of_a_per_cent():
     b = acc.epsilon(1e-10)
     assert pld.epsilon(1.5, 1e-3, n, 1e-10).lower <= b.lower <= b.upper <= pld.epsilon(0.8, 1e-3, n, 1e-10).upper
     assert b.upper - b.lower <= 3e-3 * b.upper, b
+
+
+def test_small_delta_sandwich_takes_groups_with_the_tail_event_sum():
+    """δ ~ 1e-11 of 247 random noise levels at q 1.6e-4: the mixtures are wide there, and 32 groups'
+    engines lack the tail-event sum (> EVENT_ENTRIES entries); the sandwich first takes
+    EVENT_ENTRIES groups.  The upper schedule of 8 groups (each group at its least sigma) is more
+    revealing than the run, so its exact composition bounds δ from above: the answer must be at
+    least that tight (2a8831b: 5.02e-11 against 2.82e-11), and meet the lower schedule's."""
+    import random
+
+    from sgmfast.pld.schedule_groups import brackets
+
+    lo, hi, q, x = 0.921843075510453, 1.0364400633413273, 0.00015915092466100352, 0.10819473185381792
+    rr = random.Random(854340)
+    sched = [(lo * (hi / lo) ** rr.random(), q, 1) for _ in range(247)]
+    acc = pld.PLDAccountant()
+    for s, qq, c in sched:
+        acc.step(s, qq, c)
+    d = acc.delta(x)
+    up_s, lo_s = brackets(sched, 8)
+    above = Engine(up_s, 1e-3).delta(np.array([x]))
+    below = Engine(lo_s, 1e-3).delta(np.array([x]))
+    assert d.upper <= float(above[1][0]) * (1 + 1e-9)
+    assert d.lower <= float(above[1][0]) and float(below[0][0]) <= d.upper
