@@ -94,3 +94,60 @@ def test_the_noise_decay_is_bracketed_within_two_per_cent():
     b = acc.epsilon(delta)
     assert pld.epsilon(steps[-1][0], steps[-1][1], 1, delta).upper <= b.lower <= b.upper <= ra.epsilon(delta)
     assert b.upper - b.lower <= 0.02 * b.upper
+
+
+def _least_minimax_w(w, c, groups):
+    """The least, over cuts into at most ``groups`` runs, of the largest count x weight spread."""
+    n = len(w)
+    best = math.inf
+    for k in range(0, min(groups, n)):
+        for cut in itertools.combinations(range(1, n), k):
+            edges = (0, *cut, n)
+            best = min(best, max(sum(c[a:b]) * (max(w[a:b]) - min(w[a:b])) for a, b in zip(edges, edges[1:])))
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 50)), min_size=1, max_size=9), st.integers(1, 4))
+def test_weight_runs_reach_the_least_largest_cost(rs, groups):
+    w, c = (np.array(col, dtype=np.float64) for col in zip(*rs))
+    out = np.empty(len(rs), dtype=np.int64)
+    k = kg.weight_runs(w, c, groups, out)
+    assert k in range(1, groups + 1) and out[0] == 0 and out[-1] == k - 1
+    assert np.all(np.diff(out) >= 0) and np.all(np.diff(out) <= 1)
+    worst = max(c[out == r].sum() * (w[out == r].max() - w[out == r].min()) for r in range(k))
+    assert worst <= _least_minimax_w(list(w), list(c), groups) * (1 + 1e-9) + 1e-300
+
+
+@pytest.mark.parametrize("sigma,q,eps", [(0.6, 1e-5, 0.3), (0.9, 1e-4, 0.05), (1.3, 3e-3, 1.0), (2.5, 0.05, 4.0),
+                                         (0.8, 1e-4, 30.0)])
+def test_tail_weight_is_the_remove_deltas_leading_term(sigma, q, eps):
+    """exp(tail_log_weights) against q Phibar(sigma log(h / q) - 1 / (2 sigma)) in mpmath, and
+    above the one-step remove δ it leads (Eq. (45): that term less h Phibar(...))."""
+    import mpmath
+
+    from sgmfast.analysis import one_step_delta
+
+    out = np.empty(1)
+    kg.tail_log_weights(np.array([sigma]), np.array([q]), eps, out)
+    mpmath.mp.dps = 40
+    h = mpmath.expm1(eps) + q
+    x = sigma * mpmath.log(h / q) - 1 / (2 * mpmath.mpf(sigma))
+    ref = mpmath.log(q * mpmath.erfc(x / mpmath.sqrt(2)) / 2)
+    assert abs(out[0] - float(ref)) <= 1e-9 * max(1.0, abs(float(ref)))
+    assert math.exp(out[0]) >= one_step_delta(sigma, q, eps, "remove") * (1 - 1e-12)
+
+
+def test_tail_groups_split_the_small_noise_finer():
+    """At small δ the tail grouping gives the steps of least sigma, whose tails set eps, groups of
+    their own: its groups' sigma spans grow with sigma, unlike equal-cost runs of the Gaussian
+    weight; both are valid groupings (each group bracketed by its own extremes)."""
+    rng = np.random.default_rng(5)
+    sched = [(float(s), 9.2e-5, 10) for s in 0.855 * (1.214 / 0.855) ** rng.random(1030)]
+    up_t, lo_t = brackets(sched, 8, tail_eps=0.36)
+    up_g, lo_g = brackets(sched, 8)
+    assert len(up_t) <= 8 and len(lo_t) <= 8
+    spans = np.diff(sorted(s for s, _, _ in up_t) + [max(s for s, _, _ in sched)])
+    assert spans[0] < spans[-1]
+    assert sorted(s for s, _, _ in up_t)[1] < sorted(s for s, _, _ in up_g)[1]
+    assert sum(c for _, _, c in up_t) == sum(c for _, _, c in lo_t) == 10300

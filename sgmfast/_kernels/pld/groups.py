@@ -16,8 +16,10 @@ matter most; runs of equal cost put it where it costs nothing.
 import math
 
 from .._jit import jit
+from ..logmath import log_ndtr
 
-__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost"]
+__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost", "tail_log_weights",
+           "weight_runs"]
 
 #: the weight's exponent 1 / sigma^2 is capped here (no overflow at any count)
 WEIGHT_CAP = 600.0
@@ -84,3 +86,55 @@ def least_cost_runs(s, q, c, groups, out):
         else:
             lo = mid
     return cost_runs(s, q, c, hi, out)
+
+
+@jit
+def tail_log_weights(s, q, eps, out):
+    """out[i] = log(q Phibar(sigma log(h / q) - 1 / (2 sigma))), h = e^eps - 1 + q: the leading term
+    of one step's remove-direction δ at eps (``analysis.one_step_delta``), for rows (sigma s, q)."""
+    for i in range(s.shape[0]):
+        h = math.expm1(eps) + q[i]
+        x = s[i] * math.log(h / q[i]) - 0.5 / s[i]
+        out[i] = math.log(q[i]) + log_ndtr(-x)
+
+
+@jit
+def _weight_cut(w, c, lam, out):
+    """Rows in order into runs, each extended while count * (its largest w - its least w) stays at
+    most lam; ``out[i]`` the run of row i.  Returns the number of runs."""
+    k = 0
+    hi = lo = w[0]
+    cnt = c[0]
+    out[0] = 0
+    for i in range(1, w.shape[0]):
+        a, b, cnt2 = max(hi, w[i]), min(lo, w[i]), cnt + c[i]
+        if cnt2 * (a - b) > lam:
+            k += 1
+            hi = lo = w[i]
+            cnt = c[i]
+        else:
+            hi, lo, cnt = a, b, cnt2
+        out[i] = k
+    return k + 1
+
+
+@jit
+def weight_runs(w, c, groups, out):
+    """``least_cost_runs`` with given row weights w (a run costs its count times the spread of its
+    weights): the least lam, to 1e-6 relative, that gives at most ``groups`` runs."""
+    cnt = 0.0
+    top = 0.0
+    for i in range(w.shape[0]):
+        cnt += c[i]
+        top = max(top, w[i])
+    hi = 2.0 * cnt * top + 1e-300
+    lo = hi * 1e-40
+    if _weight_cut(w, c, lo, out) <= groups:
+        return _weight_cut(w, c, lo, out)
+    while hi > lo * (1.0 + 1e-6):
+        mid = math.sqrt(lo * hi)
+        if _weight_cut(w, c, mid, out) <= groups:
+            hi = mid
+        else:
+            lo = mid
+    return _weight_cut(w, c, hi, out)
