@@ -151,3 +151,6 @@ def test_tail_groups_split_the_small_noise_finer():
     assert spans[0] < spans[-1]
     assert sorted(s for s, _, _ in up_t)[1] < sorted(s for s, _, _ in up_g)[1]
     assert sum(c for _, _, c in up_t) == sum(c for _, _, c in lo_t) == 10300
+    for eps in (0.0, 800.0, 1e300):  # (tails of 1 and tails that underflow: still a grouping)
+        up_e, lo_e = brackets(sched, 8, tail_eps=eps)
+        assert len(up_e) <= 8 and sum(c for _, _, c in up_e) == 10300

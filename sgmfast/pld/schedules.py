@@ -422,40 +422,13 @@ class Sandwich:
     def _engines(self, pair, budget, accuracy):
         return tuple(Engine(x, accuracy, self.grid_step, self.relation, budget=budget) for x in pair)
 
-    def _rounds(self, meter: Meter, target: float, small: bool = False, hint: dict | None = None):
-        """((upper, lower) schedules, budget of each of their engines, their accuracy) while work is left:
-        ``meter`` counts the work of the rounds so far (units of ``_work``, never a clock: the same
-        answer under any load).  A rarely sampled schedule (fewer than RATE_SAMPLED steps in
-        expectation) first asks its engines only for a share of the groups' own spread: their
-        parts' grids resolve losses of order q over tails of order 1, and at the accuracy itself
-        the first round of 32 such parts outran its work limit (10^4 steps of q 1e-4 to 2e-4 at
-        sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an engine).
-        ``hint["eps"]``: about where eps lies, read when the EVENT_ENTRIES groups are made (their
-        grouping, ``schedule_groups._by_tail``)."""
-        groups = (None,) if self.pair is not None else _group_counts(small, self.mix is not None)
-        for i, g in enumerate(groups):
-            events = g == EVENT_ENTRIES and small
-            tail_eps = (hint or {}).get("eps") if events else None
-            pair = self.pair if self.pair is not None else brackets(self.noisy, g, tail_eps)
-            rare = self.grid_step is None and rarely_sampled(self.noisy)
-            keep = SMALL_RESERVE * self.budget if i + 1 < len(groups) and g == GROUPS[-1] else 0.0
-            # (EVENT_ENTRIES groups: at the accuracy itself, each engine with all that is left -- a
-            # few entries' engine with the tail-event sum costs a single query's work, and at half
-            # the budget or a coarser accuracy it stopped short: 8 groups of 1,030 noise levels at
-            # q 9.2e-5, δ 1.1e-13, [0.167, 0.491] -> [0.3154, 0.4015])
-            for acc in first_accuracies(pair, self.accuracy, target) if rare and not events else (self.accuracy,):
-                left = self.budget - meter.units / UNITS_PER_SECOND - keep
-                if left <= 0.1 * self.budget:
-                    break
-                yield pair, max((1.0 if events else 0.5) * left, 0.1), acc
-
     def _sandwich_eps(self, target: float, eps_hint: float | None = None):
         """(lower, upper) of eps(target) from the groups' sandwich; ``eps_hint``: an upper bound
         found so far (each round's upper replaces it)."""
         lo, up = 0.0, math.inf
         meter = Meter()
         hint = {"eps": eps_hint}
-        for pair, budget, acc in self._rounds(meter, target, target < SMALL_DELTA, hint):
+        for pair, budget, acc in _rounds(self, meter, target, target < SMALL_DELTA, hint):
             with metered(meter):
                 e_up, e_lo = self._engines(pair, budget, acc)
                 up = min(up, e_up.epsilon(target)[1])
@@ -470,7 +443,7 @@ class Sandwich:
         (small: ``SMALL_DELTA``)."""
         lo, up = np.zeros(eps.size), np.ones(eps.size)
         meter = Meter()
-        for pair, budget, acc in self._rounds(meter, 1e-5, goal < SMALL_DELTA, {"eps": float(eps.max())}):
+        for pair, budget, acc in _rounds(self, meter, 1e-5, goal < SMALL_DELTA, {"eps": float(eps.max())}):
             with metered(meter):
                 e_up, e_lo = self._engines(pair, budget, acc)
                 up = np.minimum(up, e_up.delta(eps)[1])
@@ -478,3 +451,31 @@ class Sandwich:
             if (up - lo <= self.accuracy * up).all():
                 break
         return lo, up
+
+
+def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint: dict | None = None):
+    """The rounds of the sandwich ``sw``: ((upper, lower) schedules, budget of each of their engines,
+    their accuracy) while work is left; ``meter`` counts the work of the rounds so far (units of
+    ``_work``, never a clock: the same answer under any load).  A rarely sampled schedule (fewer than RATE_SAMPLED steps in
+    expectation) first asks its engines only for a share of the groups' own spread: their
+    parts' grids resolve losses of order q over tails of order 1, and at the accuracy itself
+    the first round of 32 such parts outran its work limit (10^4 steps of q 1e-4 to 2e-4 at
+    sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an engine).
+    ``hint["eps"]``: about where eps lies, read when the EVENT_ENTRIES groups are made (their
+    grouping, ``schedule_groups._by_tail``)."""
+    groups = (None,) if sw.pair is not None else _group_counts(small, sw.mix is not None)
+    for i, g in enumerate(groups):
+        events = g == EVENT_ENTRIES and small
+        tail_eps = (hint or {}).get("eps") if events else None
+        pair = sw.pair if sw.pair is not None else brackets(sw.noisy, g, tail_eps)
+        rare = sw.grid_step is None and rarely_sampled(sw.noisy)
+        keep = SMALL_RESERVE * sw.budget if i + 1 < len(groups) and g == GROUPS[-1] else 0.0
+        # (EVENT_ENTRIES groups: at the accuracy itself, each engine with all that is left -- a
+        # few entries' engine with the tail-event sum costs a single query's work, and at half
+        # the budget or a coarser accuracy it stopped short: 8 groups of 1,030 noise levels at
+        # q 9.2e-5, δ 1.1e-13, [0.167, 0.491] -> [0.3154, 0.4015])
+        for acc in first_accuracies(pair, sw.accuracy, target) if rare and not events else (sw.accuracy,):
+            left = sw.budget - meter.units / UNITS_PER_SECOND - keep
+            if left <= 0.1 * sw.budget:
+                break
+            yield pair, max((1.0 if events else 0.5) * left, 0.1), acc
