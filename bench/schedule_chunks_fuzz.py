@@ -4,7 +4,10 @@ process -- chunks of at most six points (``_chunks`` given 6 whatever the table'
 table -- with the caches cleared between.  Both are certified, so their intervals must meet; chunking only re-orders products and
 telescopes the error bound, so they should agree closely.
 
-    python bench/schedule_chunks_fuzz.py N SEED > bench/schedule_chunks_fuzz.out
+    python bench/schedule_chunks_fuzz.py N SEED [--rates] > bench/schedule_chunks_fuzz.out
+
+``--rates``: batch-size schedules instead (one noise level, a rate of its own at every step: the
+rate chords' lattices, ``schedule_rates``, whose statistics' laws are composed the same way).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ def answer(sched, query, x, chunked):
 
 def main() -> None:
     n, seed = int(sys.argv[1]), int(sys.argv[2])
+    rates = "--rates" in sys.argv
     rng = np.random.default_rng(seed)
-    print(f"# bench/schedule_chunks_fuzz.py {n} {seed}: chunks of {PER} points against one table")
+    print(f"# bench/schedule_chunks_fuzz.py {n} {seed}{' --rates' if rates else ''}: chunks of {PER} points "
+          "against one table")
     print("# case  sigma range     q        steps/level levels query x          chunked [lower, upper]       "
           "one table [lower, upper]      rel diff lower/upper")
     worst, bad = 0.0, 0
@@ -44,7 +49,10 @@ def main() -> None:
         q = 10 ** rng.uniform(-4, -1)
         levels = int(rng.integers(140, 400))
         count = int(rng.integers(1, 20))
-        sched = [(float(s), q, count) for s in lo * (hi / lo) ** rng.random(levels)]
+        if rates:
+            sched = [(lo, float(r), count) for r in q * 10 ** rng.uniform(0, 0.5, levels)]
+        else:
+            sched = [(float(s), q, count) for s in lo * (hi / lo) ** rng.random(levels)]
         query = "delta" if rng.random() < 0.5 else "epsilon"
         x = float(10 ** rng.uniform(-1.5, 0.5)) if query == "delta" else float(10 ** rng.uniform(-12, -4))
         a = answer(sched, query, x, True)
