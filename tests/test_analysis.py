@@ -582,3 +582,22 @@ def test_plan_batch_size_under_a_sampler(sampler):
 def test_plan_batch_size_shuffled_needs_pld():
     with pytest.raises(ValueError, match="accountant must be 'pld'"):
         analysis.plan_batch_size(1000, 1.0, 1e-5, grad_sq_sum=1.0, epochs=1, sampler="balls_in_bins", accountant="rdp")
+
+
+@pytest.mark.parametrize("sigma,q,eps", [
+    (8.840403976851972, 0.00021255148285684414, 0.01528001604193694),  # domain sweep seed 89: 3.03e-321
+    (8.5, 0.0002, 0.016),  # 5.2e-312
+    (8.6, 0.0002, 0.0155),
+])
+def test_one_step_curve_upper_at_subnormal_delta(sigma, q, eps):
+    """A single step's δ far below the normal range (subnormal floats, a multiple of 5e-324): the
+    closed form's upper bound (a curve's first checkpoint, ``exact.delta_bounds``) must still be
+    above the exact value (mpmath, compared unrounded), as ``pld.delta``'s is; it read 3.0237e-321
+    under 3.0253e-321."""
+    mp = _mp_exact()
+    ref = mp.one_step_delta(q, sigma, eps, "max")
+    assert 0 < ref < 2.2250738585072014e-308
+    b = pld.delta_curve(sigma, q, [1, 2], eps)
+    assert mpmath.mpf(float(b.upper[0])) >= ref and mpmath.mpf(float(b.lower[0])) <= ref
+    one = pld.delta(sigma, q, 1, eps)
+    assert mpmath.mpf(one.upper) >= ref and mpmath.mpf(one.lower) <= ref

@@ -160,7 +160,10 @@ def delta_bounds(form, eps: np.ndarray):
             if math.isnan(l_hi):
                 up[i] = 1.0
             elif l_hi > -math.inf:
-                up[i] = max(up[i], min(1.0, max(math.exp(l_hi), TINY)))
+                # (and an upper bound there is padded by a few of those steps, as ``Engine.delta``
+                # pads: the sweep found 3.0237e-321 under the exact 3.0253e-321)
+                v = math.exp(l_hi)
+                up[i] = max(up[i], min(1.0, v if v >= 2.2250738585072014e-308 else v + 1e-322))
     return lo, up
 
 
