@@ -157,7 +157,7 @@ def mix_power_range(lre, lim, idx, w, bit_ptr, bit_idx, sidx, ss, se2, scnt, n_o
     error of out, its squared full-spectrum l2 norm, and sum_k V_k^2 rounded up (the caller adds
     (sum_j T_j e2_j) sqrt(vsum) for the input errors).  Where ``lz_out`` and ``rm_out`` have
     entries (else size 0), lz_out[k] >= log Z_k and rm_out[k] = the least R at k (products of
-    compositions in chunks: ``schedule_compose._joined``)."""
+    compositions in chunks: ``schedule_compose._Joined``)."""
     h = lre.shape[1]
     rel = math.expm1(n_ops * math.log1p(3.0 * EPS64))
     ntot = 0.0
