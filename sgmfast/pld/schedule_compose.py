@@ -314,12 +314,12 @@ class _Joined:
         rel = (self.rel + math.expm1((c - 1) * math.log1p(3.0 * U))) * (1.0 + 1e-12)
         floor = ((1e-300 * self.t + c * math.exp(-740.0)) * math.exp(min(self.m, 700.0)) + c * 1e-300) * self.g
         floor = floor if self.m <= 700.0 else math.inf
-        err = (float(np.dot(w, zk)) * self.g * rel + floor * 2.0 * h) * up
+        err = (dot(w, zk) * self.g * rel + floor * 2.0 * h) * up
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             v = np.where(self.rmin > 0.0, zk / self.rmin, np.inf)
-            err += self.s_in * self.g * math.sqrt(float(np.dot(w, v * v)) * up) * (1.0 + 1e-12)
+            err += self.s_in * self.g * math.sqrt(dot(w, v * v) * up) * (1.0 + 1e-12)
         z = self.z
-        z2 = float(np.dot(w, z.real * z.real + z.imag * z.imag)) * up
+        z2 = dot(w, z.real * z.real + z.imag * z.imag) * up
         return (err, z2), z
 
 

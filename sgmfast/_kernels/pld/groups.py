@@ -19,7 +19,7 @@ from .._jit import jit
 from ..logmath import log_ndtr
 
 __all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost", "tail_log_weights",
-           "weight_runs"]
+           "tail_weights", "weight_runs"]
 
 #: the weight's exponent 1 / sigma^2 is capped here (no overflow at any count)
 WEIGHT_CAP = 600.0
@@ -96,6 +96,23 @@ def tail_log_weights(s, q, eps, out):
         h = math.expm1(eps) + q[i]
         x = s[i] * math.log(h / q[i]) - 0.5 / s[i]
         out[i] = math.log(q[i]) + log_ndtr(-x)
+
+
+@jit
+def tail_weights(s, q, eps, out):
+    """out[i] = e^{tail_log_weights[i] - their largest} + weight(s[i], q[i]) / the largest weight:
+    each step's one-step tail at eps and its Gaussian weight, each scaled to a largest of 1 (the
+    tail part 0 where every tail underflows), for ``schedule_groups._by_tail``."""
+    n = s.shape[0]
+    tail_log_weights(s, q, eps, out)
+    top = -math.inf
+    gtop = 1e-300
+    for i in range(n):
+        top = max(top, out[i])
+        gtop = max(gtop, weight(s[i], q[i]))
+    for i in range(n):
+        t = math.exp(out[i] - top) if top > -math.inf else 0.0
+        out[i] = t + weight(s[i], q[i]) / gtop
 
 
 @jit
