@@ -119,23 +119,27 @@ def test_weight_runs_reach_the_least_largest_cost(rs, groups):
     assert worst <= _least_minimax_w(list(w), list(c), groups) * (1 + 1e-9) + 1e-300
 
 
-@pytest.mark.parametrize("sigma,q,eps", [(0.6, 1e-5, 0.3), (0.9, 1e-4, 0.05), (1.3, 3e-3, 1.0), (2.5, 0.05, 4.0),
-                                         (0.8, 1e-4, 30.0)])
-def test_tail_weight_is_the_remove_deltas_leading_term(sigma, q, eps):
-    """exp(tail_log_weights) against q Phibar(sigma log(h / q) - 1 / (2 sigma)) in mpmath, and
-    above the one-step remove δ it leads (Eq. (45): that term less h Phibar(...))."""
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.3, 1.0, 4.0, 30.0])
+def test_tail_weights_against_mpmath(eps):
+    """``tail_weights`` against its definition from independent references: each step's one-step
+    remove δ at eps in mpmath (tests/reference/mp_exact.py) and its Gaussian weight q^2 (e^{1 /
+    sigma^2} - 1), each scaled to a largest of 1, summed."""
+    import pathlib
+    import sys
+
     import mpmath
 
-    from sgmfast.analysis import one_step_delta
+    sys.path.insert(0, str(pathlib.Path(__file__).parent / "reference"))
+    import mp_exact
 
-    out = np.empty(1)
-    kg.tail_log_weights(np.array([sigma]), np.array([q]), eps, out)
-    mpmath.mp.dps = 40
-    h = mpmath.expm1(eps) + q
-    x = sigma * mpmath.log(h / q) - 1 / (2 * mpmath.mpf(sigma))
-    ref = mpmath.log(q * mpmath.erfc(x / mpmath.sqrt(2)) / 2)
-    assert abs(out[0] - float(ref)) <= 1e-9 * max(1.0, abs(float(ref)))
-    assert math.exp(out[0]) >= one_step_delta(sigma, q, eps, "remove") * (1 - 1e-12)
+    s = np.array([0.6, 0.8, 1.3, 2.5, 0.9, 1.1])
+    q = np.array([1e-5, 1e-4, 3e-3, 0.05, 2e-4, 2e-4])
+    out = np.empty(s.size)
+    kg.tail_weights(s, q, eps, out)
+    d = [mp_exact.one_step_delta(qq, ss, eps, "remove") for ss, qq in zip(s, q)]
+    g = [qq * qq * mpmath.expm1(1 / mpmath.mpf(ss) ** 2) for ss, qq in zip(s, q)]
+    ref = [float(a / max(d) + b / max(g)) for a, b in zip(d, g)]
+    assert np.allclose(out, ref, rtol=1e-6, atol=1e-300)
 
 
 def test_tail_groups_split_the_small_noise_finer():

@@ -11,7 +11,7 @@ from .._kernels.pld import fft_power as kf
 from .._kernels.pld import schedule_parts as ks
 from .._kernels.pld import tilt as kt
 from .._work import charge, charge_fft
-from .common import SPLIT_MIN, Grid, GridTooLarge, _nbytes, dot, irfft, rfft, split_pool, two_cores
+from .common import SPLIT_MIN, Grid, GridTooLarge, _nbytes, dot, irfft, split_pool, two_cores
 from .grid.composition import Composite, TiltedStep, fft_const, grid_of
 from .grid.estimates import tilted_stats
 from .grid.onestep import one_step
@@ -25,7 +25,7 @@ from .schedule_mix import PER_PRODUCT_FREQ, PER_SET_POINT_FREQ, U
 #: the composition is refused (a 96-point rate lattice on a 10^6-bin window asked for 0.77 GB)
 TABLE_BYTES = 512 << 20
 #: most memory for the lattice spectra held at once: a larger table is composed in chunks of its
-#: points (``_chunks``), whose products are multiplied (``_times``).  (346 noise levels on 67
+#: points (``_chunks``), whose products are joined (``_Joined``).  (346 noise levels on 67
 #: points of an 873,000-bin window held 468 MB and peaked at 1.5 GB.)
 CHUNK_BYTES = 128 << 20
 #: most memory for a lattice's tilted one-step arrays (older tilts leave)
@@ -75,16 +75,6 @@ class _Lattice:
     def nbytes(self) -> int:
         """The bytes of the one-step and tilted arrays this lattice holds."""
         return sum(_nbytes(o) for o in self._one.values()) + self._tilt_bytes
-
-    @staticmethod
-    def spectrum(part, n):
-        """(half spectrum, bound on its full-spectrum l2 error, full-spectrum l2 norm) of a tilted
-        step's array (``TiltedStep.part``) folded modulo n."""
-        f = np.zeros(n)
-        kf.fold(part.t, part.j_lo, n, f)
-        charge_fft(n)
-        norm = math.sqrt(n * kf.sumsq(f)) * 1.01
-        return rfft(f), fft_const(n) * norm, norm
 
     def moments(self, parts, theta):
         """(mean, variance) of the tilted composed loss of the parts (heuristic: tilts)."""
@@ -256,8 +246,10 @@ def _chunk_power(arrays, jdx, wt, k, n, per_freq: bool = False):
     lre = np.empty((len(arrays), n // 2 + 1))  # (point-major: ``schedule_parts``)
     lim = np.empty((len(arrays), n // 2 + 1))
     e2, nrm = np.empty(len(arrays)), np.empty(len(arrays))
+    c_n = fft_const(n)
     for j, part in enumerate(arrays):
-        sp, e2[j], nrm[j] = _Lattice.spectrum(part, n)
+        sp, nrm[j] = part.spectrum(n, 1.0)  # (l2 norm of the full spectrum, rounded up)
+        e2[j] = c_n * nrm[j]
         lre[j], lim[j] = sp.real, sp.imag
     # each part's spectrum error: the lattice spectra's, weighted, plus the combination's
     # rounding (2Ku of the l2 norm, ``schedule_parts``) and 4u absolute

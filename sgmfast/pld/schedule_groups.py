@@ -108,8 +108,8 @@ def _by_cost(arr, groups: int) -> np.ndarray:
 
 def _by_tail(arr, groups: int, eps: float) -> np.ndarray:
     """The group of each step at small δ: runs of about equal cost in the order of sigma / q, a
-    step weighing its Gaussian weight (``_kernels.pld.groups.weight``) plus its one-step tail at
-    eps (``tail_log_weights``), each scaled to a largest of 1.  At small δ and few sampled steps a
+    step weighing its Gaussian weight (``_kernels.pld.groups.weight``) plus its one-step remove δ
+    at eps (``tail_weights``), each scaled to a largest of 1.  At small δ and few sampled steps a
     single step's far tail sets eps, and it falls by orders of magnitude from the least sigma to
     the largest: the Gaussian weight alone puts the groups where the tails do not matter, the tail
     alone lumps the larger sigmas that the bulk feels (a heuristic; seven wide random noise-level

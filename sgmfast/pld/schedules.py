@@ -456,11 +456,12 @@ class Sandwich:
 def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint: dict | None = None):
     """The rounds of the sandwich ``sw``: ((upper, lower) schedules, budget of each of their engines,
     their accuracy) while work is left; ``meter`` counts the work of the rounds so far (units of
-    ``_work``, never a clock: the same answer under any load).  A rarely sampled schedule (fewer than RATE_SAMPLED steps in
-    expectation) first asks its engines only for a share of the groups' own spread: their
-    parts' grids resolve losses of order q over tails of order 1, and at the accuracy itself
-    the first round of 32 such parts outran its work limit (10^4 steps of q 1e-4 to 2e-4 at
-    sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an engine).
+    ``_work``, never a clock: the same answer under any load).  A rarely sampled schedule (fewer
+    than RATE_SAMPLED steps in expectation) first asks its engines only for a share of the
+    groups' own spread: their parts' grids resolve losses of order q over tails of order 1, and
+    at the accuracy itself the first round of 32 such parts outran its work limit (10^4 steps of
+    q 1e-4 to 2e-4 at sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an
+    engine).
     ``hint["eps"]``: about where eps lies, read when the EVENT_ENTRIES groups are made (their
     grouping, ``schedule_groups._by_tail``)."""
     groups = (None,) if sw.pair is not None else _group_counts(small, sw.mix is not None)
@@ -469,7 +470,7 @@ def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint
         tail_eps = (hint or {}).get("eps") if events else None
         pair = sw.pair if sw.pair is not None else brackets(sw.noisy, g, tail_eps)
         rare = sw.grid_step is None and rarely_sampled(sw.noisy)
-        keep = SMALL_RESERVE * sw.budget if i + 1 < len(groups) and g == GROUPS[-1] else 0.0
+        keep = SMALL_RESERVE * sw.budget if groups[i + 1:] == (EVENT_ENTRIES,) else 0.0  # (for the last round)
         # (EVENT_ENTRIES groups: at the accuracy itself, each engine with all that is left -- a
         # few entries' engine with the tail-event sum costs a single query's work, and at half
         # the budget or a coarser accuracy it stopped short: 8 groups of 1,030 noise levels at

@@ -16,10 +16,10 @@ matter most; runs of equal cost put it where it costs nothing.
 import math
 
 from .._jit import jit
-from ..logmath import log_ndtr
+from .exact import KIND_REMOVE, log_delta_bounds
 
-__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost", "tail_log_weights",
-           "tail_weights", "weight_runs"]
+__all__ = ["WEIGHT_CAP", "weight", "cost_runs", "least_cost_runs", "total_cost", "tail_weights",
+           "weight_runs"]
 
 #: the weight's exponent 1 / sigma^2 is capped here (no overflow at any count)
 WEIGHT_CAP = 600.0
@@ -89,25 +89,17 @@ def least_cost_runs(s, q, c, groups, out):
 
 
 @jit
-def tail_log_weights(s, q, eps, out):
-    """out[i] = log(q Phibar(sigma log(h / q) - 1 / (2 sigma))), h = e^eps - 1 + q: the leading term
-    of one step's remove-direction δ at eps (``analysis.one_step_delta``), for rows (sigma s, q)."""
-    for i in range(s.shape[0]):
-        h = math.expm1(eps) + q[i]
-        x = s[i] * math.log(h / q[i]) - 0.5 / s[i]
-        out[i] = math.log(q[i]) + log_ndtr(-x)
-
-
-@jit
 def tail_weights(s, q, eps, out):
-    """out[i] = e^{tail_log_weights[i] - their largest} + weight(s[i], q[i]) / the largest weight:
-    each step's one-step tail at eps and its Gaussian weight, each scaled to a largest of 1 (the
-    tail part 0 where every tail underflows), for ``schedule_groups._by_tail``."""
+    """out[i] = e^{l_i - max l} + weight(s[i], q[i]) / the largest weight, l_i the log of step i's
+    one-step remove δ at eps (``exact.log_delta_bounds``, its upper end; -inf where it has none):
+    each step's tail at eps and its Gaussian weight, each scaled to a largest of 1 (the tail part 0
+    where every tail underflows), for ``schedule_groups._by_tail``."""
     n = s.shape[0]
-    tail_log_weights(s, q, eps, out)
     top = -math.inf
     gtop = 1e-300
     for i in range(n):
+        v = log_delta_bounds(KIND_REMOVE, eps, q[i], 1.0 / s[i])[1]
+        out[i] = v if v == v else -math.inf
         top = max(top, out[i])
         gtop = max(gtop, weight(s[i], q[i]))
     for i in range(n):
