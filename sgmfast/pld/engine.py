@@ -16,6 +16,7 @@ import numpy as np
 from .._failures import GridFailure, GridTooLarge, StepUnderflow, WorkLimit
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
+from .delta_inverse import bracket_deltas
 from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
                      delta_groups, metered, resolved, within)
 from .grid.estimates import eps_estimate, initial_step, refine
@@ -44,6 +45,13 @@ HARD_LIMIT = 1.5
 #: a δ query over many eps gets the budget of up to this many single queries (groups of nearby
 #: eps; the far ones, δ below ~1e-16, cannot be narrowed and would only spend it)
 DELTA_GROUPS_PAID = 8
+#: δ below which a δ query's grids cannot resolve it (their far tails are cut at ``job(1e-16)``'s
+#: mass and charged): where RDP already bounds δ below it, eps(δ) queries bracket δ before any grid
+#: (``delta_inverse``); elsewhere they bracket what the grids leave unresolved
+GRID_DELTA_FLOOR = 1e-22
+#: each eps(δ) query of a δ query gets this share of the engine's budget; all of them share one
+#: budget (``_delta_grid``)
+INVERSE_SHARE = 0.25
 #: a coarsened first eps(δ) grid (``onestep.affordable_step``) whose interval comes within this many
 #: times the accuracy is followed by the variance rule's own step, not a refinement of it: there it
 #: served to centre the tilt (σ 0.4, q 1e-5, 1,000 steps, δ 1e-12: halving from the coarse step
@@ -140,24 +148,45 @@ class _DeltaPlan:
 
     # --- δ(eps) ----------------------------------------------------------------------------
     def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of δ at each eps by the grid certifiers.  Refined until lower(eps) >= upper(eps + h),
-        h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative change
-        ``accuracy`` of eps.  Nearby eps share one tilted composition (``delta_groups``)."""
-        # the budget grows with the number of groups of nearby eps (a group costs about one
-        # single query), up to DELTA_GROUPS_PAID of them
-        budget = self.budget * min(np.unique(delta_groups(eps)).size, DELTA_GROUPS_PAID)
-        with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
-            return self._delta_loop(eps, meter, budget)
+        """(lower, upper) of δ at each eps by the grid certifiers and, where they leave it
+        unresolved, by eps(δ) queries (``delta_inverse``).  The grids are refined until lower(eps) >=
+        upper(eps + h), h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative
+        change ``accuracy`` of eps.  Nearby eps share one tilted composition (``delta_groups``).
+        Where RDP already bounds δ below ``GRID_DELTA_FLOOR`` only the eps(δ) queries are asked (the
+        grids' truncated mass is charged at about that level: σ 1, q 0.01, T 1000, eps 7.851 read
+        [2.3e-36, 3.7e-24] after 2 s, where eps(1e-25) is 7.851)."""
+        h = self.accuracy * np.maximum(eps, 1e-2)
+        cap, cap_shift = np.split(self.rdp.delta(np.concatenate((eps, eps + h))), 2)  # (one request: shared anchors)
+        lo, up = np.zeros(eps.size), np.minimum(cap, 1.0)
+        tiny = (cap < GRID_DELTA_FLOOR) & (cap > 1e-300)
+        if tiny.any():
+            lo[tiny], up[tiny], _ = _Inverse(self, self._paid(eps[tiny])).bracket(eps[tiny], lo[tiny], up[tiny])
+        grid = ~tiny & (cap > 1e-300)
+        if grid.any():
+            budget = self._paid(eps[grid])
+            with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
+                l, u, ok = self._delta_loop(eps[grid], h[grid], cap[grid], cap_shift[grid], meter, budget)
+            lo[grid], up[grid] = l, u
+            again = np.flatnonzero(grid)[~ok]
+            if again.size:  # (what is left of one budget, at least INVERSE_SHARE of it)
+                left = max(self.budget - meter.units / UNITS_PER_SECOND, INVERSE_SHARE * self.budget)
+                lo[again], up[again], _ = _Inverse(self, left).bracket(eps[again], lo[again], up[again])
+        return lo, up
+
+    def _paid(self, eps) -> float:
+        """A δ query's budget: it grows with the number of groups of nearby eps (a group costs about
+        one single query), up to DELTA_GROUPS_PAID of them."""
+        return self.budget * min(np.unique(delta_groups(eps)).size, DELTA_GROUPS_PAID)
 
     def first_delta_step(self, eps: float, est: float | None = None) -> float:
         """The grid step a δ query's group of nearby eps (largest ``eps``) starts from."""
         est = eps_estimate(self.schedule, 1e-6, self.main) if est is None else est
         return self.grid_step or initial_step(self.schedule, self.accuracy, max(eps, est), self.main)
 
-    def _delta_loop(self, eps, meter, budget):
+    def _delta_loop(self, eps, h, cap, cap_shift, meter, budget):
+        """(lower, upper, resolved) of δ at each eps by the grids (``_delta_grid``)."""
         job = self.job(1e-16)
         est = eps_estimate(self.schedule, 1e-6, self.main)
-        h = self.accuracy * np.maximum(eps, 1e-2)
         keys = delta_groups(eps)
         # each group of nearby eps refines its own grid step from the step a single query at its
         # largest eps would start with (one step for all made the eps = 0 group's fine grid the
@@ -167,9 +196,9 @@ class _DeltaPlan:
         fines = {key: self.first_delta_step(float(eps[keys == key].max()), est) for key in np.unique(keys)}
         steps = {key: step if self.grid_step else affordable_step(self.schedule, step, job.tau, self.main)
                  for key, step in fines.items()}
-        cap, cap_shift = np.split(self.rdp.delta(np.concatenate((eps, eps + h))), 2)  # (one request: shared anchors)
         found = Certified(job.directions, np.zeros(eps.size), np.ones(eps.size)).cap(cap)
         done = cap <= 1e-300  # RDP leaves nothing to resolve (eps far beyond the bulk)
+        settled = done.copy()
         first = True
         while True:
             before = meter.units
@@ -186,16 +215,17 @@ class _DeltaPlan:
                         fits = True
                     except GridTooLarge:  # this group's grid would not fit in memory: its caps stand
                         done |= sel
-                        ok[sel] = True
                     except WorkLimit:  # past the hard limit: what the rounds certified stands
                         found.narrow(at.found_dict())
-                        return found.lower, found.upper
+                        return found.lower, found.upper, settled
             found.narrow(at.found_dict())
             if not fits:
-                return found.lower, found.upper  # no group fits: what is certified
+                return found.lower, found.upper, settled  # no group fits: what is certified
+            settled |= ok & ~done
             done |= ok  # groups already narrow enough are not composed again on a finer grid
-            if self.grid_step is not None or ok.all() or _over_budget(meter, before, budget):
-                return found.lower, found.upper  # (a finer grid costs about twice this one)
+            done |= found.upper < GRID_DELTA_FLOOR  # (below the grids' reach: ``_delta_grid``'s eps(δ) queries)
+            if self.grid_step is not None or done.all() or _over_budget(meter, before, budget):
+                return found.lower, found.upper, settled  # (a finer grid costs about twice this one)
             for key in np.unique(keys[~done]):
                 try:
                     steps[key] = fines[key] if first and fines[key] < steps[key] else refine(steps[key], 1.0, 0.25)
@@ -227,6 +257,33 @@ class _DeltaPlan:
         lo, up = at.lower, at.upper
         return resolved(lo, up, shifted.upper, self.accuracy)
 
+
+
+class _Inverse:
+    """The eps(δ) queries of one δ query for ``delta_inverse``: on a copy of the engine that shares
+    its caches and has INVERSE_SHARE of its budget a query, all of them within ``budget`` seconds
+    (work units, never the clock)."""
+
+    def __init__(self, engine: Engine, budget: float):
+        self.engine = engine
+        self.budget = budget
+        self.meter = Meter()
+        self._sub = None
+
+    def ask(self, d: float):
+        eng = self.engine
+        if self.meter.units > self.budget * UNITS_PER_SECOND:
+            return None
+        if self._sub is None:
+            self._sub = Engine(eng.schedule, eng.accuracy, eng.grid_step, eng.relation, INVERSE_SHARE * eng.budget)
+            self._sub.caches = eng.caches
+        with metered(self.meter):
+            lo, up, _ = self._sub._eps_noisy(d)
+        return lo, up
+
+    def bracket(self, eps, lo, up):
+        """``delta_inverse.bracket_deltas``: (lower, upper, settled) at each eps."""
+        return bracket_deltas(self.ask, eps, lo, up, self.engine.accuracy)
 
 
 class Engine(_DeltaPlan):
