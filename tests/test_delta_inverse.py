@@ -1,5 +1,6 @@
 """δ(eps) bracketed by eps(δ) queries (``pld.delta_inverse``), and δ queries where the δ grids cannot
-reach (δ below ~1e-20): the two entry points agree.
+reach (δ below ~1e-20): the two entry points agree -- for fixed-size batches too, whose grids now
+cut each step's far tail below δ.
 
 The bracket is checked against a model profile whose inverse is known exactly (a Gaussian-like
 tail δ(eps) = exp(-((eps - m) / c)^2), eps(δ) = m + c sqrt(-log δ)), with eps answers of random
@@ -113,5 +114,20 @@ def test_delta_agrees_with_epsilon_at_small_delta(sigma, q, steps, delta):
     [2.3e-36, 3.7e-24] at eps(1e-25))."""
     e = pld.epsilon(sigma, q, steps, delta)
     at_up, at_lo = pld.delta(sigma, q, steps, float(e.upper)), pld.delta(sigma, q, steps, float(e.lower))
+    assert at_up.lower <= delta <= at_lo.upper
+    assert at_up.upper <= 1.15 * delta and at_lo.lower >= delta / 1.15
+
+
+@pytest.mark.parametrize("sigma,q,steps,delta", [
+    (1.0, 0.01, 2, 1e-40), (1.1, 256 / 60000, 14062, 1e-30), (1.0, 0.01, 1000, 1e-35), (2.0, 0.05, 2, 1e-35),
+])
+def test_fixed_size_agrees_at_small_delta(sigma, q, steps, delta):
+    """Fixed-size batches: each step's far tail is cut below δ (``fixed_size._tau``), in eps(δ) and
+    in δ(eps).  With it cut at TAU_STEP = 1e-30 a step, MNIST's run read eps(1e-30) in [55.65,
+    25713.7] and two steps δ(eps(1e-40)) in [1e-40, 2e-32]."""
+    e = pld.epsilon(sigma, q, steps, delta, sampler="fixed_size")
+    assert e.met
+    at_up = pld.delta(sigma, q, steps, float(e.upper), sampler="fixed_size")
+    at_lo = pld.delta(sigma, q, steps, float(e.lower), sampler="fixed_size")
     assert at_up.lower <= delta <= at_lo.upper
     assert at_up.upper <= 1.15 * delta and at_lo.lower >= delta / 1.15

@@ -78,12 +78,15 @@ def pair(sigma, g, parts=False):
     def q_pdf(x):
         return mp.npdf(x, 0, s)
 
-    def delta2(eps, method):
+    def delta2(eps, method, pieces=1):
+        """``pieces``: each finite interval between the breakpoints cut into that many (δ ~ 1e-40
+        needs them: its mass lies in the far tails)."""
         pts = [half]
         for b in (eps, -eps, eps / 2):
             if b > 0:
                 pts.append(ell_inv(b))
-        pts = sorted(set(pts)) + [half + 1 + 40 * s + 10 * s * s * abs(eps), mp.inf]
+        pts = sorted(set(pts)) + [half + 1 + 40 * s + 10 * s * s * abs(eps)]
+        pts = [a + (b - a) * k / pieces for a, b in zip(pts[:-1], pts[1:]) for k in range(pieces)] + [pts[-1], mp.inf]
         pos = mp.quad(lambda x: F(eps, ell(x)) * p_pdf(x), pts, method=method)
         neg = mp.quad(lambda x: F(eps, -ell(x)) * q_pdf(x), pts, method=method)
         return c * F(eps, 0) + pos + neg

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixed_size import pair  # noqa: E402
 
 mp.mp.dps = 40
-ROWS = [  # (sigma, g, delta, eps bracket)
+ROWS = [  # (sigma, g, delta, eps bracket[, pieces of each quadrature interval, ``make_fixed_size.pair``])
     (1.61265, 1e-4, 1e-12, (0.05, 1.5)),
     (3.24, 1e-4, 1e-21, (0.005, 1.0)),
     (0.7, 1e-4, 1e-12, (5.0, 20.0)),
@@ -30,20 +30,25 @@ ROWS = [  # (sigma, g, delta, eps bracket)
     # the compositions first ended at [0.00807, 0.0756] for the first)
     (2.0, 2e-5, 1e-13, (0.004, 0.02)),
     (1.455, 7.7e-5, 1.13e-10, (0.05, 0.2)),
+    # below T x TAU_STEP (each step's far tail, charged): [30.06, 41.28] before the compositions'
+    # tail followed δ (``fixed_size._tau``)
+    (1.0, 1e-2, 1e-40, (25.0, 35.0), 64),
+    (2.0, 5e-2, 1e-35, (8.0, 15.0), 64),
+    (0.7, 1e-3, 1e-32, (30.0, 40.0), 64),
 ]
 
 
-def eps_of(delta2, delta, lo, hi):
+def eps_of(delta2, delta, lo, hi, pieces=1):
     """(ε, tol): the root of log δ_2(ε) = log δ in [lo, hi] (the sign change checked) by the
     Illinois method, and how far the quadratures' disagreement there can move it: their relative
     difference in δ over the slope |d log δ_2 / dε| (a central difference), doubled.  (At
     δ = 1e-12 the two rules differ by ~1e-8 of δ: the integrand's kinks are steep.)"""
     target = mp.log(mp.mpf(delta))
-    f = lambda e: mp.log(delta2(mp.mpf(e), "gauss-legendre")) - target  # noqa: E731
+    f = lambda e: mp.log(delta2(mp.mpf(e), "gauss-legendre", pieces)) - target  # noqa: E731
     lo, hi = mp.mpf(lo), mp.mpf(hi)
     assert f(lo) > 0 > f(hi), "bracket"
     e = mp.findroot(f, (lo, hi), solver="illinois", tol=mp.mpf("1e-36"))
-    a, b = delta2(e, "gauss-legendre"), delta2(e, "tanh-sinh")
+    a, b = delta2(e, "gauss-legendre", pieces), delta2(e, "tanh-sinh", pieces)
     h = e * mp.mpf("1e-6")
     slope = abs(f(e + h) - f(e - h)) / (2 * h)
     tol = 2 * abs(a - b) / a / slope
@@ -55,9 +60,9 @@ def eps_of(delta2, delta, lo, hi):
 def main() -> int:
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixed_size_small_delta.csv")
     rows = []
-    for i, (sigma, g, delta, (lo, hi)) in enumerate(ROWS):
+    for i, (sigma, g, delta, (lo, hi), *pieces) in enumerate(ROWS):
         _, delta2 = pair(sigma, g)
-        e, tol = eps_of(delta2, delta, lo, hi)
+        e, tol = eps_of(delta2, delta, lo, hi, *pieces)
         rows.append([i, repr(sigma), repr(g), repr(delta), mp.nstr(e, 20), mp.nstr(tol, 3)])
         print(rows[-1], flush=True)
     with open(out, "w", newline="") as fh:

@@ -79,7 +79,7 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from ..._work import UNITS_PER_SECOND, metered
-from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
+from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
                       both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
 from ..certifiers.rdp_cap import RDPBound
 from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, HARD_LIMIT as ENGINE_HARD, Engine
@@ -202,14 +202,24 @@ def _step0(runs, accuracy: float, eps_c: float) -> float:
     return step
 
 
-def _levels(runs, step0, compose):
-    """``refine_levels``' attempts: level r composes the runs' one-step arrays [(OneStep, T)] on
-    the grid step step0 / 2^r.  A first grid too large to compose (a very long run) is coarsened
-    by 4, up to 6 times."""
+def _tau(runs, delta: float, accuracy: float) -> float:
+    """The P-mass each step's grid leaves beyond its far end (charged): TAU_STEP, or less where δ
+    is so small that T x TAU_STEP would matter -- 1e-4 x accuracy x δ / T, rounded down to a power
+    of ten (the steps' cache keys), at least TAU_MIN (MNIST's run at δ 1e-30 read [55.65, 25713.7]
+    with TAU_STEP charged 14,062 times)."""
+    total = max(sum(t for _, _, t in runs), 1)
+    tau = max(TAU_MIN, min(TAU_STEP, 1e-4 * accuracy * delta / total))
+    return tau if tau >= TAU_STEP else 10.0 ** math.floor(math.log10(tau))
+
+
+def _levels(runs, step0, compose, tau: float = TAU_STEP):
+    """``refine_levels``' attempts: level r composes the runs' one-step arrays [(OneStep, T)], their
+    far ends cut at P-mass ``tau``, on the grid step step0 / 2^r.  A first grid too large to
+    compose (a very long run) is coarsened by 4, up to 6 times."""
     base = [step0]
 
     def parts(step):
-        return [(sym_step(s, q, step), t) for s, q, t in runs]
+        return [(sym_step(s, q, step, tau), t) for s, q, t in runs]
 
     def attempt(level):
         if level:
@@ -463,14 +473,15 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
     that query out (the upper end is the same)."""
     # where the composition is tilted to: the answer's neighbourhood
     centre = [max(lo0, 1e-3) if start is None else start[0]]
+    tau = _tau(runs, delta, accuracy)
     tilts = {} if start is None else {start[0]: start[1]}
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
-        return recentred(lambda eps_c: _bounds_pair(parts, step, eps_c, delta, tilts.get(eps_c)), centre,
+        return recentred(lambda eps_c: _bounds_pair(parts, step, eps_c, delta, tilts.get(eps_c), tau), centre,
                          lambda lo, up: within(lo, up, accuracy))
 
     with metered() as meter, bins_limit(COMPOSE_BINS):  # (memory: one composition's arrays, a few hundred MB)
-        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose),
+        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, centre[0]), compose, tau),
                                lambda lo, up: within(lo, up, accuracy), lo0, up0, budget)
     if attained and lo < p_up and lo < (rdp or _poisson_rdp(runs, delta))():
         # (what is left, over the engine's own overrun allowance: the query stays within its budget)
@@ -479,7 +490,7 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
     return lo, up
 
 
-def _bounds_pair(parts, step: float, eps_c: float, delta: float, theta: float | None = None):
+def _bounds_pair(parts, step: float, eps_c: float, delta: float, theta: float | None = None, tau: float = TAU_STEP):
     """(lower, upper) eps(delta) of the parts [(OneStep, T)] composed, tilted towards eps_c (one
     tilt for both roundings, ``parts_theta`` unless given), each read off its spectrum's band
     where that is narrow (``grid.banded``); the lower composition on a second thread where there
@@ -488,7 +499,7 @@ def _bounds_pair(parts, step: float, eps_c: float, delta: float, theta: float | 
         theta = parts_theta(parts, step, eps_c) if sum(c for _, c in parts) > 1 else 0.0
 
     def bound(pess):
-        grid = compose_copies(parts, step, eps_c, TAU_STEP, pess, theta=theta, finish=compose_banded)
+        grid = compose_copies(parts, step, eps_c, tau, pess, theta=theta, finish=compose_banded)
         return read_eps(grid, delta, eps_c)
 
     up, lo = both_roundings(bound)
@@ -533,10 +544,14 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     lo0 = flat(attained.delta(eps)[0])
     eps_c = max(float(_start(runs, START_ACCURACY, START_BUDGET)[0].epsilon(1e-6)[1]), 1e-3)  # (where to tilt to)
     groups = eps_groups(eps)
+    # (each step's far tail cut below the least δ asked for: the Poisson pair's lower bounds, which
+    # are lower bounds here -- at δ ~ 1e-40 a far end at TAU_STEP left [1e-40, 2e-32] over two steps)
+    known = lo0[lo0 > 0.0]
+    tau = _tau(runs, float(known.min()) if known.size else 1.0, accuracy)
 
     def compose(parts, step):
-        return (copies_delta(parts, step, eps, groups, TAU_STEP, False),
-                copies_delta(parts, step, eps, groups, TAU_STEP, True))
+        return (copies_delta(parts, step, eps, groups, tau, False),
+                copies_delta(parts, step, eps, groups, tau, True))
 
     def resolved_at(lo, up):
         return resolved(lo[:n], up[:n], up[n:], accuracy)
@@ -558,7 +573,7 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
             return np.minimum(lo, up)[:n], up[:n]
         budget = max(BUDGET - meter.units / UNITS_PER_SECOND, 0.0)
     with bins_limit(COMPOSE_BINS):  # (memory, as for epsilon)
-        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose), narrow, lo, up, budget)
+        lo, up = refine_levels(_levels(runs, _step0(runs, accuracy, eps_c), compose, tau), narrow, lo, up, budget)
     return np.minimum(lo, up)[:n], up[:n]
 
 
