@@ -32,6 +32,9 @@ MARGIN = 0.2
 #: this many times the two answers' widths (aimed just outside their width on either side of eps,
 #: they span about 1.2 times their sum: answers as wide as the accuracy allow no better)
 SETTLED_SPAN = 1.5
+#: a secant between probes on both sides of its target stays this share of their span from either
+#: end (it always shrinks the span)
+BRACKET_KEEP = 0.02
 #: the least δ asked for
 X_FLOOR = 1e-300
 
@@ -55,31 +58,36 @@ class _Bracket:
             self.probes.append((math.log(d), 0.5 * (a + b), b - a))
 
     def aim(self, target: float, x_min: float, x_max: float) -> float | None:
-        """log d where the midpoint would reach ``target``, inside [x_min, x_max]: a secant in y =
-        sqrt(-log d) (eps grows about linearly in it where δ is small: a Gaussian tail), between
-        the nearest probes on either side of ``target`` where there are both (kept inside the
-        middle 80 % of their span: it always shrinks), else through the two nearest (a first step
-        of FIRST_STEP in log d with one probe); None without probes."""
+        """log d where the midpoint would reach ``target``, inside [x_min, x_max], in y = sqrt(-log d)
+        (eps grows about linearly in it where δ is small: a Gaussian tail).  With probes on both
+        sides of ``target``: the secant between the nearest on either side, kept BRACKET_KEEP of
+        their span from its ends, or the span's middle where the last two probes fell on one side
+        (regula falsi stalls at a curved profile).  With probes on one side: the secant through
+        the two nearest, a step of at most MAX_STEP x y (FIRST_STEP in log d with one probe).
+        None without probes."""
         if not self.probes:
             return None
         pts = [(math.sqrt(max(-x, 0.0)), m) for x, m, _ in self.probes]
         below = [p for p in pts if p[1] < target]
         above = [p for p in pts if p[1] > target]
         if below and above:
-            (y0, m0), (y1, m1) = max(below, key=lambda p: p[1]), min(above, key=lambda p: p[1])
-            t = min(0.9, max(0.1, (target - m0) / (m1 - m0)))
-            y = y0 + t * (y1 - y0)
+            (y_b, m_b), (y_a, m_a) = max(below, key=lambda p: p[1]), min(above, key=lambda p: p[1])
+            last = [p[1] < target for p in pts[-2:]]
+            if len(last) == 2 and last[0] == last[1]:
+                y = 0.5 * (y_a + y_b)
+            else:
+                t = min(max((target - m_b) / (m_a - m_b), BRACKET_KEEP), 1.0 - BRACKET_KEEP)
+                y = y_b + t * (y_a - y_b)
         else:
             near = sorted(pts, key=lambda p: abs(p[1] - target))
             (y0, m0), y = near[0], None
             for y1, m1 in near[1:]:
-                if y1 != y0 and m1 != m0 and (m1 - m0) / (y1 - y0) > 0.0:  # (eps falls as δ grows)
+                if y1 != y0 and (m1 - m0) / (y1 - y0) > 0.0:  # (eps falls as δ grows)
                     reach = MAX_STEP * max(y0, 2.0)
                     y = y0 + max(-reach, min(reach, (target - m0) * (y1 - y0) / (m1 - m0)))
                     break
             if y is None:
-                x0 = -y0 * y0
-                return max(x_min, min(x_max, x0 + (FIRST_STEP if m0 > target else -FIRST_STEP)))
+                return max(x_min, min(x_max, -y0 * y0 + (FIRST_STEP if m0 > target else -FIRST_STEP)))
         return max(x_min, min(x_max, -max(y, 0.0) ** 2))
 
     def probe_at(self, d: float):
