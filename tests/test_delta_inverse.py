@@ -124,7 +124,7 @@ def test_delta_agrees_with_epsilon_at_small_delta(sigma, q, steps, delta):
     (1.0, 0.01, 2, 1e-40), (1.1, 256 / 60000, 14062, 1e-30), (1.0, 0.01, 1000, 1e-35), (2.0, 0.05, 2, 1e-35),
 ])
 def test_fixed_size_agrees_at_small_delta(sigma, q, steps, delta):
-    """Fixed-size batches: each step's far tail is cut below δ (``fixed_size._tau``), in eps(δ) and
+    """Fixed-size batches: each step's far tail is cut below δ (``common.tail_cut``), in eps(δ) and
     in δ(eps).  With it cut at TAU_STEP = 1e-30 a step, MNIST's run read eps(1e-30) in [55.65,
     25713.7] and two steps δ(eps(1e-40)) in [1e-40, 2e-32]."""
     e = pld.epsilon(sigma, q, steps, delta, sampler="fixed_size")

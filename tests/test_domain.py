@@ -317,3 +317,17 @@ def test_accuracy_is_a_real_number_in_0_1_everywhere(call, bad, error):
     # a string was accepted, -1 gave "math domain error", NaN a misleading message, 5.0 was used
     with pytest.raises(error, match="accuracy"):
         call(bad)
+
+
+@pytest.mark.parametrize("sampler,relation", [("poisson", "add_remove"), ("poisson", "replace_one"),
+                                              ("fixed_size", "replace_one"), ("balls_in_bins", "add_remove"),
+                                              ("shuffle", "replace_one")])
+def test_delta_at_the_end_of_the_floats(sampler, relation, recwarn):
+    """δ in (0, 1) down to the least subnormal is valid input: an answer, never a crash.  (A goal of
+    accuracy x δ underflowed to 0 and math.log raised 'math domain error' -- the tail-event sum,
+    the shuffle's windows -- and RDP's replace-one search asked for δ / (1 + e^eps) = 0.)"""
+    for d in (1e-300, 1e-320, 5e-324):
+        b = pld.epsilon(0.8, 0.01, 300, d, relation=relation, sampler=sampler)
+        assert 0.0 < b.lower <= b.upper
+        # eps falls as δ grows: the upper end here bounds eps at 1e-200 from above too
+        assert b.upper >= pld.epsilon(0.8, 0.01, 300, 1e-200, relation=relation, sampler=sampler).lower

@@ -25,6 +25,8 @@ floor  module                          what it holds
                                        one module per method: ``tilted`` (stages 1-4), ``tail``
                                        (stage 5), ``rdp_cap`` (the RDP upper bound), ``exact`` (closed
                                        forms: q = 1, sigma = 0)
+2      ``delta_inverse``               δ(eps) bracketed by eps(δ) answers (where the δ grids cannot reach):
+                                       why an answer bounds δ, and where to ask next
 2      ``schedule_mix``                many distinct noise levels: the lattice mixtures above and below
                                        each step (their soundness argument), weights and groups
 3      ``schedule_compose``            the mixtures' compositions on the lattice's spectra

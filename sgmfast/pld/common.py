@@ -414,6 +414,14 @@ def resolved(lo, up, up_shifted, accuracy: float) -> np.ndarray:
 GROUP_SPREAD = 0.01
 
 
+def tail_cut(delta_goal: float, accuracy: float, steps: int, most: float = 1.0) -> float:
+    """The P-mass each step's grid leaves beyond its far end (it is charged): ~1e-4 x accuracy x δ
+    / T, at most ``most``, at least TAU_MIN, rounded down to a power of ten (one-step grids are
+    cached by it: nearby queries share them)."""
+    tau = max(TAU_MIN, min(most, 1e-4 * accuracy * delta_goal / max(steps, 1)))
+    return 10.0 ** math.floor(math.log10(tau))
+
+
 def delta_groups(eps: np.ndarray) -> np.ndarray:
     """The group key of each (finite, >= 0) eps of a δ query: equal keys share a grid."""
     eps = np.asarray(eps, dtype=np.float64)

@@ -17,8 +17,8 @@ from .._failures import GridFailure, GridTooLarge, StepUnderflow, WorkLimit
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .delta_inverse import bracket_deltas
-from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, TAU_MIN, U, UNITS_PER_SECOND, Meter, bins_limit,
-                     delta_groups, metered, resolved, within)
+from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, U, UNITS_PER_SECOND, Meter, bins_limit, delta_groups,
+                     metered, resolved, tail_cut, within)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.onestep import affordable_step, coarse_tail
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -278,7 +278,10 @@ class _Inverse:
             self._sub = Engine(eng.schedule, eng.accuracy, eng.grid_step, eng.relation, INVERSE_SHARE * eng.budget)
             self._sub.caches = eng.caches
         with metered(self.meter):
-            lo, up, _ = self._sub._eps_noisy(d)
+            try:
+                lo, up, _ = self._sub._eps_noisy(d)
+            except (ArithmeticError, GridFailure, MemoryError):  # (no answer: the bracket stands)
+                return None
         return lo, up
 
     def bracket(self, eps, lo, up):
@@ -339,9 +342,8 @@ class Engine(_DeltaPlan):
     def job(self, delta_goal: float) -> Job:
         """A query's context: each step's far tail is cut at P-mass ~1e-4 * accuracy * delta_goal
         / T (it is still accounted), rounded down to a power of ten to keep the caches useful."""
-        tau = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(sum(c for _, _, c in self.schedule), 1))
-        return Job(self.schedule, self.replace, self.accuracy, 10.0 ** math.floor(math.log10(tau)), self.caches,
-                   coarse_tail(self.schedule))
+        tau = tail_cut(delta_goal, self.accuracy, sum(c for _, _, c in self.schedule))
+        return Job(self.schedule, self.replace, self.accuracy, tau, self.caches, coarse_tail(self.schedule))
 
     def _spent(self, meter) -> bool:
         return meter is not None and meter.units > self.budget * UNITS_PER_SECOND

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._failures import GridFailure
 from .._work import UNITS_PER_SECOND, Meter, metered
-from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, TAU_MIN, bins_limit, delta_groups, dot, within
+from .common import ADD, FIRST_BINS, MAX_BINS, REMOVE, bins_limit, delta_groups, dot, tail_cut, within
 from .grid.estimates import eps_estimate, initial_step
 from .grid.queries import delta_bound, eps_bound
 from .grid.tilting import VAR_GROWTH, VAR_GROWTH_SMALL
@@ -367,8 +367,7 @@ class MixEngine(_MixEps, _MixDelta):
         return lat.on(self.layout(level))
 
     def tau(self, delta_goal: float) -> float:
-        t = max(TAU_MIN, 1e-4 * self.accuracy * delta_goal / max(self.total, 1))
-        return 10.0 ** math.floor(math.log10(t))
+        return tail_cut(delta_goal, self.accuracy, self.total)
 
     def _limit(self, groups: int = 1) -> float:
         return HARD_LIMIT * self.budget * UNITS_PER_SECOND * groups

@@ -31,7 +31,7 @@ ROWS = [  # (sigma, g, delta, eps bracket[, pieces of each quadrature interval, 
     (2.0, 2e-5, 1e-13, (0.004, 0.02)),
     (1.455, 7.7e-5, 1.13e-10, (0.05, 0.2)),
     # below T x TAU_STEP (each step's far tail, charged): [30.06, 41.28] before the compositions'
-    # tail followed δ (``fixed_size._tau``)
+    # tail followed δ (``common.tail_cut``)
     (1.0, 1e-2, 1e-40, (25.0, 35.0), 64),
     (2.0, 5e-2, 1e-35, (8.0, 15.0), 64),
     (0.7, 1e-3, 1e-32, (30.0, 40.0), 64),

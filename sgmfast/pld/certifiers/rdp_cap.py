@@ -75,12 +75,17 @@ class RDPBound:
         # find e with eps_ar(target / (1 + e^e)) <= e: then (1 + e^{e'}) target / (1 + e^e) <= target
         # (the map e -> eps_ar(target / (1 + e^e)) increases: a guess 2 % above its last value
         # usually lands above the fixed point at once)
+        if not 0.5 * target > 0.0:  # (δ at the end of the subnormals: no bound from here)
+            return math.inf
         e = self._acc.epsilon(0.5 * target)
         for _ in range(8):
             guess = 1.02 * e + 1e-6
             if not guess < 700.0:
                 return math.inf
-            e_new = self._acc.epsilon(target / (1.0 + math.exp(guess)))
+            t = target / (1.0 + math.exp(guess))
+            if not t > 0.0:  # (underflow at δ ~ 1e-300: no bound from here, the sound +inf)
+                return math.inf
+            e_new = self._acc.epsilon(t)
             if e_new <= guess:
                 return 2.0 * e_new
             e = e_new

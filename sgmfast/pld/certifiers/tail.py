@@ -80,6 +80,7 @@ def _event_sum(job: Job, step, eps_c, cut, eps_lo, rem_goal):
     """The ``EventSum`` of the job's direction: one entry's (``tail_events``) or several entries'
     (``tail_events_multi``)."""
     sum_of = event_sum if len(job.schedule) == 1 else event_sum_multi
+    rem_goal = max(rem_goal, 5e-324)  # (the terms left out are charged: a goal that underflowed is the least float)
     return sum_of(job.schedule, step, job.tau, job.accuracy, eps_c, cut, eps_lo, rem_goal, job.coarse, _direction(job))
 
 

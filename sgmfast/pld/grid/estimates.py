@@ -169,11 +169,13 @@ def _brent_steps(xp, fp, xc, fc, xb, fb, sp, sc, half, tol):
     step when it is short enough, else bisection."""
     if abs(sp) > tol and abs(fc) < abs(fp):
         if xp == xb:
-            st = -fc * (xc - xp) / (fc - fp)
+            den = fc - fp
+            st = -fc * (xc - xp) / den if den != 0.0 else math.nan
         else:
             dp = (fp - fc) / (xp - xc)
             db = (fb - fc) / (xb - xc)
-            st = -fc * (fb * db - fp * dp) / (db * dp * (fb - fp))
+            den = db * dp * (fb - fp)  # (underflows where f is ~1e-300 at both ends: bisection then)
+            st = -fc * (fb * db - fp * dp) / den if den != 0.0 else math.nan
         cap = 3 * abs(half) - tol
         if 2 * abs(st) < (abs(sp) if abs(sp) < cap else cap):  # (C's MIN, NaN included)
             return sc, st
@@ -195,7 +197,7 @@ def initial_step(schedule, accuracy: float, eps_est: float, add=False) -> float:
 
 def refine(step: float, gap: float, goal: float) -> float:
     """The next, finer grid step: a quarter when the gap is far from the goal, else a half."""
-    factor = max(0.25, min(0.5, 0.9 * math.sqrt(goal / gap))) if gap > 0 else 0.5
+    factor = max(0.25, min(0.5, 0.9 * math.sqrt(float(goal) / float(gap)))) if gap > 0 else 0.5  # (inf / inf: 0.5)
     new = step * (0.25 if factor < 0.375 else 0.5)
     if new < 1e-12:
         raise StepUnderflow("cannot reach the requested accuracy: the grid step would drop below 1e-12")

@@ -42,7 +42,7 @@ def abs_goal(tau: float, n_steps: int) -> float:
     TAIL_GOAL only where 1e3 tau T ~ 0.1 * accuracy * delta is (so that delta ~ 1e-30 stays
     resolvable).  (The floor used to hold down to tau T = 1e-22: at δ ~ 2e-15 the windows could
     leave 1e-15 to +inf, 40 % of δ -- σ 1.03, q 1.9e-4, 10^5 steps were [0.5710, 0.5856].)"""
-    t = tau * n_steps
+    t = max(tau * n_steps, 5e-324)  # (a tail cut that underflowed -- δ at the end of the floats -- leaves the least)
     return min(1e-6, max(t, min(TAIL_GOAL, 1e3 * t)))
 PESS_UP_SDS = 3.0  # pessimistic windows: sds above max(mean, eps_lo) before the Chernoff edge
 

@@ -79,8 +79,9 @@ from ..._failures import GridFailure, GridTooLarge
 from ..._types import Bounds
 from ..._validation import check_accuracy, check_delta, check_epsilon, check_q, check_sigma, check_steps
 from ..._work import UNITS_PER_SECOND, metered
-from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_MIN, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
-                      both_roundings, cache_put, refine_levels, resolved, split_pool, too_many_bins, two_cores, within)
+from ..common import (ADD, REMOVE, SPLIT_MIN, STEP_CACHE, TAU_STEP, Beside, bins_cap, bins_limit, delta_groups,
+                      both_roundings, cache_put, refine_levels, resolved, split_pool, tail_cut, too_many_bins, two_cores,
+                      within)
 from ..certifiers.rdp_cap import RDPBound
 from ..engine import BUDGET as ENGINE_BUDGET, DELTA_GROUPS_PAID, HARD_LIMIT as ENGINE_HARD, Engine
 from ..grid.banded import compose_banded
@@ -200,16 +201,6 @@ def _step0(runs, accuracy: float, eps_c: float) -> float:
     while reach / step > MAX_STEP_BINS:
         step *= 2.0
     return step
-
-
-def _tau(runs, delta: float, accuracy: float) -> float:
-    """The P-mass each step's grid leaves beyond its far end (charged): TAU_STEP, or less where δ
-    is so small that T x TAU_STEP would matter -- 1e-4 x accuracy x δ / T, rounded down to a power
-    of ten (the steps' cache keys), at least TAU_MIN (MNIST's run at δ 1e-30 read [55.65, 25713.7]
-    with TAU_STEP charged 14,062 times)."""
-    total = max(sum(t for _, _, t in runs), 1)
-    tau = max(TAU_MIN, min(TAU_STEP, 1e-4 * accuracy * delta / total))
-    return tau if tau >= TAU_STEP else 10.0 ** math.floor(math.log10(tau))
 
 
 def _levels(runs, step0, compose, tau: float = TAU_STEP):
@@ -473,7 +464,9 @@ def _composed_epsilon(runs, delta: float, accuracy: float, lo0: float, up0: floa
     that query out (the upper end is the same)."""
     # where the composition is tilted to: the answer's neighbourhood
     centre = [max(lo0, 1e-3) if start is None else start[0]]
-    tau = _tau(runs, delta, accuracy)
+    # (each step's far tail below TAU_STEP where T x TAU_STEP would matter at δ: MNIST's run at δ
+    # 1e-30 read [55.65, 25713.7] with TAU_STEP)
+    tau = tail_cut(delta, accuracy, sum(t for _, _, t in runs), TAU_STEP)
     tilts = {} if start is None else {start[0]: start[1]}
 
     def compose(parts, step):  # (re-centred: the pair's eps can be far above the Poisson start)
@@ -547,7 +540,7 @@ def _delta(runs, eps: np.ndarray, accuracy: float):
     # (each step's far tail cut below the least δ asked for: the Poisson pair's lower bounds, which
     # are lower bounds here -- at δ ~ 1e-40 a far end at TAU_STEP left [1e-40, 2e-32] over two steps)
     known = lo0[lo0 > 0.0]
-    tau = _tau(runs, float(known.min()) if known.size else 1.0, accuracy)
+    tau = tail_cut(float(known.min()) if known.size else 1.0, accuracy, sum(t for _, _, t in runs), TAU_STEP)
 
     def compose(parts, step):
         return (copies_delta(parts, step, eps, groups, tau, False),
