@@ -331,3 +331,14 @@ def test_delta_at_the_end_of_the_floats(sampler, relation, recwarn):
         assert 0.0 < b.lower <= b.upper
         # eps falls as δ grows: the upper end here bounds eps at 1e-200 from above too
         assert b.upper >= pld.epsilon(0.8, 0.01, 300, 1e-200, relation=relation, sampler=sampler).lower
+
+
+def test_schedules_at_the_end_of_the_floats():
+    """The noise-level mixtures' failure mass (a share of δ) underflowed to 0 at δ 5e-324, and its log
+    raised 'math domain error'."""
+    acc = pld.PLDAccountant()
+    for i in range(300):
+        acc.step(1.3 - 0.4 * i / 299, 0.01, 1)
+    for d in (1e-310, 5e-324):
+        b = acc.epsilon(d)
+        assert 0.0 < b.lower <= b.upper

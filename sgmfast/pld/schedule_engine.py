@@ -180,7 +180,9 @@ class _MixEps:
         est, _ = self.estimate(target)
         step = self.grid_step or step0 or initial_step(self.proxy(), self.accuracy, est)
         tau = self.tau(target)
-        h_target, first_limit = H_SHARE * self.accuracy * target, self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
+        # (the lower bound's failure mass: at δ near the end of the floats, the least float)
+        h_target = max(H_SHARE * self.accuracy * target, 5e-324)
+        first_limit = self._limit() + FIRST_EXTRA * UNITS_PER_SECOND
         lo, up = 0.0, math.inf
         if self.grid_step is None and step0 is None:
             step = self._affordable(step, h_target, tau)
