@@ -133,3 +133,15 @@ def test_fixed_size_agrees_at_small_delta(sigma, q, steps, delta):
     at_lo = pld.delta(sigma, q, steps, float(e.lower), sampler="fixed_size")
     assert at_up.lower <= delta <= at_lo.upper
     assert at_up.upper <= 1.15 * delta and at_lo.lower >= delta / 1.15
+
+
+def test_noise_levels_agree_at_small_delta():
+    """300 noise levels (the lattice mixtures): each step's far tail cut below RDP's bound on δ where
+    that is small (``MixEngine.delta``'s ``below``); cut at 1e-16's share they read δ(eps(1e-25)) in
+    [5.6e-26, 1.53e-25]."""
+    acc = pld.PLDAccountant()
+    for i in range(300):
+        acc.step(1.3 - 0.4 * i / 299, 0.01, 1)
+    e = acc.epsilon(1e-25)
+    b = acc.delta(float(e.upper))
+    assert b.lower <= 1e-25 and b.upper <= 1.2e-25

@@ -140,7 +140,7 @@ def test_wide_rate_engine_gets_the_groups_sandwich(monkeypatch):
     from sgmfast.pld.schedule_rates import RateEngine as RE
 
     monkeypatch.setattr(RE, "epsilon", lambda self, target, step0=None: (0.0, math.inf, None))
-    monkeypatch.setattr(RE, "delta", lambda self, eps: (np.zeros(len(eps)), np.ones(len(eps))))
+    monkeypatch.setattr(RE, "delta", lambda self, eps, below=1e-16: (np.zeros(len(eps)), np.ones(len(eps))))
     sched = [(1.1, float(q), 1) for q in np.linspace(0.003, 0.006, 300)]
     eng = schedules.Sandwich(sched, 1e-3)
     assert isinstance(eng.mix, RE)

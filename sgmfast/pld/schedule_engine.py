@@ -88,16 +88,18 @@ def quantile_groups(x: np.ndarray, groups: int = 16):
 class _MixDelta:
     """``MixEngine``'s δ(eps) queries (a mixin: the engine's lattice, plan and budget)."""
 
-    def delta(self, eps: np.ndarray):
+    def delta(self, eps: np.ndarray, below: float = 1e-16):
         """(lower, upper) of δ at each finite eps of the noisy steps; refined until lower(eps) >=
-        upper(eps + h), h = accuracy * max(eps, 1e-2), or the work budget is spent."""
+        upper(eps + h), h = accuracy * max(eps, 1e-2), or the work budget is spent.  ``below``: a
+        certified upper bound on δ at every eps, if less than 1e-16 (each step's far tail is cut
+        below it, ``tail_cut``)."""
         eps = np.asarray(eps, dtype=np.float64)
         lo, up = np.zeros(eps.size), np.ones(eps.size)
         if eps.size == 0:
             return lo, up
         est, _ = self.estimate(1e-6)
         step = self.grid_step or initial_step(self.proxy(), self.accuracy, max(float(eps.max()), est))
-        tau = self.tau(1e-16)
+        tau = self.tau(min(below, 1e-16))
         # nearby eps (``delta_groups``) share one tilted composition; at most 8 groups
         order = np.argsort(eps)
         keys = delta_groups(eps[order])
