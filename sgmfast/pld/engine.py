@@ -168,8 +168,8 @@ class _DeltaPlan:
                 l, u, ok = self._delta_loop(eps[grid], h[grid], cap[grid], cap_shift[grid], meter, budget)
             lo[grid], up[grid] = l, u
             again = np.flatnonzero(grid)[~ok]
-            if again.size:  # (what is left of one budget, at least INVERSE_SHARE of it)
-                left = max(self.budget - meter.units / UNITS_PER_SECOND, INVERSE_SHARE * self.budget)
+            left = budget - meter.units / UNITS_PER_SECOND  # (one budget for both: what the grids left of it)
+            if again.size and left > INVERSE_SHARE * self.budget:
                 lo[again], up[again], _ = _Inverse(self, left).bracket(eps[again], lo[again], up[again])
         return lo, up
 
