@@ -445,7 +445,9 @@ class Sandwich:
         (small: ``SMALL_DELTA``)."""
         lo, up = np.zeros(eps.size), np.ones(eps.size)
         meter = Meter()
-        for pair, budget, acc in _rounds(self, meter, 1e-5, goal < SMALL_DELTA, {"eps": float(eps.max())}):
+        # (each engine of a round half of what is left: a δ query's engines also bracket δ by eps(δ)
+        # queries, and at all of it each two rounds of 8 groups took 21 units of a 4-unit budget)
+        for pair, budget, acc in _rounds(self, meter, 1e-5, goal < SMALL_DELTA, {"eps": float(eps.max())}, 0.5):
             with metered(meter):
                 e_up, e_lo = self._engines(pair, budget, acc)
                 up = np.minimum(up, e_up.delta(eps)[1])
@@ -455,7 +457,8 @@ class Sandwich:
         return lo, up
 
 
-def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint: dict | None = None):
+def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint: dict | None = None,
+            events_share: float = 1.0):
     """The rounds of the sandwich ``sw``: ((upper, lower) schedules, budget of each of their engines,
     their accuracy) while work is left; ``meter`` counts the work of the rounds so far (units of
     ``_work``, never a clock: the same answer under any load).  A rarely sampled schedule (fewer
@@ -465,7 +468,8 @@ def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint
     q 1e-4 to 2e-4 at sigma 0.8, δ 1e-10: [0.12, 2.03]; at 1e-2: [0.574, 0.586] in 1.3 units an
     engine).
     ``hint["eps"]``: about where eps lies, read when the EVENT_ENTRIES groups are made (their
-    grouping, ``schedule_groups._by_tail``)."""
+    grouping, ``schedule_groups._by_tail``); ``events_share``: the share of what is left each of
+    their engines gets."""
     groups = (None,) if sw.pair is not None else _group_counts(small, sw.mix is not None)
     for i, g in enumerate(groups):
         events = g == EVENT_ENTRIES and small
@@ -481,4 +485,4 @@ def _rounds(sw: Sandwich, meter: Meter, target: float, small: bool = False, hint
             left = sw.budget - meter.units / UNITS_PER_SECOND - keep
             if left <= 0.1 * sw.budget:
                 break
-            yield pair, max((1.0 if events else 0.5) * left, 0.1), acc
+            yield pair, max((events_share if events else 0.5) * left, 0.1), acc
