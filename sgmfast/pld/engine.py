@@ -377,7 +377,10 @@ class Engine(_DeltaPlan):
         except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
             lo, up, step = 0.0, self.rdp.epsilon(target), None
         lo, up = max(lo, g_lo, c_lo), min(up, g_up, c_up)
-        if not within(lo, up, self.accuracy):  # a wide answer: RDP and the single steps' bound may help
+        # a wide answer -- or wider than the default accuracy, asked for a coarser one: never looser
+        # than RDP (σ 7.24, q 0.0083, 2.3e6 steps at accuracy 0.3 read 15.31 where RDP gives 14.56)
+        # -- RDP and the single steps' bound may help
+        if not within(lo, up, min(self.accuracy, DEFAULT_ACCURACY)):
             up = min(up, self.rdp.epsilon(target))
             lo = max(lo, self._eps_floor(target))
         return lo, up, step

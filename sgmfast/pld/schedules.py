@@ -371,7 +371,7 @@ class Sandwich:
                 lo, up = max(lo, s_lo), min(up, s_up)
         else:
             lo, up = self._sandwich_eps(target)
-        if not within(lo, up, self.accuracy):  # a wide answer: RDP (and, rarely sampled, the hull) may help
+        if not within(lo, up, min(self.accuracy, DEFAULT_ACCURACY)):  # wide: RDP (rarely sampled, the hull) may help
             up = min(up, self.rdp.epsilon(target))
             if rarely_sampled(self.noisy):
                 h_up, h_lo = self.hull
