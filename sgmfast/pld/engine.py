@@ -49,6 +49,9 @@ DELTA_GROUPS_PAID = 8
 #: mass and charged): where RDP already bounds δ below it, eps(δ) queries bracket δ before any grid
 #: (``delta_inverse``); elsewhere they bracket what the grids leave unresolved
 GRID_DELTA_FLOOR = 1e-22
+#: a δ query's grids stop refining an eps whose upper bound they already put below this (a finer grid
+#: there only spends the budget the eps(δ) queries then lack: two steps at δ 1e-20 read up to 9x δ)
+GRID_DELTA_REACH = 1e-19
 #: each eps(δ) query of a δ query gets this share of the engine's budget; all of them share one
 #: budget (``_delta_grid``)
 INVERSE_SHARE = 0.25
@@ -168,8 +171,8 @@ class _DeltaPlan:
                 l, u, ok = self._delta_loop(eps[grid], h[grid], cap[grid], cap_shift[grid], meter, budget)
             lo[grid], up[grid] = l, u
             again = np.flatnonzero(grid)[~ok]
-            left = budget - meter.units / UNITS_PER_SECOND  # (one budget for both: what the grids left of it)
-            if again.size and left > INVERSE_SHARE * self.budget:
+            if again.size:  # (what the grids left of the budget, at least INVERSE_SHARE of it)
+                left = max(budget - meter.units / UNITS_PER_SECOND, INVERSE_SHARE * self.budget)
                 lo[again], up[again], _ = _Inverse(self, left).bracket(eps[again], lo[again], up[again])
         return lo, up
 
@@ -223,7 +226,7 @@ class _DeltaPlan:
                 return found.lower, found.upper, settled  # no group fits: what is certified
             settled |= ok & ~done
             done |= ok  # groups already narrow enough are not composed again on a finer grid
-            done |= found.upper < GRID_DELTA_FLOOR  # (below the grids' reach: ``_delta_grid``'s eps(δ) queries)
+            done |= found.upper < GRID_DELTA_REACH  # (below the grids' reach: ``_delta_grid``'s eps(δ) queries)
             if self.grid_step is not None or done.all() or _over_budget(meter, before, budget):
                 return found.lower, found.upper, settled  # (a finer grid costs about twice this one)
             for key in np.unique(keys[~done]):
