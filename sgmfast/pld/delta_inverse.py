@@ -9,9 +9,10 @@ interval of eps(d) for some d:
 * a >= eps: then every eps' < eps(d) has δ(eps') > d; if eps < eps(d) that gives δ(eps) > d, and
   if eps = eps(d), δ(eps) = d by continuity -- either way d is a lower bound on δ(eps).
 
-The d asked for is the float kept, so no rounding enters.  Where to ask is a heuristic (a secant
-on the interval's midpoint against log d, aiming just outside the eps answers' own width on each
-side); it decides only how tight the bracket is and what it costs.
+The d asked for is the float kept, so no rounding enters.  Where to ask is a heuristic (``aim``: a
+secant on the answers' midpoints against sqrt(-log d), aiming just outside their own width on each
+side of eps); it decides only how tight the bracket is and what it costs.  Tests:
+tests/test_delta_inverse.py (a model profile with a known inverse; mpmath's two-step table).
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ def bracket_delta(ask, eps: float, lo: float, up: float, accuracy: float, probes
     after MAX_QUERIES, or when ``ask`` returns None."""
     br = _Bracket(eps, lo, up, probes)
     tol = accuracy * max(eps, 1e-2)
+    if not br.lo < br.up:  # (nothing to narrow: δ is known)
+        return br.lo, br.up, True
     for _ in range(MAX_QUERIES):
         if br.settled(tol):
             break
