@@ -17,7 +17,7 @@ from .._failures import GridFailure, GridTooLarge, StepUnderflow, WorkLimit
 from .certifiers import exact
 from .certifiers import Caches, Certified, Job, RDPBound, TailEvents, TiltedFFT
 from .delta_inverse import bracket_deltas
-from .common import (FIRST_BINS, MAX_BINS, REMOVE, REPLACE, U, UNITS_PER_SECOND, Meter, bins_limit, delta_groups,
+from .common import (ADD, FIRST_BINS, MAX_BINS, REMOVE, REPLACE, U, UNITS_PER_SECOND, Meter, bins_limit, delta_groups,
                      metered, resolved, tail_cut, within)
 from .grid.estimates import eps_estimate, initial_step, refine
 from .grid.onestep import affordable_step, coarse_tail
@@ -447,6 +447,8 @@ class Engine(_DeltaPlan):
             if not math.isfinite(found.upper) and not math.isfinite(cap):
                 cap = self.rdp.epsilon(target)  # (a long run's grids found no upper bound: RDP's)
             found.cap(cap)
+            if ADD in found.up:  # (the add direction's loss is at most -log(1 - q) a step: no eps above)
+                found.up[ADD] = min(found.up[ADD], add_loss_max(self.schedule))
             lo, up = found.lower, found.upper
             gap = up - lo
             if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:
@@ -523,6 +525,16 @@ def _round(engine, job: Job, step: float, target: float, est: float, cap: float,
         else:
             found.narrow(certifier.epsilon(job, step, target, est))
     return found, helped
+
+
+def add_loss_max(schedule) -> float:
+    """The add direction's largest privacy loss over the noisy ``schedule``: each step's, log P / Q =
+    -log(1 - q + q e^((2x - 1) / (2 sigma^2))), is below -log(1 - q), so δ is 0 beyond their sum and
+    eps(δ) at most it for every δ > 0 (two steps at q 0.2, δ 1e-40: the grids' add direction found
+    no upper bound and RDP's 3.3726 stood over the remove direction's 3.28593).  fsum of terms each
+    within 2 ulps: padded by 1e-12 relative.  +inf where some q is 1."""
+    total = math.fsum(c * -math.log1p(-q) if q < 1.0 else math.inf for _, q, c in schedule)
+    return total * (1.0 + 1e-12)
 
 
 def _narrows(found: Certified, ev) -> bool:
