@@ -14,7 +14,7 @@ from .._executor import CHUNK_PLD, check_executor
 from .._accountant import Accountant
 from .._types import Bounds, Step
 from .._validation import as_float_array, check_accuracy, check_step_scalars, check_checkpoints, check_delta, check_epsilon, check_positive, check_q, check_sigma, check_steps
-from .common import RELATIONS, broadcast_groups, delta_met, shifted, within
+from .common import RELATIONS, broadcast_groups, within
 from . import samplers as _samplers
 from . import tradeoff as _tradeoff  # (here, before __init__ binds the name pld.tradeoff to the function)
 from .engine import BUDGET, Engine, monotone
@@ -40,9 +40,7 @@ def _epsilon_group(engine, targets):
 
 
 def _delta_group(engine, eps):
-    """(lower, upper, met) of δ at each eps on one engine (asked at eps + h too: ``common.delta_met``;
-    the answers are already monotone over the array)."""
-    return delta_met(*engine.delta(shifted(eps, engine.accuracy)), engine.accuracy)
+    return engine.delta(np.asarray(eps, dtype=np.float64))  # (already monotone over the array)
 
 
 def _epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
@@ -63,9 +61,9 @@ def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
 
 def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
     """``b`` with ``met``: for ε(δ), whether every entry's relative width is <= ``accuracy``.  For
-    δ(ε) (``eps`` given) the query's own ``met`` stands (``common.delta_met``: the engines' rule, a
-    relative ε change of ``accuracy`` -- lower(ε) >= upper(ε (1 + accuracy)) -- which the two ends
-    alone cannot show; None for curves)."""
+    δ(ε) (``eps`` given) ``met`` stays None: the engines stop there when the interval is covered
+    by a relative ε change of ``accuracy`` (lower(ε) >= upper(ε (1 + accuracy))), which its two
+    ends alone cannot show."""
     if eps is not None:
         return b
     return dataclasses.replace(b, met=bool(np.all(within(b.lower, b.upper, accuracy * (1 + 1e-9)))))
@@ -76,34 +74,29 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     """Broadcast the inputs; the points sharing (sigma, q, steps) go to one engine in one call,
     so its caches are shared and the answers are monotone in the query (no point's bound
     contradicts another's).  With an ``executor``, whole groups go to its tasks (so the answers
-    are the serial call's).  ``group_fn(engine, x)`` returns (lower, upper) or (lower, upper,
-    met); the Bounds' ``met`` is every group's (None where they say nothing)."""
+    are the serial call's)."""
     if sigma.ndim == q.ndim == steps.ndim == x.ndim == 0:  # one point: the loop below's one engine
-        lo, up, *met = group_fn(Engine([(float(sigma), float(q), int(steps))], accuracy, grid_step, relation,
-                                        budget=max(BUDGET, 1.0)), x.reshape(1))
-        return Bounds(float(lo[0]), float(up[0]), met=met[0] if met else None)
+        lo, up = group_fn(Engine([(float(sigma), float(q), int(steps))], accuracy, grid_step, relation,
+                                 budget=max(BUDGET, 1.0)), x.reshape(1))
+        return Bounds(float(lo[0]), float(up[0]))
     shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    met = []
     if check_executor(executor) is not None and len(groups) > 1:
-        met = _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up)
+        _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up)
     else:
         for (s, qq, t), idx in groups.items():
             # one work budget per call and schedule, shared by its queries (at least a second each)
             engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
                             budget=max(BUDGET / len(idx), 1.0))
-            lo[idx], up[idx], *m = group_fn(engine, flat[3][idx])
-            met += m
-    ok = None if not met or any(m is None for m in met) else all(met)
+            lo[idx], up[idx] = group_fn(engine, flat[3][idx])
     if shape == ():
-        return Bounds(float(lo[0]), float(up[0]), met=ok)
-    return Bounds(lo.reshape(shape), up.reshape(shape), met=ok)
+        return Bounds(float(lo[0]), float(up[0]))
+    return Bounds(lo.reshape(shape), up.reshape(shape))
 
 
-def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo, up) -> list:
-    """Whole groups per task, about CHUNK_PLD points each; each task is the serial call.  Returns
-    the tasks' ``met``."""
+def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo, up):
+    """Whole groups per task, about CHUNK_PLD points each; each task is the serial call."""
     tasks, cur = [], []
     for idx in groups:
         cur.extend(idx)
@@ -114,16 +107,13 @@ def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo
         tasks.append(cur)
     kwargs = dict(accuracy=accuracy, grid_step=grid_step, relation=relation)
     futures = [executor.submit(_task, name, tuple(a[t] for a in flat), kwargs) for t in tasks]
-    met = []
     for t, fut in zip(tasks, futures):
-        lo[t], up[t], m = fut.result()
-        met.append(m)
-    return met
+        lo[t], up[t] = fut.result()
 
 
 def _task(name, args, kwargs):
     b = _TASKS[name](*args, **kwargs)
-    return np.asarray(b.lower), np.asarray(b.upper), b.met
+    return np.asarray(b.lower), np.asarray(b.upper)
 
 
 def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
@@ -563,6 +553,6 @@ class PLDAccountant(Accountant):
         e = check_epsilon(epsilon)
         if not self.history:
             return Bounds(np.zeros(e.shape), np.zeros(e.shape)) if e.ndim else Bounds(0.0, 0.0)
-        lo, up, met = delta_met(*self._get_engine().delta(shifted(e, self.accuracy)), self.accuracy)
+        lo, up = self._get_engine().delta(e.ravel())
         lo, up = lo.reshape(e.shape), up.reshape(e.shape)
-        return Bounds(float(lo), float(up), met=met) if e.ndim == 0 else Bounds(lo, up, met=met)
+        return _with_met(Bounds(float(lo), float(up)) if e.ndim == 0 else Bounds(lo, up), self.accuracy, e)

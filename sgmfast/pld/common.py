@@ -408,22 +408,6 @@ def resolved(lo, up, up_shifted, accuracy: float) -> np.ndarray:
     return (lo >= ups) | (up - lo <= RESOLVED_FLAT * accuracy * up) | (up - lo <= 1e-300)
 
 
-def shifted(eps, accuracy: float) -> np.ndarray:
-    """eps followed by eps + h, h = accuracy x max(eps, 1e-2): a δ query asked at both tells
-    whether each answer is resolved (``delta_met``)."""
-    eps = np.asarray(eps, dtype=np.float64).reshape(-1)
-    return np.concatenate((eps, eps + accuracy * np.maximum(eps, 1e-2)))
-
-
-def delta_met(lo, up, accuracy: float) -> tuple:
-    """(lower, upper, met) of a δ query asked at ``shifted(eps)``: the answers at eps, and whether
-    every one is resolved -- ``resolved``'s rule, the engines' own: no wider than the change of δ
-    over a relative change ``accuracy`` of eps (or flat, or below 1e-300 wide)."""
-    n = np.size(lo) // 2
-    lo, up = np.asarray(lo, dtype=np.float64).reshape(-1), np.asarray(up, dtype=np.float64).reshape(-1)
-    return lo[:n], up[:n], bool(np.all(resolved(lo[:n], up[:n], up[n:], accuracy * (1 + 1e-9))))
-
-
 #: δ queries group nearby eps, which share one tilted composition: within 0.1 up to eps = 10,
 #: within a relative GROUP_SPREAD beyond (the same width at 10; a tuning profile asks for ~20 eps
 #: within 0.1 % of eps ~ 1000, which took a grid each)

@@ -31,7 +31,7 @@ import numpy as np
 from ..._failures import GridFailure
 from ..._types import Bounds
 from ..._work import UNITS_PER_SECOND, Meter, metered
-from ..common import broadcast_groups, delta_met, shared_budget, shifted
+from ..common import broadcast_groups, shared_budget
 from ..engine import monotone
 
 from ..._samplers import EPOCH_SAMPLERS, SAMPLERS, TABLE, resolve  # noqa: F401  (the one table)
@@ -118,13 +118,10 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
     shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    met = True
     for (s, qq, t), idx in groups.items():
-        if kind == "delta":  # (asked at eps + h too: ``common.delta_met``)
-            b = _one(kind, sampler, relation, s, qq, int(t), shifted(flat[3][idx], accuracy), accuracy)
-            lo[idx], up[idx], ok = delta_met(np.broadcast_to(b.lower, 2 * len(idx)),
-                                             np.broadcast_to(b.upper, 2 * len(idx)), accuracy)
-            met &= ok
+        if kind == "delta":
+            b = _one(kind, sampler, relation, s, qq, int(t), flat[3][idx], accuracy)
+            lo[idx], up[idx] = b.lower, b.upper
         else:
             with shared_budget(len(idx)):  # (several δ of one run: one budget in all)
                 for i in idx:
@@ -133,11 +130,7 @@ def call(kind: str, sampler: str, sigma, q, steps, x, accuracy, relation: str | 
         # (both eps(δ) and δ(eps) fall as their argument grows: each bound holds beyond its own
         # point, so one call's answers agree -- a query cut short keeps its neighbours' bounds)
         lo[idx], up[idx] = monotone(np.asarray(flat[3][idx], dtype=np.float64), lo[idx], up[idx])
-    met = met if kind == "delta" else None
-    if shape == ():
-        out = Bounds(float(lo[0]), float(up[0]), met=met)
-    else:
-        out = Bounds(lo.reshape(shape), up.reshape(shape), met=met)
+    out = Bounds(float(lo[0]), float(up[0])) if shape == () else Bounds(lo.reshape(shape), up.reshape(shape))
     warn_if_loose(sampler, out)
     return out
 
