@@ -68,6 +68,16 @@ def test_bracket_settles_quickly_on_a_gaussian_tail():
         assert lo <= target <= up and up / lo < 1.5
 
 
+def test_an_answer_of_zero_is_no_lower_bound_at_zero():
+    """eps(d) = 0 for every d >= δ(0): an answer [0, 0] at eps = 0 bounds δ(0) from above only (it
+    raised the lower end to d, past δ(0), before)."""
+    def ask(d):  # (δ(0) = 0.4: eps(d) = 0 from there up, positive below, certified loosely)
+        return (0.0, 0.0) if d >= 0.4 else (0.0, 1.0)
+
+    lo, up, _ = DI.bracket_delta(ask, 0.0, 0.0, 0.5, 1e-3)
+    assert lo <= 0.4 <= up
+
+
 def test_bracket_keeps_the_start_when_no_answer_helps():
     """Answers that say nothing ((0, inf)) or no work left (None) leave the certified start."""
     assert DI.bracket_delta(lambda d: (0.0, math.inf), 2.0, 1e-30, 1e-20, 1e-3)[:2] == (1e-30, 1e-20)
@@ -88,8 +98,6 @@ def test_shared_probes_serve_every_eps():
 
 def _two_step_rows():
     path = os.path.join(os.path.dirname(__file__), "reference", "two_step_small_delta.csv")
-    if not os.path.exists(path):  # (while the table is being made)
-        return []
     with open(path) as f:
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     return [(float(r["sigma"]), float(r["q"]), float(r["eps"]), float(r["delta_max"])) for r in rows]

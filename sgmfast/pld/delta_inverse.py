@@ -6,8 +6,9 @@ continuous in eps, and eps(δ) is the least eps with δ(eps) <= δ.  Let [a, b] 
 interval of eps(d) for some d:
 
 * b <= eps: then eps(d) <= eps, so δ(eps) <= δ(eps(d)) <= d -- d is an upper bound on δ(eps);
-* a >= eps: then every eps' < eps(d) has δ(eps') > d; if eps < eps(d) that gives δ(eps) > d, and
-  if eps = eps(d), δ(eps) = d by continuity -- either way d is a lower bound on δ(eps).
+* a >= eps and a > 0: then eps(d) > 0, so every eps' < eps(d) has δ(eps') > d; if eps < eps(d)
+  that gives δ(eps) > d, and if eps = eps(d) > 0, δ(eps) >= d by continuity from the left -- either
+  way d is a lower bound on δ(eps).  (a = eps = 0 says nothing: eps(d) = 0 for every d >= δ(0).)
 
 The d asked for is the float kept, so no rounding enters.  Where to ask is a heuristic (``aim``: a
 secant on the answers' midpoints against sqrt(-log d), aiming just outside their own width on each
@@ -18,6 +19,8 @@ tests/test_delta_inverse.py (a model profile with a known inverse; mpmath's two-
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 #: most eps(δ) queries one δ(eps) entry may take
 MAX_QUERIES = 12
@@ -53,7 +56,7 @@ class _Bracket:
     def add(self, d: float, a: float, b: float) -> None:
         if b <= self.eps:
             self.up = min(self.up, d)
-        if a >= self.eps:
+        if a >= self.eps and a > 0.0:  # (a = 0: eps(d) may be 0 with δ(0) < d -- module notes)
             self.lo = max(self.lo, d)
         if math.isfinite(b) and b >= a:
             self.probes.append((math.log(d), 0.5 * (a + b), b - a))
@@ -148,8 +151,6 @@ def bracket_delta(ask, eps: float, lo: float, up: float, accuracy: float, probes
 
 def bracket_deltas(ask, eps, lo, up, accuracy: float):
     """``bracket_delta`` at each eps (arrays), smallest eps first, every probe shared."""
-    import numpy as np
-
     lo, up = np.array(lo, dtype=np.float64), np.array(up, dtype=np.float64)
     ok = np.zeros(lo.size, dtype=bool)
     probes: list = []

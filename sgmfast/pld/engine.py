@@ -279,7 +279,8 @@ class _Inverse:
             return None
         if self._sub is None:
             self._sub = Engine(eng.schedule, eng.accuracy, eng.grid_step, eng.relation, INVERSE_SHARE * eng.budget)
-            self._sub.caches = eng.caches
+            # (the same schedule: its caches, RDP bound and total variation are the engine's)
+            self._sub.caches, self._sub._rdp, self._sub._tv = eng.caches, eng._rdp, eng._tv
         with metered(self.meter):
             try:
                 lo, up, _ = self._sub._eps_noisy(d)
@@ -425,6 +426,7 @@ class Engine(_DeltaPlan):
         found = Certified(job.directions, 0.0, math.inf)
         last_gap, weak_runs, summed = None, 0, False
         coarser, good_step = 0, step
+        add_max = add_loss_max(self.schedule) if ADD in found.up else math.inf
         while True:
             before = meter.units
             self.last_step = step
@@ -448,7 +450,7 @@ class Engine(_DeltaPlan):
                 cap = self.rdp.epsilon(target)  # (a long run's grids found no upper bound: RDP's)
             found.cap(cap)
             if ADD in found.up:  # (the add direction's loss is at most -log(1 - q) a step: no eps above)
-                found.up[ADD] = min(found.up[ADD], add_loss_max(self.schedule))
+                found.up[ADD] = min(found.up[ADD], add_max)
             lo, up = found.lower, found.upper
             gap = up - lo
             if self.grid_step is not None or self._narrow(found) or gap <= 1e-12:

@@ -240,6 +240,10 @@ class _ExactMix(Engine):
     def release(self) -> None:
         pass
 
+    def delta(self, eps, below: float = 1.0):
+        """``Engine.delta`` (``below``, the mixtures' tail hint, unused: the engine caps by RDP itself)."""
+        return super().delta(eps)
+
 
 def _product(noisy, accuracy, budget, grid_step):
     """The product lattice's engine at the accuracy asked for where it fits, else at the least
@@ -393,10 +397,11 @@ class Sandwich:
         finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
         if self.noisy and finite.any():
             e = eps[finite]
+            cap = self.rdp.delta(e)
             if self.mix is not None:
                 # (the steps' far tails cut below RDP's bound where that is small: at δ ~ 1e-25 a cut
                 # at 1e-16's share left 300 noise levels [5.6e-26, 1.5e-25])
-                l, u = self.mix.delta(e) if isinstance(self.mix, Engine) else self.mix.delta(e, float(self.rdp.delta(e).min()))
+                l, u = self.mix.delta(e, float(cap.min()))
                 self.last_step = self.mix.last_step
                 if not (u - l <= max(self.accuracy, self.mix.sandwich_if_wider) * u).all():  # (both certified)
                     self.mix.release()
@@ -406,7 +411,7 @@ class Sandwich:
                 l, u = self._sandwich_delta(e)
             wide = ~(u - l <= self.accuracy * u)
             if wide.any():
-                u[wide] = np.minimum(u[wide], self.rdp.delta(e[wide]))
+                u[wide] = np.minimum(u[wide], cap[wide])
                 if rarely_sampled(self.noisy):
                     h_up, h_lo = self.hull
                     u[wide] = np.minimum(u[wide], h_up.delta(e[wide])[1])
