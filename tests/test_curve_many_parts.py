@@ -118,3 +118,28 @@ def test_spread_engines_are_skipped_where_they_would_overrun():
     assert c.units <= 2.25 * one.units
     assert b.lower[-1] == last.lower and b.upper[-1] == last.upper
     assert np.all(np.diff(b.upper) >= 0) and np.all(b.lower <= b.upper)
+
+
+def _levels(accuracy):
+    """500 random noise levels in [1.57, 7.1] at q 3.2e-4 (domain sweep 92's δ curve)."""
+    rng = np.random.default_rng(520012)
+    acc = PLDAccountant(accuracy=accuracy)
+    for s in 1.5725 * (7.126 / 1.5725) ** rng.random(500):
+        acc.step(float(s), 3.1577e-4)
+    return acc
+
+
+def test_a_finer_accuracy_is_not_asked_where_the_default_one_is_wide():
+    # at an accuracy finer than the default the sandwich asks its default-accuracy twin first; that
+    # one is far wider than the default accuracy here, and the finer query (finer grids, the same
+    # budget) only spent more: the δ curve took 52 units (16.9 s), the last point's query 29 of them
+    from sgmfast._work import metered
+
+    eps = 0.06436
+    with metered() as m_default:
+        b_default = _levels(1e-3).delta(eps)
+    assert b_default.width > 0.01  # (``schedules.COARSE_WIDE``)
+    with metered() as m_fine:
+        b_fine = _levels(3.6e-4).delta(eps)
+    assert b_fine.lower >= b_default.lower and b_fine.upper <= b_default.upper  # (never wider)
+    assert m_fine.units <= 1.1 * m_default.units
