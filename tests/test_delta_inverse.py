@@ -90,7 +90,8 @@ def test_shared_probes_serve_every_eps():
     targets = np.geomspace(1e-20, 1e-40, 12)
     eps = np.array([eps_of(t) for t in targets])
     calls = []
-    lo, up, ok = DI.bracket_deltas(_asker(eps_of, 3e-4, 3e-4, calls), eps, np.zeros(12), np.full(12, 1e-16), 1e-3)
+    lo, up, ok, met = DI.bracket_deltas(_asker(eps_of, 3e-4, 3e-4, calls), eps, np.zeros(12), np.full(12, 1e-16),
+                                        1e-3)
     truth = np.array([delta_of(e) for e in eps])
     assert np.all(lo <= truth * (1 + 1e-9)) and np.all(truth <= up * (1 + 1e-9))
     assert ok.all() and len(calls) <= 5 * 12
@@ -155,3 +156,40 @@ def test_noise_levels_agree_at_small_delta():
     e = acc.epsilon(1e-25)
     b = acc.delta(float(e.upper))
     assert b.lower <= 1e-25 and b.upper <= 1.2e-25
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.floats(0.0, 5.0), c=st.floats(0.05, 3.0), target=st.floats(1e-60, 1e-3),
+       below=st.floats(0.0, 3e-3), above=st.floats(0.0, 3e-3), accuracy=st.sampled_from([1e-2, 1e-3]))
+def test_met_brackets_lie_within_delta_over_an_eps_window(m, c, target, below, above, accuracy):
+    """met (``bracket_deltas``' fourth value) promises the δ grids' rule: the bracket lies inside
+    [δ(eps_+), δ(eps_-)] for some eps_- <= eps <= eps_+ with eps_+ - eps_- <= accuracy x max(eps,
+    1e-2) -- checked on the model profile's exact δ."""
+    eps_of, delta_of = _model(m, c)
+    eps = np.array([eps_of(target)])
+    lo, up, ok, met = DI.bracket_deltas(_asker(eps_of, below, above, []), eps, np.zeros(1), np.ones(1), accuracy)
+    if met[0]:
+        assert ok[0]
+        tol = accuracy * max(float(eps[0]), 1e-2) * (1 + 1e-9) + 1e-12
+        # the smallest window holding the bracket: eps_- = eps_of(up), eps_+ = eps_of(lo)
+        e_minus = eps_of(up[0]) if up[0] < 1.0 else m
+        assert eps_of(lo[0]) - e_minus <= tol if lo[0] > 0.0 else False
+
+
+def test_delta_reports_whether_its_accuracy_was_met():
+    # MNIST at eps 2.38: 1 % wide in δ (the README), no wider than δ's change over a relative change
+    # 1e-3 of eps
+    b = pld.delta(1.1, 256 / 60000, 14062, 2.38)
+    assert b.met is True and 0.005 < b.width < 0.015
+    # the truth at eps +- 1e-3 x eps brackets the interval: eps(δ) read there by the other entry point
+    e_lo = pld.epsilon(1.1, 256 / 60000, 14062, float(b.upper))
+    e_up = pld.epsilon(1.1, 256 / 60000, 14062, float(b.lower))
+    assert e_up.lower - e_lo.upper <= 2.1e-3 * 2.38
+    # at δ ~1e-25 the eps(δ) answers are each 5e-4 x eps wide: the bracket cannot show 1e-3
+    wide = pld.delta(1.0, 0.01, 1000, 7.851)
+    assert wide.met is False and wide.lower <= wide.upper
+    # arrays, the accountant and an executor report it too
+    assert pld.delta(1.1, 256 / 60000, 14062, [0.5, 2.38]).met is True
+    acc = pld.PLDAccountant()
+    acc.step(1.1, 256 / 60000, 14062)
+    assert acc.delta(2.38).met is True and acc.delta(7.851 * 2.0).met is not None

@@ -39,6 +39,7 @@ def test_calibrate_q_and_pld_queries_on_a_pool(pool):
     assert np.array_equal(a.lower, b.lower) and np.array_equal(a.upper, b.upper)
     a, b = pld.delta(s, 0.01, 300, [1.0, 2.0]), pld.delta(s, 0.01, 300, [1.0, 2.0], executor=pool)
     assert np.array_equal(a.lower, b.lower) and np.array_equal(a.upper, b.upper)
+    assert a.met is b.met and a.met is not None  # (δ's met from the tasks too)
 
 
 def test_figure1_on_a_thread_pool_is_the_serial_one():

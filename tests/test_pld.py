@@ -419,7 +419,7 @@ def test_a_round_past_the_hard_limit_keeps_what_earlier_rounds_certified(monkeyp
     lo, up, _ = e._eps_grid(1e-5)
     ref = pld.epsilon(1.1, 256 / 60000, 14062, 1e-5)
     assert lo <= ref.upper and ref.lower <= up and up - lo <= 1e-3 * up
-    d_lo, d_up = e._delta_grid(np.array([1.0, 2.0, 3.0]))
+    d_lo, d_up, _ = e._delta_grid(np.array([1.0, 2.0, 3.0]))
     d_ref = pld.delta(1.1, 256 / 60000, 14062, np.array([1.0, 2.0, 3.0]))
     assert np.all(d_lo <= d_ref.upper) and np.all(d_ref.lower <= d_up) and np.all(d_up < 1.0)
 

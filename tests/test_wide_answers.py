@@ -32,7 +32,7 @@ def test_met_and_width():
     assert arr.met is True and np.all(arr.width <= 1e-3)
     assert pld.PLDAccountant().step(1.1, 0.01, 100).epsilon(1e-5).met is True
     assert pld.epsilon_curve(1.1, 0.01, [50, 100], 1e-5).met is True
-    assert pld.delta(1.1, 0.01, 100, 1.0).met is None  # (δ's accuracy is an ε shift: not judged by its ends)
+    assert pld.delta(1.1, 0.01, 100, 1.0).met is True  # (δ's rule: an ε shift, ``Engine.delta_met``)
     # met is not part of equality or the repr: a Bounds is its two ends
     assert Bounds(1.0, 2.0, met=True) == Bounds(1.0, 2.0) and repr(Bounds(1.0, 2.0, met=False)) == "Bounds(lower=1.0, upper=2.0)"
     assert Bounds(math.inf, math.inf).width == 0.0

@@ -40,7 +40,8 @@ def _epsilon_group(engine, targets):
 
 
 def _delta_group(engine, eps):
-    return engine.delta(np.asarray(eps, dtype=np.float64))  # (already monotone over the array)
+    """(lower, upper, met) of δ at each eps on one engine (already monotone over the array)."""
+    return engine.delta_met(np.asarray(eps, dtype=np.float64))
 
 
 def _epsilon_hinted(sigma, q, steps, target, accuracy, step0, budget=None):
@@ -61,9 +62,9 @@ def epsilon_upper_at(sigma, q, steps, target, accuracy, step, budget=None):
 
 def _with_met(b: Bounds, accuracy: float, eps=None) -> Bounds:
     """``b`` with ``met``: for ε(δ), whether every entry's relative width is <= ``accuracy``.  For
-    δ(ε) (``eps`` given) ``met`` stays None: the engines stop there when the interval is covered
-    by a relative ε change of ``accuracy`` (lower(ε) >= upper(ε (1 + accuracy))), which its two
-    ends alone cannot show."""
+    δ(ε) (``eps`` given) ``met`` is what the engine reported (``Engine.delta_met``: the interval no
+    wider than δ's change over a relative change ``accuracy`` of ε, which its two ends alone cannot
+    show, or than ``accuracy`` x its upper end), and None where the engine does not report it."""
     if eps is not None:
         return b
     return dataclasses.replace(b, met=bool(np.all(within(b.lower, b.upper, accuracy * (1 + 1e-9)))))
@@ -76,26 +77,29 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     contradicts another's).  With an ``executor``, whole groups go to its tasks (so the answers
     are the serial call's)."""
     if sigma.ndim == q.ndim == steps.ndim == x.ndim == 0:  # one point: the loop below's one engine
-        lo, up = group_fn(Engine([(float(sigma), float(q), int(steps))], accuracy, grid_step, relation,
-                                 budget=max(BUDGET, 1.0)), x.reshape(1))
-        return Bounds(float(lo[0]), float(up[0]))
+        lo, up, *met = group_fn(Engine([(float(sigma), float(q), int(steps))], accuracy, grid_step, relation,
+                                       budget=max(BUDGET, 1.0)), x.reshape(1))
+        return Bounds(float(lo[0]), float(up[0]), bool(met[0][0]) if met else None)
     shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
+    met = np.ones(flat[0].size, dtype=bool)  # (where the group function reports it: δ's rule)
     if check_executor(executor) is not None and len(groups) > 1:
-        _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up)
+        _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up, met)
     else:
         for (s, qq, t), idx in groups.items():
             # one work budget per call and schedule, shared by its queries (at least a second each)
             engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
                             budget=max(BUDGET / len(idx), 1.0))
-            lo[idx], up[idx] = group_fn(engine, flat[3][idx])
+            lo[idx], up[idx], *m = group_fn(engine, flat[3][idx])
+            met[idx] = m[0] if m else True
+    reported = bool(met.all()) if group_fn is _delta_group else None
     if shape == ():
-        return Bounds(float(lo[0]), float(up[0]))
-    return Bounds(lo.reshape(shape), up.reshape(shape))
+        return Bounds(float(lo[0]), float(up[0]), reported)
+    return Bounds(lo.reshape(shape), up.reshape(shape), reported)
 
 
-def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo, up):
+def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo, up, met):
     """Whole groups per task, about CHUNK_PLD points each; each task is the serial call."""
     tasks, cur = [], []
     for idx in groups:
@@ -108,12 +112,12 @@ def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo
     kwargs = dict(accuracy=accuracy, grid_step=grid_step, relation=relation)
     futures = [executor.submit(_task, name, tuple(a[t] for a in flat), kwargs) for t in tasks]
     for t, fut in zip(tasks, futures):
-        lo[t], up[t] = fut.result()
+        lo[t], up[t], met[t] = fut.result()
 
 
 def _task(name, args, kwargs):
     b = _TASKS[name](*args, **kwargs)
-    return np.asarray(b.lower), np.asarray(b.upper)
+    return np.asarray(b.lower), np.asarray(b.upper), b.met is not False
 
 
 def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
@@ -553,6 +557,11 @@ class PLDAccountant(Accountant):
         e = check_epsilon(epsilon)
         if not self.history:
             return Bounds(np.zeros(e.shape), np.zeros(e.shape)) if e.ndim else Bounds(0.0, 0.0)
-        lo, up = self._get_engine().delta(e.ravel())
+        engine = self._get_engine()
+        if hasattr(engine, "delta_met"):  # (an ``Engine``; the sandwich of many steps does not report it)
+            lo, up, met = engine.delta_met(e.ravel())
+            met = bool(met.all())
+        else:
+            (lo, up), met = engine.delta(e.ravel()), None
         lo, up = lo.reshape(e.shape), up.reshape(e.shape)
-        return _with_met(Bounds(float(lo), float(up)) if e.ndim == 0 else Bounds(lo, up), self.accuracy, e)
+        return Bounds(float(lo), float(up), met) if e.ndim == 0 else Bounds(lo, up, met)

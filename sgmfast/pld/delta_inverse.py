@@ -119,6 +119,13 @@ class _Bracket:
             return False
         return (pl[1] + 0.5 * pl[2]) - (pu[1] - 0.5 * pu[2]) <= max(tol, SETTLED_SPAN * (pu[2] + pl[2]))
 
+    def met(self, tol: float) -> bool:
+        """Whether the answers at the bracket's ends span at most ``tol`` of eps: the ends' answers
+        [a_u, b_u] <= eps <= [a_l, b_l] put the bracket inside [δ(b_l), δ(a_u)], δ over an eps window
+        of width b_l - a_u around eps (module notes) -- the δ grids' own rule with h = ``tol``."""
+        pu, pl = self.probe_at(self.up), self.probe_at(self.lo)
+        return pu is not None and pl is not None and (pl[1] + 0.5 * pl[2]) - (pu[1] - 0.5 * pu[2]) <= tol
+
     def width_near(self, target: float) -> float:
         """The eps width of the probe whose midpoint is nearest ``target``."""
         return min(self.probes, key=lambda p: abs(p[1] - target))[2]
@@ -158,13 +165,16 @@ def bracket_delta(ask, eps: float, lo: float, up: float, accuracy: float, probes
 
 
 def bracket_deltas(ask, eps, lo, up, accuracy: float):
-    """``bracket_delta`` at each eps (arrays), smallest eps first, every probe shared."""
+    """``bracket_delta`` at each eps (arrays), smallest eps first, every probe shared: (lower,
+    upper, settled, met) -- met: ``_Bracket.met`` at accuracy x max(eps, 1e-2), with every probe."""
     lo, up = np.array(lo, dtype=np.float64), np.array(up, dtype=np.float64)
     ok = np.zeros(lo.size, dtype=bool)
     probes: list = []
     for i in np.argsort(eps, kind="stable"):
         lo[i], up[i], ok[i] = bracket_delta(ask, float(eps[i]), float(lo[i]), float(up[i]), accuracy, probes)
-    return lo, up, ok
+    met = np.array([lo[i] == up[i] or _Bracket(float(e), lo[i], up[i], probes).met(accuracy * max(float(e), 1e-2))
+                    for i, e in enumerate(eps)], dtype=bool)
+    return lo, up, ok, met
 
 
 def _gap(probe, eps: float) -> float:

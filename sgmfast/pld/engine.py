@@ -109,7 +109,13 @@ class _DeltaPlan:
 
     def delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of δ at each eps."""
-        lo, up = self._delta_noisy(eps)
+        return self.delta_met(eps)[:2]
+
+    def delta_met(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lower, upper, met) of δ at each eps; met: the interval is no wider than δ's change over
+        a relative change ``accuracy`` of eps, as the δ grids or the eps(δ) bracket showed it
+        (``_delta_grid``), or than ``accuracy`` x its upper end."""
+        lo, up, met = self._delta_noisy(eps)
         if self.p_hi > 0.0:
             lo = np.maximum(lo, self.p_lo)
             up = np.minimum(1.0, (self.p_hi + (1.0 - self.p_hi) * up) * (1 + 4 * U))
@@ -117,24 +123,27 @@ class _DeltaPlan:
         # ulps (nothing changes for normal values)
         lo = np.maximum(lo - 1e-322, 0.0)
         up = np.where(up > 0.0, np.minimum(up + 1e-322, 1.0), up)
-        return monotone(eps, lo, up)
+        lo, up = monotone(eps, lo, up)
+        return lo, up, met | (up - lo <= self.accuracy * up)
 
     def _delta_noisy(self, eps: np.ndarray):
-        lo, up = np.zeros(eps.size), np.zeros(eps.size)
+        lo, up, met = np.zeros(eps.size), np.zeros(eps.size), np.ones(eps.size, dtype=bool)
         finite = np.isfinite(eps)  # (noisy steps put no mass at +inf: δ(+inf) = 0)
         if not self.schedule or not finite.any():
-            return lo, up
+            return lo, up, met
         e = eps[finite]
         if self.form is not None:
             lo[finite], up[finite] = exact.delta_bounds(self.form, e)
+            met[finite] = False  # (closed forms: by their width, ``delta_met``)
         else:
             g_lo, g_up = exact.near_gaussian_delta(self.near, e)
+            m = np.zeros(e.size, dtype=bool)  # (by the width, ``delta_met``)
             if np.all(g_up - g_lo <= self.accuracy * g_up):  # nearly full batches
                 l, u = g_lo, g_up
             else:
-                c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)
+                c_l, c_u = (0.0, 1.0) if self.coarse is None else self.coarse._delta_noisy(e)[:2]
                 try:
-                    l, u = self._delta_grid(e)
+                    l, u, m = self._delta_grid(e)
                 except (ArithmeticError, GridFailure, MemoryError):  # no grid at all: RDP
                     l, u = np.zeros(e.size), self.rdp.delta(e)
                 l, u = np.maximum(l, np.maximum(g_lo, c_l)), np.minimum(u, np.minimum(g_up, c_u))
@@ -144,15 +153,16 @@ class _DeltaPlan:
                 blank = wide & (u >= 0.5)  # (no grid reached eps -- e.g. eps 1e4, replace-one: 1.0)
                 if blank.any():
                     u[blank] = np.minimum(u[blank], self.rdp.delta(e[blank]))
-            lo[finite], up[finite] = l, u
+            lo[finite], up[finite], met[finite] = l, u, m
         # with noise, every finite eps has δ > 0 (the remove loss is unbounded): never report 0
         up[finite] = np.maximum(up[finite], exact.TINY)
-        return lo, up
+        return lo, up, met
 
     # --- δ(eps) ----------------------------------------------------------------------------
-    def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) of δ at each eps by the grid certifiers and, where they leave it
-        unresolved, by eps(δ) queries (``delta_inverse``).  The grids are refined until lower(eps) >=
+    def _delta_grid(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lower, upper, met) of δ at each eps by the grid certifiers and, where they leave it
+        unresolved, by eps(δ) queries (``delta_inverse``; met: resolved by the grids' rule, or the
+        bracket's ``_Bracket.met``).  The grids are refined until lower(eps) >=
         upper(eps + h), h = accuracy * max(eps, 1e-2): no wider than the change of δ over a relative
         change ``accuracy`` of eps.  Nearby eps share one tilted composition (``delta_groups``).
         Where RDP already bounds δ below ``GRID_DELTA_FLOOR`` only the eps(δ) queries are asked (the
@@ -161,20 +171,22 @@ class _DeltaPlan:
         h = self.accuracy * np.maximum(eps, 1e-2)
         cap, cap_shift = np.split(self.rdp.delta(np.concatenate((eps, eps + h))), 2)  # (one request: shared anchors)
         lo, up = np.zeros(eps.size), np.minimum(cap, 1.0)
-        tiny = (cap < GRID_DELTA_FLOOR) & (cap > 1e-300)
+        met = cap <= 1e-300  # (RDP leaves nothing to resolve)
+        tiny = (cap < GRID_DELTA_FLOOR) & ~met
         if tiny.any():
-            lo[tiny], up[tiny], _ = _Inverse(self, self._paid(eps[tiny])).bracket(eps[tiny], lo[tiny], up[tiny])
-        grid = ~tiny & (cap > 1e-300)
+            lo[tiny], up[tiny], _, met[tiny] = _Inverse(self, self._paid(eps[tiny])).bracket(eps[tiny], lo[tiny],
+                                                                                             up[tiny])
+        grid = ~tiny & ~met
         if grid.any():
             budget = self._paid(eps[grid])
             with metered(Meter(HARD_LIMIT * budget * UNITS_PER_SECOND)) as meter:
                 l, u, ok = self._delta_loop(eps[grid], h[grid], cap[grid], cap_shift[grid], meter, budget)
-            lo[grid], up[grid] = l, u
+            lo[grid], up[grid], met[grid] = l, u, ok
             again = np.flatnonzero(grid)[~ok]
             if again.size:  # (what the grids left of the budget, at least INVERSE_SHARE of it)
                 left = max(budget - meter.units / UNITS_PER_SECOND, INVERSE_SHARE * self.budget)
-                lo[again], up[again], _ = _Inverse(self, left).bracket(eps[again], lo[again], up[again])
-        return lo, up
+                lo[again], up[again], _, met[again] = _Inverse(self, left).bracket(eps[again], lo[again], up[again])
+        return lo, up, met
 
     def _paid(self, eps) -> float:
         """A δ query's budget: it grows with the number of groups of nearby eps (a group costs about
@@ -289,7 +301,7 @@ class _Inverse:
         return lo, up
 
     def bracket(self, eps, lo, up):
-        """``delta_inverse.bracket_deltas``: (lower, upper, settled) at each eps."""
+        """``delta_inverse.bracket_deltas``: (lower, upper, settled, met) at each eps."""
         return bracket_deltas(self.ask, eps, lo, up, self.engine.accuracy)
 
 
