@@ -76,8 +76,15 @@ def event_sum(schedule, step, tau, accuracy, eps_c, cut, eps_lo, rem_goal, coars
     one = one_step(sigma, q, add, step, tau, coarse)
     top = np.cumsum(one.pess[::-1])[::-1] + one.p_inf  # one-step mass at or above each point
     k = EVENT_MAX + 1
-    above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])
     m = 2 ** max(0, min(12, round(math.log2(0.25 * accuracy * max(eps_c, 1e-3) / step))))
+    last = (one.j_lo + top.size - 1 - 2 * m) * step
+    if cut > last > 0.0:
+        # a cut past the one-step grid's top (its far tail cut at tau) leaves the tail empty: cut just
+        # below it, where the tail's mass is about tau (few steps at eps past one step's reach: σ
+        # 0.624, q 0.00364, 6 steps, δ 6.4e-35 read [16.76, 17.90] from the tilts; cut at 16.87,
+        # [17.491424, 17.491467])
+        cut = last
+    above = float(top[min(max(math.floor(cut / step) - one.j_lo, 0), top.size - 1)])
     fine0 = count >= k and above > 0 and log_binom(count, k) + k * math.log(above) > math.log(rem_goal)
     if fine0:
         # eps inside the bulk (tiny eps): cut instead above the bulk, where T r ~ 1e-3.  Every
