@@ -18,8 +18,10 @@ from .contract import Job
 #: of accuracy x the upper end found so far, and on the query's own step only where that is still
 #: wide.  The query's step is set for the whole composition and can be tens of times finer than
 #: the sum needs, with windows past the bins limit: σ 1.9, q 3e-4, 454 steps, δ 1e-40 read
-#: [0.2692, 0.3093] after 1.5 s; on a 16 times coarser step the sum gives [0.269168, 0.269203]
+#: [0.2692, 0.3093] after 1.5 s; on a 16 times coarser step the sum gives [0.269168, 0.269203].
+#: At most STEP_COARSEN_MAX doublings (the upper end found so far may be RDP's, far above eps)
 STEP_SHARE = 0.25
+STEP_COARSEN_MAX = 6
 
 
 class TailEvents:
@@ -49,7 +51,7 @@ class TailEvents:
             return None
         j = math.floor(math.log2(STEP_SHARE * job.accuracy * up / step)) if up > 0.0 else 0
         found = None
-        for s in ([step * 2.0 ** min(j, 30)] if j >= 1 else []) + [step]:
+        for s in ([step * 2.0 ** min(j, STEP_COARSEN_MAX)] if j >= 1 else []) + [step]:
             got = self._epsilon_at(job, s, target, lo, up)
             if got is None:
                 continue
