@@ -33,10 +33,13 @@ from ..common import bins_cap, fast_len, too_many_bins
 CHERNOFF_K = np.arange(-24, 17, 2)
 _CHERNOFF_SCALES = 2.0 ** (CHERNOFF_K / 2.0)
 WINDOW_SDS = 9.0  # initial half-width of the FFT window in tilted standard deviations
-#: a composition whose whole support is at most this many times its first window is composed on
-#: all of it: nothing wraps, and no Chernoff bound of what could is charged (the tail-event sum's
-#: term without tail steps, one block of 48,053 steps: its optimistic window charged 5.3e-6 of
-#: tilted mass -- the round-off of its far cells -- which, untilted, exceeded δ 3e-15)
+#: an optimistic composition whose whole support is at most this many times its first window is
+#: composed on all of it: nothing wraps, and no Chernoff bound of what could is subtracted (the
+#: tail-event sum's term without tail steps, one block of 48,053 steps: its optimistic window charged
+#: 5.3e-6 of tilted mass -- the round-off of its far cells -- which, untilted, exceeded δ 3e-15).
+#: Not the pessimistic side, whose mass past a window is charged, not wrapped, and where a longer
+#: transform's larger round-off bound can cost more (σ 1e6, q 3.6e-6, 65 steps, replace-one, δ
+#: 3e-19: upper end 1.14e-9 -> 1.43e-9 with it)
 WHOLE_SUPPORT = 4
 TAIL_GOAL = 1e-15  # tilted mass allowed outside the window (Chernoff bound)
 
@@ -132,7 +135,7 @@ def choose_window(c, theta, pess, eps_lo, tau, n_min: int = 16) -> Window:
         raise too_many_bins(j1 - j0 + 1, "composed loss grid")
     n = fast_len(max(j1 - j0 + 1, n_min))
     support = c.sup_hi - c.sup_lo + 1
-    if support <= n or support <= min(WHOLE_SUPPORT * n, bins_cap()):
+    if support <= n or (not pess and support <= min(WHOLE_SUPPORT * n, bins_cap())):
         return Window(c.sup_lo, fast_len(support))  # the whole support fits: no wrap-around at all
     return _chernoff_window(c, theta, pess, eps_lo, tau, lo_l, hi_l, j0, n_min)
 
