@@ -54,8 +54,12 @@ def test_root_log_steps_with_a_given_slope(curvature, offset):
     # the far-tail events settle at a level (since the joint minorant of stop 60 later points settle
     # there too, so the memo saves nothing here: it must not cost more)
     (1.3, 1e-4, 6503, 1e-14, "tail_level", 1.0),
-    # the compositions after the events narrow nothing (0.59 and 0.30 of the work)
-    (2.6348, 3.8635e-5, 31679, 1.36e-15, "compositions_idle", 0.75),
+    # the compositions after the events narrowed nothing here (0.59 and 0.30 of the work) until
+    # stop 68; since the tail-event sum runs on a coarser step first and optimistic windows cover
+    # small supports, the events settle a level here too (and the compositions lift the lower end,
+    # 0.053076 -> 0.053175), and the memo saves nothing: no point sampled near it leaves the
+    # compositions idle any more
+    (2.6348, 3.8635e-5, 31679, 1.36e-15, "tail_level", 1.0),
 ])
 def test_memo_values_are_never_below_the_public_upper_bound(sigma, q, steps, delta, kind, share):
     """A search's memo cuts later queries short; their upper end is at least ``epsilon``'s (a
