@@ -83,7 +83,7 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
     shape, flat, groups = broadcast_groups(sigma, q, steps, x)
     lo = np.empty(flat[0].size)
     up = np.empty(flat[0].size)
-    met = np.ones(flat[0].size, dtype=bool)  # (where the group function reports it: δ's rule)
+    met = []  # (what the groups report: δ's rule; ε's is read off the widths, ``_with_met``)
     if check_executor(executor) is not None and len(groups) > 1:
         _on_executor(name, flat, list(groups.values()), accuracy, grid_step, relation, executor, lo, up, met)
     else:
@@ -92,8 +92,8 @@ def _broadcast_call(group_fn, sigma, q, steps, x, accuracy, grid_step, relation=
             engine = Engine([(s, qq, int(t))], accuracy, grid_step, relation,
                             budget=max(BUDGET / len(idx), 1.0))
             lo[idx], up[idx], *m = group_fn(engine, flat[3][idx])
-            met[idx] = m[0] if m else True
-    reported = bool(met.all()) if group_fn is _delta_group else None
+            met.extend(m)
+    reported = bool(all(np.all(m) for m in met)) if met else None
     if shape == ():
         return Bounds(float(lo[0]), float(up[0]), reported)
     return Bounds(lo.reshape(shape), up.reshape(shape), reported)
@@ -112,12 +112,13 @@ def _on_executor(name, flat, groups, accuracy, grid_step, relation, executor, lo
     kwargs = dict(accuracy=accuracy, grid_step=grid_step, relation=relation)
     futures = [executor.submit(_task, name, tuple(a[t] for a in flat), kwargs) for t in tasks]
     for t, fut in zip(tasks, futures):
-        lo[t], up[t], met[t] = fut.result()
+        lo[t], up[t], m = fut.result()
+        met.extend([] if m is None else [m])
 
 
 def _task(name, args, kwargs):
     b = _TASKS[name](*args, **kwargs)
-    return np.asarray(b.lower), np.asarray(b.upper), b.met is not False
+    return np.asarray(b.lower), np.asarray(b.upper), b.met
 
 
 def epsilon(sigma, q, steps, delta, *, accuracy=1e-3, relation=None, grid_step=None, executor=None,
