@@ -49,7 +49,8 @@ class TailEvents:
         answer is their intersection."""
         if not (self.applies(job) and lo < up < math.inf):
             return None
-        j = math.floor(math.log2(STEP_SHARE * job.accuracy * up / step)) if up > 0.0 else 0
+        ratio = STEP_SHARE * job.accuracy * up / step
+        j = math.floor(math.log2(ratio)) if 0.0 < ratio < math.inf else 0
         found = None
         for s in ([step * 2.0 ** min(j, STEP_COARSEN_MAX)] if j >= 1 else []) + [step]:
             got = self._epsilon_at(job, s, target, lo, up)
