@@ -15,7 +15,9 @@ class Bounds:
     ``upper`` is the number to report as the privacy guarantee; ``upper - lower``
     is the certified discretisation error. Values may be numpy arrays.  ``met`` says whether
     the interval meets the ``accuracy`` the query asked for (every entry of an array; None where
-    no accuracy applies): an interval that does not is still certified, only wider.
+    no accuracy applies or the engine does not report it): an interval that does not is still
+    certified, only wider.  For δ(ε) the accuracy is a shift of ε: met where the interval is no
+    wider than δ's change over a relative change ``accuracy`` of ε, or than ``accuracy`` x δ.
     """
 
     lower: Any
