@@ -488,6 +488,9 @@ class Table:
     delta_n + expm1(a) on [n log(1-q), 0] (panels geometric in a - n log(1-q), below
     q 2^-24 above the start the put is < 1e-100 and taken as 0); log delta_n on [0, A]."""
 
+    #: how far past the top panel's end (a multiple of it) the table may be evaluated
+    REACH = 1.0
+
     def __init__(self, s, q, n, A, ratio, func):
         lo = n * math.log1p(-q)
         e = -lo / ratio ** np.arange(0, 400)
@@ -516,7 +519,7 @@ class Table:
             out[m] += self._eval(self.pb, self.cp, a[m])
         m = a >= 0
         if m.any():
-            if a[m].max() > self.A:
+            if a[m].max() > self.A * self.REACH:
                 raise ValueError("argument beyond the table")
             out[m] = np.exp(self._eval(self.qb, self.cq, a[m]))
         return out

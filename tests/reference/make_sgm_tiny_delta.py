@@ -331,18 +331,7 @@ class XTable(R.Table):
     evaluates it at a - l(x) <= A - log(1-q), i.e. up to 3e-4 beyond A: Chebyshev extrapolation of a
     smooth log delta by ~0.3 % of the panel width)."""
 
-    def __call__(self, a):
-        a = np.asarray(a, float)
-        out = -np.expm1(a)
-        m = (a > self.pb[0]) & (a < 0)
-        if m.any():
-            out[m] += self._eval(self.pb, self.cp, a[m])
-        m = a >= 0
-        if m.any():
-            if a[m].max() > self.A * 1.01:
-                raise ValueError("argument beyond the table")
-            out[m] = np.exp(self._eval(self.qb, self.cq, a[m]))
-        return out
+    REACH = 1.01
 
 
 class Rec:
@@ -502,19 +491,26 @@ def point_cm(name, s, q, T, target, extra, rows, summary):
     route = (f"Carr-Madan, sum over the number of tail steps j = 0 .. {st_b['J']}; error bar from the variation "
              f"runs {', '.join(deltas)}")
     table_rows(rows, name, s, q, T, table, base, rel_bound, route)
-    i0 = table.index(min(table, key=lambda e: abs(e - (root - 1e-4))))
-    i1 = table.index(min(table, key=lambda e: abs(e - (root + 1e-4))))
-    slope = math.log(base[i1] / base[i0]) / (table[i1] - table[i0])
     eps_spread = max(abs(r - root) for r in roots.values())
-    eps_bound = max(10 * eps_spread, rel_bound[ic] / abs(slope))
+    slope, eps_bound = eps_bar(table, base, root, eps_spread, rel_bound[ic])
     eps_row(rows, name, s, q, T, root, target, eps_bound, "Carr-Madan j-sum")
+    dt = time.time() - t0  # (the run's cost, printed and kept in the CSV header: no value depends on it)
     print(f"  spread {spread:.1e} -> rel_err_bound {rel_bound[ic]:.1e}; d log delta/d eps {slope:.3f}; eps "
-          f"spread {eps_spread:.1e} -> eps = {root!r} +- {eps_bound:.1e}  ({time.time() - t0:.0f} s)", flush=True)
+          f"spread {eps_spread:.1e} -> eps = {root!r} +- {eps_bound:.1e}  ({dt:.0f} s)", flush=True)
     summary.append((name, s, q, T, f"delta {target!r}", f"eps {root!r} +- {eps_bound:.1e}",
-                    f"(Carr-Madan; runs {', '.join(deltas)}; {time.time() - t0:.0f} s)"))
+                    f"(Carr-Madan; runs {', '.join(deltas)}; {dt:.0f} s)"))
     for e in extra:
         i = table.index(e)
         summary.append((name, s, q, T, f"eps {e!r}", f"delta {base[i]!r} (rel +- {rel_bound[i]:.1e})", ""))
+
+
+def eps_bar(table, base, root, eps_spread, rel_c):
+    """(d log delta / d eps near the root, the eps error bar): the larger of 10 x the routes' root
+    spread and the delta error bar at the root carried through the slope."""
+    i0 = table.index(min(table, key=lambda e: abs(e - (root - 1e-4))))
+    i1 = table.index(min(table, key=lambda e: abs(e - (root + 1e-4))))
+    slope = math.log(base[i1] / base[i0]) / (table[i1] - table[i0])
+    return slope, max(10 * eps_spread, rel_c / abs(slope))
 
 
 def point_rec(name, s, q, T, target, extra, eps_fixed, rows, summary):
@@ -593,11 +589,8 @@ def point_rec(name, s, q, T, target, extra, eps_fixed, rows, summary):
     table_rows(rows, name, s, q, T, table, base, rel_bound, route)
     dt = time.time() - t0
     if target is not None:
-        i0 = table.index(min(table, key=lambda e: abs(e - (root - 1e-4))))
-        i1 = table.index(min(table, key=lambda e: abs(e - (root + 1e-4))))
-        slope = math.log(base[i1] / base[i0]) / (table[i1] - table[i0])
         eps_spread = abs(roots[other_rule] - root)
-        eps_bound = max(10 * eps_spread, rel_bound[ic] / abs(slope))
+        slope, eps_bound = eps_bar(table, base, root, eps_spread, rel_bound[ic])
         eps_row(rows, name, s, q, T, root, target, eps_bound, "direct recursion")
         print(f"  rules differ {rdiff:.1e} -> rel_err_bound {rel_bound[ic]:.1e}; d log delta/d eps {slope:.3f}; "
               f"roots differ {eps_spread:.1e} -> eps = {root!r} +- {eps_bound:.1e}  ({dt:.0f} s)", flush=True)
